@@ -1,0 +1,47 @@
+//! Typed cloud errors, so controllers can tell "gone" from "not supported" from "try later".
+
+use std::time::Duration;
+
+/// A boxed error from a provider's own client library.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Why a cloud call failed; controllers branch on the variant, as upstream compares sentinels.
+#[derive(Debug, thiserror::Error)]
+pub enum CloudError {
+    /// The instance does not exist in the cloud (upstream `cloudprovider.InstanceNotFound`).
+    #[error("instance not found")]
+    InstanceNotFound,
+    /// The provider does not implement this call (upstream `cloudprovider.NotImplemented`).
+    #[error("unimplemented")]
+    NotImplemented,
+    /// Another controller owns this load balancer type (upstream `cloudprovider.ImplementedElsewhere`).
+    #[error("implemented by alternate to cloud provider")]
+    ImplementedElsewhere,
+    /// The cloud asked to be called again after a fixed delay (upstream `api.RetryError`); the
+    /// caller requeues after exactly `after` instead of backing off exponentially.
+    #[error("{message} (retry after {after:?})")]
+    Retry {
+        /// What the cloud said.
+        message: String,
+        /// How long to wait before the next attempt.
+        after: Duration,
+    },
+    /// Anything else the cloud reported.
+    #[error(transparent)]
+    Other(BoxError),
+}
+
+impl CloudError {
+    /// Wraps any message or error as [`CloudError::Other`].
+    pub fn other(err: impl Into<BoxError>) -> Self {
+        CloudError::Other(err.into())
+    }
+
+    /// The fixed delay the cloud asked for, if this is a [`CloudError::Retry`].
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            CloudError::Retry { after, .. } => Some(*after),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,16 @@
+//! The cloud provider contract: what a cloud must offer for the cloud controllers to run on it.
+//!
+//! Modelled on upstream `k8s.io/cloud-provider`'s `cloudprovider.Interface`. A provider implements
+//! only the facets its cloud has; each accessor returns `None` by default, and the controller that
+//! needs a missing facet reports "not started" instead of running. Providers register a factory
+//! under a name in a [`registry::CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
+
+mod error;
+mod provider;
+mod types;
+
+pub use error::{BoxError, CloudError};
+pub use provider::{
+    CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes, Zones,
+};
+pub use types::{InstanceMetadata, Route, Zone};

@@ -1,0 +1,7 @@
+//! The Kubernetes cloud controllers, on the shared-cache controller manager.
+//!
+//! [`cloud`] holds the provider contract, its registry and the fake cloud; the controllers
+//! (`node`, `node_lifecycle`, `service`, `route`) each live in their own module and are registered
+//! under the upstream canonical names and aliases.
+
+pub mod cloud;

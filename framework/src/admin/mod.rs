@@ -1,0 +1,1 @@
+//! (admin: being written)

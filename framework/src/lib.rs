@@ -1,0 +1,18 @@
+//! An embeddable Kubernetes controller manager.
+//!
+//! Every controller registered in one process shares a single watch cache per resource type
+//! ([`informer`]), is fed by a client-go-semantics work queue ([`workqueue`]) and is an ordinary
+//! `tower::Service` ([`controller`]). The [`manager`] selects controllers by name the way
+//! kube-controller-manager's `--controllers` flag does, starts the shared cache once every
+//! controller has registered, and runs the workers until shutdown.
+//!
+//! The framework knows Kubernetes and nothing of clouds: cloud controllers live in their own crate.
+
+pub mod admin;
+pub mod controller;
+pub mod events;
+pub mod informer;
+pub mod leader;
+pub mod manager;
+pub mod telemetry;
+pub mod workqueue;

@@ -1,0 +1,1 @@
+//! (manager: being written)

@@ -1,0 +1,1 @@
+//! (workqueue: being written)
