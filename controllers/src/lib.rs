@@ -5,3 +5,4 @@
 //! under the upstream canonical names and aliases.
 
 pub mod cloud;
+pub mod event_sink;

@@ -1,0 +1,67 @@
+//! Where controllers send Kubernetes events, kept as a trait so controller logic does not depend on
+//! how events are written (the framework's aggregating recorder in production, a vector in tests).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use parking_lot::Mutex;
+
+/// Severity of an event, as the Kubernetes Event `type` field spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Something expected happened.
+    Normal,
+    /// Something the operator should look at.
+    Warning,
+}
+
+/// Receives events; implementations must never block or fail the caller.
+pub trait EventSink: Send + Sync {
+    /// Records `reason`/`message` about `regarding`.
+    fn emit(&self, regarding: &ObjectReference, type_: EventType, reason: &str, message: &str);
+}
+
+/// One event captured by [`RecordedEvents`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedEvent {
+    /// `namespace/name` or `name` of the object the event is about.
+    pub object: String,
+    /// Normal or Warning.
+    pub type_: EventType,
+    /// The upstream reason, e.g. `EnsuredLoadBalancer`.
+    pub reason: String,
+    /// Human-readable text.
+    pub message: String,
+}
+
+/// An in-memory sink, so tests can assert on the exact reasons a controller emitted.
+#[derive(Clone, Default)]
+pub struct RecordedEvents(Arc<Mutex<Vec<RecordedEvent>>>);
+
+impl RecordedEvents {
+    /// Everything emitted so far, in order.
+    pub fn all(&self) -> Vec<RecordedEvent> {
+        self.0.lock().clone()
+    }
+
+    /// The reasons emitted so far, in order.
+    pub fn reasons(&self) -> Vec<String> {
+        self.0.lock().iter().map(|e| e.reason.clone()).collect()
+    }
+}
+
+impl EventSink for RecordedEvents {
+    fn emit(&self, regarding: &ObjectReference, type_: EventType, reason: &str, message: &str) {
+        let name = regarding.name.clone().unwrap_or_default();
+        let object = match &regarding.namespace {
+            Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+            _ => name,
+        };
+        self.0.lock().push(RecordedEvent {
+            object,
+            type_,
+            reason: reason.to_string(),
+            message: message.to_string(),
+        });
+    }
+}
