@@ -14,5 +14,6 @@ pub mod events;
 pub mod informer;
 pub mod leader;
 pub mod manager;
+pub mod options;
 pub mod telemetry;
 pub mod workqueue;

@@ -1,0 +1,267 @@
+//! Flags of the cloud controllers, with upstream names and defaults, flattenable into any
+//! embedder's clap parser next to the framework's generic flags.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args};
+use controller_manager::options::GoDuration;
+
+/// Cloud controller flags (`cloud-provider` generic group, per-controller groups as upstream).
+#[derive(Args, Clone, Debug)]
+pub struct CloudOptions {
+    /// Which registered provider runs; required, as upstream.
+    #[arg(
+        long,
+        default_value = "",
+        hide_default_value = true,
+        help_heading = "Generic flags",
+        help = "The provider for cloud services. Empty string for no provider."
+    )]
+    pub cloud_provider: String,
+
+    /// Provider configuration file handed to the provider's factory.
+    #[arg(
+        long,
+        help_heading = "Generic flags",
+        help = "The path to the cloud provider configuration file. Empty string for no configuration file."
+    )]
+    pub cloud_config: Option<PathBuf>,
+
+    /// Start even when the provider's resources carry no cluster ID (deprecated upstream too).
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Generic flags",
+        help = "Allow the cluster to run without the cluster-id on cloud instances. This is a legacy mode of operation and a cluster-id will be required in the future."
+    )]
+    pub allow_untagged_cloud: bool,
+
+    /// Passed to every load-balancer and route call, so two clusters in one account stay apart.
+    #[arg(
+        long,
+        default_value = "kubernetes",
+        help_heading = "Generic flags",
+        help = "The instance prefix for the cluster."
+    )]
+    pub cluster_name: String,
+
+    /// Pod network CIDR(s); the route controller needs it.
+    #[arg(
+        long,
+        default_value = "",
+        hide_default_value = true,
+        help_heading = "Generic flags",
+        help = "CIDR Range for Pods in cluster. Comma separated for dual-stack (one IPv4 and one IPv6)."
+    )]
+    pub cluster_cidr: String,
+
+    /// Used by add-on controllers such as node IPAM; the route controller does not check it.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Generic flags",
+        help = "Should CIDRs for Pods be allocated and set on the cloud provider."
+    )]
+    pub allocate_node_cidrs: bool,
+
+    /// Turns the route controller off when false.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        help_heading = "Generic flags",
+        help = "Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider."
+    )]
+    pub configure_cloud_routes: bool,
+
+    /// Period of the route reconcile loop.
+    #[arg(
+        long,
+        default_value = "10s",
+        help_heading = "Generic flags",
+        help = "The period for reconciling routes created for Nodes by cloud provider."
+    )]
+    pub route_reconciliation_period: GoDuration,
+
+    /// Period of the node lifecycle loop.
+    #[arg(
+        long,
+        default_value = "5s",
+        help_heading = "Generic flags",
+        help = "The period for syncing NodeStatus in cloud-node-lifecycle-controller."
+    )]
+    pub node_monitor_period: GoDuration,
+
+    /// How long the cloud must keep reporting an instance missing before its Node is deleted
+    /// (guards against eventually consistent cloud APIs; not an upstream flag).
+    #[arg(
+        long,
+        default_value = "30s",
+        help_heading = "Generic flags",
+        help = "How long an instance must be reported missing by the cloud, on consecutive checks, before cloud-node-lifecycle-controller deletes its Node. 0s deletes on the first report, as upstream."
+    )]
+    pub node_deletion_grace_period: GoDuration,
+
+    /// Period of the node address refresh.
+    #[arg(
+        long,
+        default_value = "5m0s",
+        help_heading = "Misc flags",
+        help = "Specifies how often the controller updates nodes' status."
+    )]
+    pub node_status_update_frequency: GoDuration,
+
+    /// Service workers, and parallelism of node-triggered load-balancer updates.
+    #[arg(
+        long,
+        default_value_t = 1,
+        help_heading = "Service-lb-controller flags",
+        help = "The number of services that are allowed to sync concurrently. Larger number = more responsive service management, but more CPU (and network) load"
+    )]
+    pub concurrent_service_syncs: u32,
+
+    /// Workers initializing new nodes.
+    #[arg(
+        long,
+        default_value_t = 1,
+        help_heading = "Cloud-node-controller flags",
+        help = "Number of workers concurrently synchronizing nodes."
+    )]
+    pub concurrent_node_syncs: u32,
+
+    /// Parallelism of the periodic address refresh; 0 means --concurrent-node-syncs.
+    #[arg(
+        long,
+        default_value_t = 0,
+        help_heading = "Cloud-node-controller flags",
+        help = "Number of workers concurrently updating node statuses. 0 uses --concurrent-node-syncs."
+    )]
+    pub concurrent_node_status_updates: u32,
+}
+
+impl CloudOptions {
+    /// Every problem with these flags, each saying what to change; empty means valid.
+    ///
+    /// Unlike upstream, zero worker counts are rejected: upstream silently runs zero workers.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if self.cloud_provider.trim().is_empty() {
+            errors.push("--cloud-provider cannot be empty".to_string());
+        }
+        if self.concurrent_service_syncs == 0 {
+            errors.push("--concurrent-service-syncs must be at least 1".to_string());
+        }
+        if self.concurrent_node_syncs == 0 {
+            errors.push("--concurrent-node-syncs must be at least 1".to_string());
+        }
+        for (flag, value) in [
+            ("--node-monitor-period", self.node_monitor_period),
+            (
+                "--node-status-update-frequency",
+                self.node_status_update_frequency,
+            ),
+            (
+                "--route-reconciliation-period",
+                self.route_reconciliation_period,
+            ),
+        ] {
+            if value.get().is_zero() {
+                errors.push(format!("{flag} must be greater than 0s"));
+            }
+        }
+        if self.cluster_name.is_empty() {
+            errors.push("--cluster-name must not be empty".to_string());
+        }
+        errors
+    }
+
+    /// Workers for the periodic node address refresh, with upstream's fallback.
+    pub fn node_status_update_workers(&self) -> usize {
+        let n = if self.concurrent_node_status_updates == 0 {
+            self.concurrent_node_syncs
+        } else {
+            self.concurrent_node_status_updates
+        };
+        n.max(1) as usize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        cloud: CloudOptions,
+    }
+
+    fn parse(args: &[&str]) -> CloudOptions {
+        let mut argv = vec!["t"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().cloud
+    }
+
+    #[test]
+    fn defaults_match_upstream() {
+        let o = parse(&["--cloud-provider=fake"]);
+        assert_eq!(o.cluster_name, "kubernetes");
+        assert_eq!(o.cluster_cidr, "");
+        assert!(!o.allocate_node_cidrs);
+        assert!(o.configure_cloud_routes);
+        assert_eq!(o.route_reconciliation_period.get(), Duration::from_secs(10));
+        assert_eq!(o.node_monitor_period.get(), Duration::from_secs(5));
+        assert_eq!(
+            o.node_status_update_frequency.get(),
+            Duration::from_secs(300)
+        );
+        assert_eq!(o.concurrent_service_syncs, 1);
+        assert_eq!(o.concurrent_node_syncs, 1);
+        assert_eq!(o.concurrent_node_status_updates, 0);
+        assert_eq!(o.node_status_update_workers(), 1);
+        assert!(o.validate().is_empty());
+    }
+
+    #[test]
+    fn cloud_provider_is_required() {
+        assert_eq!(
+            parse(&[]).validate(),
+            vec!["--cloud-provider cannot be empty"]
+        );
+    }
+
+    #[test]
+    fn zero_workers_and_periods_are_errors() {
+        let errors = parse(&[
+            "--cloud-provider=fake",
+            "--concurrent-service-syncs=0",
+            "--concurrent-node-syncs=0",
+            "--node-monitor-period=0s",
+        ])
+        .validate();
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+    }
+
+    #[test]
+    fn status_workers_fall_back_to_node_syncs() {
+        let o = parse(&["--cloud-provider=fake", "--concurrent-node-syncs=4"]);
+        assert_eq!(o.node_status_update_workers(), 4);
+        let o = parse(&[
+            "--cloud-provider=fake",
+            "--concurrent-node-status-updates=7",
+        ]);
+        assert_eq!(o.node_status_update_workers(), 7);
+    }
+}

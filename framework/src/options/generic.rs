@@ -1,0 +1,442 @@
+//! The generic flag groups: controllers, API client, leader election, serving, logging.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, ValueEnum};
+
+use super::GoDuration;
+
+/// Flags every manager has, grouped in `--help` the way upstream groups them.
+#[derive(Args, Clone, Debug)]
+pub struct GenericOptions {
+    /// Which controllers run, by name.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "*",
+        help_heading = "Generic flags",
+        help = "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'."
+    )]
+    pub controllers: Vec<String>,
+
+    /// Pause between controller starts, so a large manager does not hit the API server all at once.
+    #[arg(
+        long,
+        default_value = "0s",
+        help_heading = "Generic flags",
+        help = "Interval between starting controller managers."
+    )]
+    pub controller_start_interval: GoDuration,
+
+    /// Base of the informers' resync period (each factory draws period × U[1,2) once).
+    #[arg(
+        long,
+        default_value = "12h0m0s",
+        help_heading = "Generic flags",
+        help = "The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod."
+    )]
+    pub min_resync_period: GoDuration,
+
+    /// API client connection settings.
+    #[command(flatten)]
+    pub client: ClientOptions,
+
+    /// Leader election settings.
+    #[command(flatten)]
+    pub leader_election: LeaderElectionOptions,
+
+    /// Health and metrics server settings.
+    #[command(flatten)]
+    pub serving: ServingOptions,
+
+    /// Log settings.
+    #[command(flatten)]
+    pub logging: LoggingOptions,
+}
+
+/// How the manager reaches the API server.
+#[derive(Args, Clone, Debug)]
+pub struct ClientOptions {
+    /// Path to a kubeconfig; empty means in-cluster configuration.
+    #[arg(
+        long,
+        help_heading = "Misc flags",
+        help = "Path to kubeconfig file with authorization and master location information (the master location can be overridden by the master flag)."
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// Overrides the API server address from the kubeconfig.
+    #[arg(
+        long,
+        help_heading = "Misc flags",
+        help = "The address of the Kubernetes API server (overrides any value in kubeconfig)."
+    )]
+    pub master: Option<String>,
+
+    /// Client-side request rate, so a busy manager cannot overload the API server.
+    #[arg(
+        long,
+        default_value_t = 20.0,
+        help_heading = "Generic flags",
+        help = "QPS to use while talking with kubernetes apiserver."
+    )]
+    pub kube_api_qps: f32,
+
+    /// Client-side burst above the steady rate.
+    #[arg(
+        long,
+        default_value_t = 30,
+        help_heading = "Generic flags",
+        help = "Burst to use while talking with kubernetes apiserver."
+    )]
+    pub kube_api_burst: u32,
+}
+
+/// Lease-based leader election, as in component-base's `LeaderElectionConfiguration`.
+#[derive(Args, Clone, Debug)]
+pub struct LeaderElectionOptions {
+    /// Only one replica runs controllers at a time when true.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        help_heading = "Leader-election flags",
+        help = "Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability."
+    )]
+    pub leader_elect: bool,
+
+    /// How long a standby waits after the last renewal before taking over.
+    #[arg(
+        long,
+        default_value = "15s",
+        help_heading = "Leader-election flags",
+        help = "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot."
+    )]
+    pub leader_elect_lease_duration: GoDuration,
+
+    /// How long the leader keeps trying to renew before it stops leading.
+    #[arg(
+        long,
+        default_value = "10s",
+        help_heading = "Leader-election flags",
+        help = "The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration."
+    )]
+    pub leader_elect_renew_deadline: GoDuration,
+
+    /// Pause between acquire and renew attempts.
+    #[arg(
+        long,
+        default_value = "2s",
+        help_heading = "Leader-election flags",
+        help = "The duration the clients should wait between attempting acquisition and renewal of a leadership."
+    )]
+    pub leader_elect_retry_period: GoDuration,
+
+    /// Kept for manifest compatibility; only `leases` is valid, as upstream.
+    #[arg(
+        long,
+        default_value = "leases",
+        help_heading = "Leader-election flags",
+        help = "The type of resource object that is used for locking during leader election. Supported options are 'leases'."
+    )]
+    pub leader_elect_resource_lock: String,
+
+    /// Name of the Lease; defaults to the manager's name.
+    #[arg(
+        long,
+        help_heading = "Leader-election flags",
+        help = "The name of resource object that is used for locking during leader election. [default: the manager's name]"
+    )]
+    pub leader_elect_resource_name: Option<String>,
+
+    /// Namespace of the Lease.
+    #[arg(
+        long,
+        default_value = "kube-system",
+        help_heading = "Leader-election flags",
+        help = "The namespace of resource object that is used for locking during leader election."
+    )]
+    pub leader_elect_resource_namespace: String,
+
+    /// Hand the lease over at once on graceful shutdown instead of letting it expire.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        help_heading = "Leader-election flags",
+        help = "Release the lease on graceful shutdown so a standby takes over within one retry period (upstream's ControllerManagerReleaseLeaderElectionLockOnExit)."
+    )]
+    pub leader_elect_release_on_cancel: bool,
+}
+
+/// Where `/healthz`, `/readyz`, `/livez` and `/metrics` are served.
+#[derive(Args, Clone, Debug)]
+pub struct ServingOptions {
+    /// Port of the health and metrics server; 0 turns it off.
+    #[arg(
+        long,
+        default_value_t = 10258,
+        help_heading = "Secure serving flags",
+        help = "The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all."
+    )]
+    pub secure_port: u16,
+
+    /// Address the server listens on.
+    #[arg(
+        long,
+        default_value = "0.0.0.0",
+        help_heading = "Secure serving flags",
+        help = "The IP address on which to listen for the --secure-port port."
+    )]
+    pub bind_address: IpAddr,
+
+    /// Where a generated self-signed certificate is written when none is given.
+    #[arg(
+        long,
+        help_heading = "Secure serving flags",
+        help = "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored."
+    )]
+    pub cert_dir: Option<PathBuf>,
+
+    /// Serving certificate.
+    #[arg(
+        long,
+        help_heading = "Secure serving flags",
+        help = "File containing the default x509 Certificate for HTTPS. If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated."
+    )]
+    pub tls_cert_file: Option<PathBuf>,
+
+    /// Serving key matching `--tls-cert-file`.
+    #[arg(
+        long,
+        help_heading = "Secure serving flags",
+        help = "File containing the default x509 private key matching --tls-cert-file."
+    )]
+    pub tls_private_key_file: Option<PathBuf>,
+}
+
+/// Output shape of log lines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line, for log pipelines.
+    Json,
+}
+
+/// klog-compatible verbosity and format.
+#[derive(Args, Clone, Debug)]
+pub struct LoggingOptions {
+    /// klog verbosity: 0 info, 2 more detail, 4 debug, 6+ trace.
+    #[arg(
+        short = 'v',
+        long = "v",
+        default_value_t = 0,
+        help_heading = "Logs flags",
+        help = "number for the log level verbosity"
+    )]
+    pub verbosity: u8,
+
+    /// Log line format.
+    #[arg(
+        long,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        help_heading = "Logs flags",
+        help = "Sets the log format."
+    )]
+    pub logging_format: LogFormat,
+}
+
+impl GenericOptions {
+    /// Every problem with these flags, each saying what to change; empty means valid.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        let c = &self.client;
+        if !(c.kube_api_qps.is_finite() && c.kube_api_qps > 0.0) {
+            errors.push(format!(
+                "--kube-api-qps must be greater than 0, got {}",
+                c.kube_api_qps
+            ));
+        }
+        if c.kube_api_burst == 0 {
+            errors.push("--kube-api-burst must be at least 1".to_string());
+        }
+        if self.min_resync_period.get().is_zero() {
+            errors.push("--min-resync-period must be greater than 0s".to_string());
+        }
+        errors.extend(self.leader_election.validate());
+        let s = &self.serving;
+        if s.tls_cert_file.is_some() != s.tls_private_key_file.is_some() {
+            errors.push(
+                "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
+            );
+        }
+        errors
+    }
+}
+
+impl LeaderElectionOptions {
+    /// client-go's rules: lease duration > renew deadline > retry period × 1.2, lock type `leases`.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if !self.leader_elect {
+            return errors;
+        }
+        let lease = self.leader_elect_lease_duration.get();
+        let renew = self.leader_elect_renew_deadline.get();
+        let retry = self.leader_elect_retry_period.get();
+        if lease <= renew {
+            errors.push(format!(
+                "--leader-elect-lease-duration ({}) must be greater than --leader-elect-renew-deadline ({})",
+                self.leader_elect_lease_duration, self.leader_elect_renew_deadline
+            ));
+        }
+        if retry.is_zero() {
+            errors.push("--leader-elect-retry-period must be greater than 0s".to_string());
+        } else if renew <= retry.mul_f64(1.2) {
+            errors.push(format!(
+                "--leader-elect-renew-deadline ({}) must be greater than 1.2 × --leader-elect-retry-period ({})",
+                self.leader_elect_renew_deadline,
+                GoDuration(retry.mul_f64(1.2))
+            ));
+        }
+        if self.leader_elect_resource_lock != "leases" {
+            errors.push(format!(
+                "--leader-elect-resource-lock: resourceLock value must be \"leases\", got {:?}",
+                self.leader_elect_resource_lock
+            ));
+        }
+        if self.leader_elect_resource_namespace.is_empty() {
+            errors.push("--leader-elect-resource-namespace must not be empty".to_string());
+        }
+        errors
+    }
+
+    /// The retry period, for callers that only need the plain duration.
+    pub fn retry_period(&self) -> Duration {
+        self.leader_elect_retry_period.get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser, Debug)]
+    struct Cli {
+        #[command(flatten)]
+        generic: GenericOptions,
+    }
+
+    fn parse(args: &[&str]) -> GenericOptions {
+        let mut argv = vec!["test"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().generic
+    }
+
+    #[test]
+    fn defaults_match_upstream_ccm() {
+        let o = parse(&[]);
+        assert_eq!(o.controllers, vec!["*"]);
+        assert_eq!(o.min_resync_period.get(), Duration::from_secs(12 * 3600));
+        assert_eq!(o.client.kube_api_qps, 20.0);
+        assert_eq!(o.client.kube_api_burst, 30);
+        assert!(o.leader_election.leader_elect);
+        assert_eq!(
+            o.leader_election.leader_elect_lease_duration.get(),
+            Duration::from_secs(15)
+        );
+        assert_eq!(
+            o.leader_election.leader_elect_renew_deadline.get(),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            o.leader_election.leader_elect_retry_period.get(),
+            Duration::from_secs(2)
+        );
+        assert_eq!(o.leader_election.leader_elect_resource_lock, "leases");
+        assert_eq!(
+            o.leader_election.leader_elect_resource_namespace,
+            "kube-system"
+        );
+        assert_eq!(o.serving.secure_port, 10258);
+        assert_eq!(o.serving.bind_address.to_string(), "0.0.0.0");
+        assert!(o.validate().is_empty());
+    }
+
+    #[test]
+    fn bool_flags_take_go_forms() {
+        assert!(
+            !parse(&["--leader-elect=false"])
+                .leader_election
+                .leader_elect
+        );
+        assert!(parse(&["--leader-elect"]).leader_election.leader_elect);
+        assert!(parse(&["--leader-elect=true"]).leader_election.leader_elect);
+    }
+
+    #[test]
+    fn controllers_split_on_commas() {
+        assert_eq!(
+            parse(&["--controllers=cloud-node,-route"]).controllers,
+            vec!["cloud-node", "-route"]
+        );
+    }
+
+    #[test]
+    fn every_validation_error_is_reported_together() {
+        let o = parse(&[
+            "--kube-api-qps=0",
+            "--kube-api-burst=0",
+            "--leader-elect-lease-duration=5s",
+            "--leader-elect-renew-deadline=10s",
+            "--leader-elect-resource-lock=endpoints",
+            "--tls-cert-file=/x",
+        ]);
+        let errors = o.validate();
+        assert_eq!(errors.len(), 5, "{errors:#?}");
+        assert!(errors.iter().any(|e| e.contains("--kube-api-qps")));
+        assert!(errors.iter().any(|e| e.contains("--kube-api-burst")));
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("must be greater than --leader-elect-renew-deadline"))
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("resourceLock value must be \"leases\""))
+        );
+        assert!(errors.iter().any(|e| e.contains("given together")));
+    }
+
+    #[test]
+    fn renew_deadline_must_exceed_jittered_retry() {
+        let o = parse(&[
+            "--leader-elect-renew-deadline=2s",
+            "--leader-elect-retry-period=2s",
+        ]);
+        assert!(o.validate().iter().any(|e| e.contains("1.2 ×")));
+        let off = parse(&["--leader-elect=false", "--leader-elect-renew-deadline=2s"]);
+        assert!(off.validate().is_empty());
+    }
+
+    #[test]
+    fn bad_duration_names_the_flag() {
+        let err = Cli::try_parse_from(["t", "--min-resync-period=12"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("--min-resync-period"), "{err}");
+        assert!(err.contains("missing unit"), "{err}");
+    }
+}

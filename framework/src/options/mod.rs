@@ -1,0 +1,15 @@
+//! Command-line options shared by every controller manager built on this framework.
+//!
+//! Flags keep kube-controller-manager's names and defaults so manifests carry over. They parse into
+//! plain structs (clap derive, flattenable into an embedder's own parser); `validate()` collects
+//! every error so the operator sees all of them at once, before anything is built.
+
+mod duration;
+mod generic;
+mod unsupported;
+
+pub use duration::{DurationParseError, GoDuration};
+pub use generic::{
+    ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions, ServingOptions,
+};
+pub use unsupported::{UNSUPPORTED_UPSTREAM_FLAGS, reject_unsupported_flags};
