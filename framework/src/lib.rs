@@ -9,6 +9,7 @@
 //! The framework knows Kubernetes and nothing of clouds: cloud controllers live in their own crate.
 
 pub mod admin;
+pub mod client;
 pub mod controller;
 pub mod events;
 pub mod informer;
