@@ -1,1 +1,139 @@
-fn main() {}
+//! `cloud-controller-manager`: the stock cloud controllers over a provider picked with
+//! `--cloud-provider`, with upstream flags, leader election, health and metrics.
+//! `--dev` runs everything against an embedded API server and the fake cloud, no cluster needed.
+
+mod cli;
+mod dev;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use cloud_controllers::{CloudContext, cloud::CloudProviderRegistry, cloud_initializers};
+use controller_manager::manager::{Manager, ManagerError, shutdown_on_signals};
+use controller_manager::telemetry;
+use tracing::{error, info, warn};
+
+use crate::cli::Cli;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().collect();
+    let unsupported = controller_manager::options::reject_unsupported_flags(&args[1..]);
+    if !unsupported.is_empty() {
+        for e in &unsupported {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    let cli = Cli::parse_from(&args);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(cli))
+}
+
+async fn run(mut cli: Cli) -> ExitCode {
+    if cli.dev.dev {
+        cli.apply_dev_defaults();
+    }
+    let registry = CloudProviderRegistry::with_builtin();
+    let initializers = cloud_initializers();
+    let errors = cli.validate(&initializers);
+    if !errors.is_empty() {
+        for e in &errors {
+            eprintln!("error: {e}");
+        }
+        eprintln!("{} invalid flag value(s); nothing was started", errors.len());
+        return ExitCode::from(2);
+    }
+
+    let _telemetry = match telemetry::init(
+        "cloud-controller-manager",
+        &cli.generic.logging,
+        &cli.telemetry,
+    ) {
+        Ok(guard) => guard,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let shutdown = shutdown_on_signals();
+    let dev_env = if cli.dev.dev {
+        match dev::start(&cli).await {
+            Ok(env) => Some(env),
+            Err(e) => {
+                error!("cannot start the --dev environment: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        None
+    };
+
+    let client = match &dev_env {
+        Some(env) => env.client(),
+        None => match controller_manager::client::build_client(
+            &cli.generic.client,
+            "cloud-controller-manager",
+            None,
+        )
+        .await
+        {
+            Ok(c) => c,
+            Err(e) => {
+                error!("cannot build the API client: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+
+    let cloud = match &dev_env {
+        Some(env) => env.cloud(),
+        None => match registry.init(&cli.cloud.cloud_provider, cli.cloud.cloud_config.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                error!("{e}");
+                return ExitCode::FAILURE;
+            }
+        },
+    };
+    if !cloud.has_cluster_id() {
+        if cli.cloud.allow_untagged_cloud {
+            warn!("detected a cluster without a ClusterID; a ClusterID will be required in the future");
+        } else {
+            error!(
+                "no ClusterID found; a ClusterID is required for the cloud provider to function properly. \
+                 This check can be bypassed by setting --allow-untagged-cloud=true"
+            );
+            return ExitCode::FAILURE;
+        }
+    }
+
+    let config = cli.manager_config();
+    let manager = Manager::new(
+        config,
+        client,
+        CloudContext::new(cloud, cli.cloud.clone()),
+    )
+    .with_initializers(initializers);
+    info!(provider = %cli.cloud.cloud_provider, "starting cloud-controller-manager");
+    match manager.run(shutdown).await {
+        Ok(()) => {
+            info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(ManagerError::Leader(e)) => {
+            error!("leaderelection lost: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}

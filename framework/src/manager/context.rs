@@ -1,0 +1,91 @@
+//! What an initializer is given: the shared client, the one informer factory, the shutdown token,
+//! and factories for queues, recorders and metrics that all controllers of the process share.
+
+use std::hash::Hash;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use crate::controller::ControllerMetrics;
+use crate::events::EventRecorder;
+use crate::informer::SharedInformerFactory;
+use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
+
+/// Process-wide pieces every controller shares.
+pub(crate) struct Shared {
+    pub(crate) registry: Arc<Mutex<Registry>>,
+    pub(crate) queue_metrics: WorkQueueMetrics,
+    pub(crate) controller_metrics: ControllerMetrics,
+    pub(crate) retry_bucket: TokenBucket,
+    pub(crate) host: String,
+}
+
+/// Handed to each initializer; `C` is the embedder's own context (e.g. the cloud provider and its
+/// options), so the framework stays free of cloud types.
+pub struct InitContext<C> {
+    /// Canonical name of the controller being initialized.
+    pub name: String,
+    /// Client for the API server (rate limited per the manager's client options).
+    pub client: kube::Client,
+    /// The process's one informer factory: ask it for informers, never build watchers yourself.
+    pub factory: SharedInformerFactory,
+    /// Cancelled when the manager stops or loses leadership.
+    pub shutdown: CancellationToken,
+    /// The embedder's context.
+    pub extra: Arc<C>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl<C> Clone for InitContext<C> {
+    fn clone(&self) -> Self {
+        InitContext {
+            name: self.name.clone(),
+            client: self.client.clone(),
+            factory: self.factory.clone(),
+            shutdown: self.shutdown.clone(),
+            extra: self.extra.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+impl<C> InitContext<C> {
+    /// A named queue lane with the process's work-queue metrics.
+    pub fn queue<K>(&self, name: &str, limiter: impl RateLimiter<K>) -> WorkQueue<K>
+    where
+        K: Clone + Eq + Hash + Send + Sync + std::fmt::Debug + 'static,
+    {
+        WorkQueue::builder(name)
+            .rate_limiter(limiter)
+            .metrics(&self.shared.queue_metrics)
+            .build()
+    }
+
+    /// client-go's default controller limiter (per-key 5 ms → 1000 s, max'ed with a token
+    /// bucket), whose bucket is shared by every lane in the process so total retry pressure is capped.
+    pub fn default_rate_limiter<K>(&self) -> impl RateLimiter<K>
+    where
+        K: Clone + Eq + Hash + Send + Sync + std::fmt::Debug + 'static,
+    {
+        crate::workqueue::default_controller_rate_limiter_with_bucket(
+            self.shared.retry_bucket.clone(),
+        )
+    }
+
+    /// Reconcile metrics shared by every controller (labelled by controller name).
+    pub fn controller_metrics(&self) -> ControllerMetrics {
+        self.shared.controller_metrics.clone()
+    }
+
+    /// An event recorder whose events carry `component` as their source.
+    pub fn event_recorder(&self, component: &str) -> EventRecorder {
+        EventRecorder::new(self.client.clone(), component, Some(self.shared.host.clone()))
+    }
+
+    /// Registers controller-specific metrics in the process registry served on `/metrics`.
+    pub fn register_metrics<T>(&self, f: impl FnOnce(&mut Registry) -> T) -> T {
+        f(&mut self.shared.registry.lock())
+    }
+}

@@ -1,0 +1,329 @@
+//! The manager: selects controllers, optionally waits to lead, builds every selected controller,
+//! starts the shared cache once all handlers are registered, waits for it, then runs the workers
+//! until shutdown and drains them within a deadline.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::context::{InitContext, Shared};
+use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
+use super::selection::{ControllerSelection, SelectionErrors};
+use crate::admin::{AdminError, AdminServer, HealthChecks};
+use crate::controller::ControllerMetrics;
+use crate::informer::{SharedInformerFactory, SyncError};
+use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError};
+use crate::workqueue::{TokenBucket, WorkQueueMetrics};
+
+/// Why the manager stopped with an error; each variant says what to change or what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// `--controllers` named something unknown.
+    #[error("{0}")]
+    Selection(#[from] SelectionErrors),
+    /// The initializer map itself is inconsistent (an embedder's mistake).
+    #[error(transparent)]
+    Initializers(#[from] InitializersError),
+    /// A controller could not be built; start-up is aborted, as upstream.
+    #[error("error starting controller {name:?}: {source}")]
+    Init {
+        /// Canonical name of the controller.
+        name: String,
+        /// What the initializer reported.
+        source: InitError,
+    },
+    /// Caches did not fill within the sync timeout.
+    #[error(transparent)]
+    CacheSync(#[from] SyncError),
+    /// Leader election failed or leadership was lost.
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
+    /// The health and metrics server could not start.
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RunningLabels {
+    name: String,
+    manager: String,
+}
+
+/// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    /// Manager name: metrics label, default Lease name, event host.
+    pub name: String,
+    /// The `--controllers` list.
+    pub controllers: Vec<String>,
+    /// Pause (with jitter up to 100 %) between controller starts.
+    pub controller_start_interval: Duration,
+    /// Informer resync base; the factory draws period × U[1,2) once. `None` disables resync.
+    pub min_resync_period: Option<Duration>,
+    /// How long to wait for every cache before giving up.
+    pub cache_sync_timeout: Duration,
+    /// How long in-flight reconciles may take after shutdown is requested.
+    pub graceful_shutdown_timeout: Duration,
+    /// Run controllers only while holding this Lease.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// Serve /healthz, /readyz, /livez, /metrics here.
+    pub admin_addr: Option<SocketAddr>,
+}
+
+impl ManagerConfig {
+    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
+    pub fn new(name: impl Into<String>) -> Self {
+        ManagerConfig {
+            name: name.into(),
+            controllers: vec!["*".to_string()],
+            controller_start_interval: Duration::ZERO,
+            min_resync_period: None,
+            cache_sync_timeout: Duration::from_secs(120),
+            graceful_shutdown_timeout: Duration::from_secs(30),
+            leader_election: None,
+            admin_addr: None,
+        }
+    }
+}
+
+/// Owns the shared pieces of one process and runs its controllers.
+pub struct Manager<C> {
+    config: ManagerConfig,
+    client: kube::Client,
+    initializers: Initializers<C>,
+    extra: Arc<C>,
+    registry: Arc<Mutex<Registry>>,
+    health: HealthChecks,
+    ready: HealthChecks,
+    live: HealthChecks,
+}
+
+impl<C: Send + Sync + 'static> Manager<C> {
+    /// A manager with no controllers yet; `extra` is handed to every initializer.
+    pub fn new(config: ManagerConfig, client: kube::Client, extra: C) -> Self {
+        Manager {
+            config,
+            client,
+            initializers: Initializers::new(),
+            extra: Arc::new(extra),
+            registry: Arc::new(Mutex::new(Registry::default())),
+            health: HealthChecks::new(),
+            ready: HealthChecks::new(),
+            live: HealthChecks::new(),
+        }
+    }
+
+    /// Replaces the initializer map (stock controllers plus the embedder's own).
+    pub fn with_initializers(mut self, initializers: Initializers<C>) -> Self {
+        self.initializers = initializers;
+        self
+    }
+
+    /// The registry served on `/metrics`, for embedders' own metrics.
+    pub fn registry(&self) -> Arc<Mutex<Registry>> {
+        self.registry.clone()
+    }
+
+    /// Checks served on `/healthz`, so embedders can add their own.
+    pub fn health_checks(&self) -> HealthChecks {
+        self.health.clone()
+    }
+
+    /// Checks `--controllers` against the map without running anything.
+    pub fn validate(&self) -> Result<ControllerSelection, ManagerError> {
+        self.initializers.check()?;
+        Ok(ControllerSelection::parse(
+            &self.config.controllers,
+            &self.initializers.known(),
+        )?)
+    }
+
+    /// Runs until `shutdown` is cancelled (or leadership is lost), then drains.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
+        let selection = self.validate()?;
+        let this = Arc::new(self);
+
+        let admin_stop = shutdown.child_token();
+        let admin_task = match this.config.admin_addr {
+            Some(addr) => {
+                let server = AdminServer::bind(
+                    addr,
+                    this.health.clone(),
+                    this.ready.clone(),
+                    this.live.clone(),
+                    this.registry.clone(),
+                )
+                .await?;
+                info!(addr = %server.local_addr(), "serving health and metrics");
+                Some(tokio::spawn(server.serve(admin_stop.clone())))
+            }
+            None => None,
+        };
+
+        let result = match this.config.leader_election.clone() {
+            None => this.clone().run_controllers(selection, shutdown.clone()).await,
+            Some(cfg) => {
+                let elector = LeaderElector::new(this.client.clone(), cfg)?;
+                elector.register_health(&this.health);
+                elector.register_metrics(&mut this.registry.lock());
+                let outcome = Arc::new(Mutex::new(Ok(())));
+                let slot = outcome.clone();
+                let me = this.clone();
+                let led = elector
+                    .run(shutdown.clone(), move |leading| {
+                        Box::pin(async move {
+                            let r = me.run_controllers(selection, leading).await;
+                            *slot.lock() = r;
+                        })
+                    })
+                    .await;
+                let ran = std::mem::replace(&mut *outcome.lock(), Ok(()));
+                led.map_err(ManagerError::from).and(ran)
+            }
+        };
+
+        admin_stop.cancel();
+        if let Some(task) = admin_task {
+            let _ = task.await;
+        }
+        result
+    }
+
+    async fn run_controllers(
+        self: Arc<Self>,
+        selection: ControllerSelection,
+        stop: CancellationToken,
+    ) -> Result<(), ManagerError> {
+        let factory = SharedInformerFactory::new(self.client.clone())
+            .with_default_resync(self.config.min_resync_period.map(jittered));
+        let shared = {
+            let mut registry = self.registry.lock();
+            Arc::new(Shared {
+                queue_metrics: WorkQueueMetrics::new(&mut registry),
+                controller_metrics: ControllerMetrics::new(&mut registry),
+                retry_bucket: TokenBucket::new(10.0, 100),
+                registry: self.registry.clone(),
+                host: hostname(),
+            })
+        };
+        let running: Family<RunningLabels, Gauge> = Family::default();
+        self.registry.lock().register(
+            "running_managed_controllers",
+            "Indicates where instances of a controller are currently running",
+            running.clone(),
+        );
+
+        let mut started = Vec::new();
+        for init in self.initializers.iter() {
+            if !selection.is_enabled(&init.name) {
+                warn!(controller = %init.name, "controller is disabled");
+                continue;
+            }
+            let ctx = InitContext {
+                name: init.name.clone(),
+                client: self.client.clone(),
+                factory: factory.clone(),
+                shutdown: stop.clone(),
+                extra: self.extra.clone(),
+                shared: shared.clone(),
+            };
+            info!(controller = %init.name, "starting controller");
+            match (init.init)(ctx).await {
+                Ok(InitOutcome::Started(run)) => {
+                    let metric_name = init.aliases.first().unwrap_or(&init.name).clone();
+                    started.push((init.name.clone(), metric_name, run));
+                }
+                Ok(InitOutcome::NotStarted(reason)) => {
+                    warn!(controller = %init.name, %reason, "Skipping controller");
+                }
+                Err(source) => {
+                    stop.cancel();
+                    return Err(ManagerError::Init {
+                        name: init.name.clone(),
+                        source,
+                    });
+                }
+            }
+            if !self.config.controller_start_interval.is_zero() {
+                tokio::time::sleep(jittered(self.config.controller_start_interval)).await;
+            }
+        }
+
+        factory.start(stop.clone());
+        {
+            let f = factory.clone();
+            self.ready.add_check("informer-sync", move || {
+                let unsynced: Vec<String> = f
+                    .informers_status()
+                    .into_iter()
+                    .filter(|s| !s.synced)
+                    .map(|s| s.to_string())
+                    .collect();
+                if unsynced.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("not synced: {}", unsynced.join(", ")))
+                }
+            });
+        }
+        tokio::select! {
+            r = factory.wait_for_sync(self.config.cache_sync_timeout) => r?,
+            _ = stop.cancelled() => return Ok(()),
+        }
+        info!("caches are synced");
+
+        let mut tasks = Vec::new();
+        for (name, metric_name, run) in started {
+            let labels = RunningLabels {
+                name: metric_name,
+                manager: self.config.name.clone(),
+            };
+            running.get_or_create(&labels).set(1);
+            self.health.add_check(&name, || Ok(()));
+            let running = running.clone();
+            tasks.push(tokio::spawn(async move {
+                run.await;
+                running.get_or_create(&labels).set(0);
+            }));
+        }
+
+        stop.cancelled().await;
+        info!("shutting down: draining in-flight reconciles");
+        let drained =
+            tokio::time::timeout(self.config.graceful_shutdown_timeout, join_all(tasks)).await;
+        if drained.is_err() {
+            warn!(
+                timeout = ?self.config.graceful_shutdown_timeout,
+                "graceful shutdown timed out; abandoning in-flight reconciles"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `base × U[1,2)`, as client-go spreads resyncs and controller starts.
+fn jittered(base: Duration) -> Duration {
+    base.mul_f64(1.0 + rand::random::<f64>())
+}
+
+fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+        })
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
