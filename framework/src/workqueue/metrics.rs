@@ -2,7 +2,8 @@
 //! kube-controller-manager and the Go cloud-controller-manager keep working.
 //!
 //! Every metric is labelled `name=<queue name>`. prometheus-client appends `_total` to counters
-//! itself, so the counters are registered as `workqueue_adds` and `workqueue_retries`.
+//! itself, so the counters are registered as `workqueue_adds` and `workqueue_retries`; it also
+//! appends a full stop to each help text, so ours carry none.
 
 use std::sync::atomic::AtomicU64;
 
@@ -67,24 +68,24 @@ impl WorkQueueMetrics {
         );
         registry.register(
             "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested.",
+            "How long in seconds an item stays in workqueue before being requested",
             this.queue_duration.clone(),
         );
         registry.register(
             "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes.",
+            "How long in seconds processing an item from workqueue takes",
             this.work_duration.clone(),
         );
         registry.register(
             "workqueue_unfinished_work_seconds",
             "How many seconds of work has done that is in progress and hasn't been observed by \
              work_duration. Large values indicate stuck threads. One can deduce the number of stuck \
-             threads by observing the rate at which this increases.",
+             threads by observing the rate at which this increases",
             this.unfinished.clone(),
         );
         registry.register(
             "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running.",
+            "How many seconds has the longest running processor for workqueue been running",
             this.longest.clone(),
         );
         registry.register(

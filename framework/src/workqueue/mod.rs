@@ -29,4 +29,6 @@ pub use rate_limit::{
 };
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 mod tests;

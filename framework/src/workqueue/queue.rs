@@ -245,14 +245,13 @@ impl<K: QueueKey> WorkQueue<K> {
     /// Stops accepting keys and discards delayed ones; queued keys are still handed out until the
     /// queue is empty, then `get` returns `None`. Cancels a concurrent drain.
     pub fn shutdown(&self) {
-        self.inner.state.lock().shut_down(false);
+        self.shut_down(false);
         self.wake_all();
     }
 
     /// Like [`shutdown`](Self::shutdown), then waits until every key handed out is `done`.
     pub async fn shutdown_with_drain(&self) {
-        self.inner.state.lock().shut_down(true);
-        self.wake_all();
+        self.shut_down(true);
         loop {
             let mut notified = pin!(self.inner.drained.notified());
             notified.as_mut().enable();
@@ -269,6 +268,16 @@ impl<K: QueueKey> WorkQueue<K> {
     /// Whether shutdown has begun, so producers can stop early.
     pub fn is_shutting_down(&self) -> bool {
         self.inner.state.lock().shutting_down
+    }
+
+    /// Keys already due are queued first (as client-go's timer would have), the rest discarded.
+    fn shut_down(&self, drain: bool) {
+        {
+            let mut state = self.inner.state.lock();
+            state.promote_if_delayed();
+            state.shut_down(drain);
+        }
+        self.wake_all();
     }
 
     fn wake(&self, n: usize) {
@@ -297,7 +306,9 @@ impl<K: QueueKey> WorkQueue<K> {
         let weak = Arc::downgrade(&self.inner);
         handle.spawn(run_timer(weak.clone(), Arc::clone(&self.inner.timer)));
         if self.inner.has_metrics {
-            handle.spawn(refresh_in_flight(weak));
+            // The first refresh is due one period after creation, not when the task first runs.
+            let first = Instant::now() + IN_FLIGHT_REFRESH;
+            handle.spawn(refresh_in_flight(weak, first));
         }
     }
 }
@@ -333,8 +344,8 @@ async fn run_timer<K: QueueKey>(queue: Weak<Inner<K>>, timer: Arc<Notify>) {
 }
 
 /// Refreshes `workqueue_unfinished_work_seconds` and `..._longest_running_processor_seconds`.
-async fn refresh_in_flight<K: QueueKey>(queue: Weak<Inner<K>>) {
-    let mut ticks = tokio::time::interval(IN_FLIGHT_REFRESH);
+async fn refresh_in_flight<K: QueueKey>(queue: Weak<Inner<K>>, first: Instant) {
+    let mut ticks = tokio::time::interval_at(first, IN_FLIGHT_REFRESH);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;

@@ -145,9 +145,7 @@ impl<K: Clone + Eq + Hash> State<K> {
         if delay.is_zero() {
             return Scheduled::Added(self.add(key));
         }
-        let ready = now
-            .checked_add(delay)
-            .unwrap_or_else(|| now + FAR_FUTURE);
+        let ready = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
         match self.waiting.get_mut(&key) {
             // A later request never postpones an earlier one.
             Some(existing) if *existing <= ready => return Scheduled::Waiting(false),

@@ -66,8 +66,5 @@ pub fn default_controller_rate_limiter_with_bucket<K>(bucket: TokenBucket) -> Ma
 where
     K: Clone + Eq + std::hash::Hash + Send + Sync + 'static,
 {
-    MaxOf::new(vec![
-        Box::new(ItemExponential::default()),
-        Box::new(bucket),
-    ])
+    MaxOf::new(vec![Box::new(ItemExponential::default()), Box::new(bucket)])
 }
