@@ -43,3 +43,6 @@ pub fn standard(
         .layer(CatchPanicLayer::new())
         .layer(TimeoutLayer::new(timeout))
 }
+
+#[cfg(test)]
+mod tests;
