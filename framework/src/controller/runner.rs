@@ -69,6 +69,9 @@ where
 
     /// Runs the workers until `shutdown` is cancelled (or the queue is shut down elsewhere), then
     /// stops taking keys, waits for in-flight reconciles to finish, and returns.
+    ///
+    /// The wait is unbounded, like client-go's `ShutDownWithDrain`; a caller that needs a
+    /// deadline drops this future when it expires, which aborts the workers.
     pub async fn run(self, shutdown: CancellationToken) {
         tracing::info!(controller = %self.name, workers = self.workers, "starting workers");
         let mut workers = JoinSet::new();
@@ -80,9 +83,10 @@ where
                 shutdown.clone(),
             ));
         }
+        // With zero workers the join set is empty at once; only cancellation ends the run then.
         tokio::select! {
             () = shutdown.cancelled() => {}
-            () = join_all(&mut workers, &self.name) => {}
+            () = join_all(&mut workers, &self.name), if self.workers > 0 => {}
         }
         tracing::info!(controller = %self.name, "shutting down workers");
         self.queue.shutdown_with_drain().await;
@@ -126,7 +130,11 @@ where
             biased;
             ready = ready(&mut service) => match ready {
                 Ok(()) => call(&mut service, request).await,
-                Err(error) => Err(error),
+                Err(error) => {
+                    // tower: a service whose poll_ready failed must not be used again.
+                    service = prototype.clone();
+                    Err(error)
+                }
             },
             // Stop waiting for capacity on shutdown; the key was not started, so it is not lost
             // work in flight (the next leader's initial list re-adds it).
@@ -135,8 +143,8 @@ where
                 return;
             }
         };
-        if result.is_err() {
-            // A service that failed (or panicked) may be unusable: start again from a fresh clone.
+        if result.as_ref().is_err_and(|e| e.is::<Panicked>()) {
+            // A service that panicked may be left half-updated: continue with a fresh clone.
             service = prototype.clone();
         }
         requeue(&queue, &name, &key, result);

@@ -406,3 +406,70 @@ async fn run_returns_when_the_queue_is_shut_down_elsewhere() {
     q.shutdown();
     handle.await.expect("run");
 }
+
+#[tokio::test(start_paused = true)]
+async fn zero_workers_leave_the_controller_idle_until_shutdown() {
+    let q = lane();
+    let (svc, mut rx) = recording(|_, _, _| Ok(Action::Done));
+    let (token, mut handle) = start(Controller::new("c", q.clone(), svc).workers(0));
+    q.add("a");
+    tokio::select! {
+        _ = &mut handle => panic!("run returned before shutdown"),
+        () = tokio::time::sleep(Duration::from_secs(60)) => {}
+    }
+    assert!(!q.is_shutting_down());
+    assert!(rx.try_recv().is_err());
+    token.cancel();
+    handle.await.expect("run");
+}
+
+/// Fails `poll_ready` while `fail_next` is set and stays broken afterwards, as tower allows;
+/// only a fresh clone is usable again.
+#[derive(Clone)]
+struct BreaksOnce {
+    fail_next: Arc<AtomicBool>,
+    broken: bool,
+    tx: tokio::sync::mpsc::UnboundedSender<u32>,
+}
+
+impl Service<Request<Key>> for BreaksOnce {
+    type Response = Action;
+    type Error = BoxError;
+    type Future = Reconcile;
+
+    fn poll_ready(
+        &mut self,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), BoxError>> {
+        if self.broken || self.fail_next.swap(false, Ordering::SeqCst) {
+            self.broken = true;
+            return std::task::Poll::Ready(Err("backend gone".into()));
+        }
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Key>) -> Reconcile {
+        let _ = self.tx.send(req.attempt);
+        async { Ok(Action::Done) }.boxed()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_poll_ready_requeues_the_key_and_replaces_the_service() {
+    let q = lane();
+    let (tx, mut rx) = unbounded_channel();
+    let svc = BreaksOnce {
+        fail_next: Arc::new(AtomicBool::new(true)),
+        broken: false,
+        tx,
+    };
+    let (token, handle) = start(Controller::new("c", q.clone(), svc));
+    q.add("a");
+    assert_eq!(
+        rx.recv().await,
+        Some(1),
+        "retried with backoff on a fresh clone"
+    );
+    token.cancel();
+    handle.await.expect("run");
+}

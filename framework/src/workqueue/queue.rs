@@ -99,7 +99,11 @@ impl<K: QueueKey> WorkQueueBuilder<K> {
         let limiter = self
             .limiter
             .unwrap_or_else(|| Box::new(default_controller_rate_limiter()));
-        let metrics = self.metrics.map(|m| m.for_queue(&self.name));
+        // As in client-go, an unnamed queue has no metrics (they could not be told apart).
+        let metrics = self
+            .metrics
+            .filter(|_| !self.name.is_empty())
+            .map(|m| m.for_queue(&self.name));
         let queue = WorkQueue {
             inner: Arc::new(Inner {
                 has_metrics: metrics.is_some(),
@@ -187,7 +191,8 @@ impl<K: QueueKey> WorkQueue<K> {
     }
 
     /// Waits for the next key and marks it processing; `None` once shut down and empty.
-    /// Every key returned must be passed to [`done`](Self::done).
+    /// Every key returned must be passed to [`done`](Self::done). Cancel-safe: a `get` dropped
+    /// before it returns takes no key, so it can sit in `select!` beside a shutdown signal.
     pub async fn get(&self) -> Option<K> {
         self.ensure_background();
         loop {

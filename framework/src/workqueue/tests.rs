@@ -341,3 +341,14 @@ async fn metrics_use_client_go_names_and_count_operations() {
     prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
     assert!(text.contains("workqueue_work_duration_seconds_count{name=\"Nodes\"} 1"));
 }
+
+#[tokio::test]
+async fn unnamed_queues_report_no_metrics() {
+    let mut registry = Registry::default();
+    let metrics = WorkQueueMetrics::new(&mut registry);
+    let q: WorkQueue<&str> = WorkQueue::builder("").metrics(&metrics).build();
+    q.add("a");
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
+    assert!(!text.contains("name=\"\""), "{text}");
+}
