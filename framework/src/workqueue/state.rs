@@ -1,0 +1,228 @@
+//! The queue's bookkeeping under one lock: the FIFO, the dirty and processing sets, and the delayed
+//! entries. Everything here is synchronous and takes the current time as an argument, so the
+//! client-go rules can be read (and model-tested) without any locking or waking concerns, which
+//! live in [`super::queue`].
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::hash::Hash;
+
+use tokio::time::{Duration, Instant};
+
+use super::metrics::QueueMetrics;
+
+/// How far in the future a delay that would overflow the clock is parked (tokio uses the same bound).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// One `add_after` request waiting in the min-heap, ordered by ready time then by arrival.
+struct Delayed<K> {
+    ready: Instant,
+    seq: u64,
+    key: K,
+}
+
+impl<K> PartialEq for Delayed<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ready == other.ready && self.seq == other.seq
+    }
+}
+impl<K> Eq for Delayed<K> {}
+impl<K> PartialOrd for Delayed<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K> Ord for Delayed<K> {
+    // Reversed so that `BinaryHeap` (a max-heap) pops the earliest entry first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .ready
+            .cmp(&self.ready)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+/// What `schedule` did, so the caller knows whom to wake.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Scheduled {
+    /// The queue is shutting down; the request was dropped.
+    Ignored,
+    /// The delay had already passed; the key went through `add` (and was pushed if `true`).
+    Added(bool),
+    /// The key is waiting; `true` if its ready time is now the earliest, so the timer must re-arm.
+    Waiting(bool),
+}
+
+/// client-go's queue state: `queue` (FIFO), `dirty` (needs processing), `processing` (handed out),
+/// plus the delaying queue's heap and per-key earliest ready time.
+pub(super) struct State<K> {
+    queue: VecDeque<K>,
+    /// Keys that need processing; the value is the first-add time when metrics are on.
+    dirty: HashMap<K, Option<Instant>>,
+    /// Keys handed out and not yet `done`; the value is the hand-out time when metrics are on.
+    processing: HashMap<K, Option<Instant>>,
+    /// Earliest ready time per delayed key; heap entries that disagree with it are stale.
+    waiting: HashMap<K, Instant>,
+    heap: BinaryHeap<Delayed<K>>,
+    seq: u64,
+    pub(super) shutting_down: bool,
+    pub(super) drain: bool,
+    metrics: Option<QueueMetrics>,
+}
+
+impl<K: Clone + Eq + Hash> State<K> {
+    pub(super) fn new(metrics: Option<QueueMetrics>) -> Self {
+        Self {
+            queue: VecDeque::new(),
+            dirty: HashMap::new(),
+            processing: HashMap::new(),
+            waiting: HashMap::new(),
+            heap: BinaryHeap::new(),
+            seq: 0,
+            shutting_down: false,
+            drain: false,
+            metrics,
+        }
+    }
+
+    fn stamp(&self) -> Option<Instant> {
+        self.metrics.as_ref().map(|_| Instant::now())
+    }
+
+    /// client-go `Add`: returns `true` if the key was pushed onto the FIFO (one waiter should wake).
+    pub(super) fn add(&mut self, key: K) -> bool {
+        if self.shutting_down || self.dirty.contains_key(&key) {
+            return false;
+        }
+        let stamp = self.stamp();
+        if let Some(m) = &self.metrics {
+            m.added();
+        }
+        if self.processing.contains_key(&key) {
+            self.dirty.insert(key, stamp);
+            return false;
+        }
+        self.dirty.insert(key.clone(), stamp);
+        self.queue.push_back(key);
+        true
+    }
+
+    /// client-go `Get` without the blocking: pops the head and moves it from dirty to processing.
+    pub(super) fn pop(&mut self) -> Option<K> {
+        let key = self.queue.pop_front()?;
+        let added = self.dirty.remove(&key).flatten();
+        let now = self.stamp();
+        if let (Some(m), Some(now)) = (&self.metrics, now) {
+            m.got(added.map(|t| now.saturating_duration_since(t)));
+        }
+        self.processing.insert(key.clone(), now);
+        Some(key)
+    }
+
+    /// client-go `Done`: returns `true` if the key was dirty and went back onto the FIFO.
+    pub(super) fn done(&mut self, key: &K) -> bool {
+        let Some(started) = self.processing.remove(key) else {
+            return false;
+        };
+        if let (Some(m), Some(started)) = (&self.metrics, started) {
+            m.finished(Instant::now().saturating_duration_since(started));
+        }
+        if self.dirty.contains_key(key) {
+            self.queue.push_back(key.clone());
+            return true;
+        }
+        false
+    }
+
+    /// The delaying queue's `AddAfter` once the delay is known to be positive or zero.
+    pub(super) fn schedule(&mut self, key: K, delay: Duration, now: Instant) -> Scheduled {
+        if self.shutting_down {
+            return Scheduled::Ignored;
+        }
+        if let Some(m) = &self.metrics {
+            m.retried();
+        }
+        if delay.is_zero() {
+            return Scheduled::Added(self.add(key));
+        }
+        let ready = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
+        match self.waiting.get_mut(&key) {
+            // A later request never postpones an earlier one.
+            Some(existing) if *existing <= ready => return Scheduled::Waiting(false),
+            Some(existing) => *existing = ready,
+            None => {
+                self.waiting.insert(key.clone(), ready);
+            }
+        }
+        let earliest = self.heap.peek().is_none_or(|top| ready < top.ready);
+        self.seq += 1;
+        self.heap.push(Delayed {
+            ready,
+            seq: self.seq,
+            key,
+        });
+        Scheduled::Waiting(earliest)
+    }
+
+    /// Moves every delayed key whose time has come into the queue, earliest first; returns how many
+    /// were pushed onto the FIFO (that many waiters should wake).
+    pub(super) fn promote_due(&mut self, now: Instant) -> usize {
+        let mut pushed = 0;
+        while self.heap.peek().is_some_and(|top| top.ready <= now) {
+            let Some(entry) = self.heap.pop() else { break };
+            if self.waiting.get(&entry.key) != Some(&entry.ready) {
+                continue; // superseded by an earlier request for the same key
+            }
+            self.waiting.remove(&entry.key);
+            if self.add(entry.key) {
+                pushed += 1;
+            }
+        }
+        pushed
+    }
+
+    /// Promotes due keys only when some are delayed, so the common path reads no clock.
+    pub(super) fn promote_if_delayed(&mut self) -> usize {
+        if self.heap.is_empty() {
+            0
+        } else {
+            self.promote_due(Instant::now())
+        }
+    }
+
+    /// When the timer must next wake (possibly for a stale entry, which is harmless).
+    pub(super) fn next_ready(&self) -> Option<Instant> {
+        self.heap.peek().map(|top| top.ready)
+    }
+
+    /// Sets the shutdown flags and discards delayed keys, as client-go's delaying queue does.
+    pub(super) fn shut_down(&mut self, drain: bool) {
+        self.shutting_down = true;
+        self.drain = drain;
+        self.heap.clear();
+        self.waiting.clear();
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub(super) fn processing_is_empty(&self) -> bool {
+        self.processing.is_empty()
+    }
+
+    /// Sum and maximum age of the in-flight keys, for the unfinished/longest-running gauges.
+    pub(super) fn in_flight_ages(&self, now: Instant) -> (Duration, Duration) {
+        self.processing
+            .values()
+            .flatten()
+            .map(|t| now.saturating_duration_since(*t))
+            .fold((Duration::ZERO, Duration::ZERO), |(sum, max), age| {
+                (sum + age, max.max(age))
+            })
+    }
+
+    pub(super) fn metrics(&self) -> Option<&QueueMetrics> {
+        self.metrics.as_ref()
+    }
+}
