@@ -300,3 +300,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     }
     Ok(builder)
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -230,8 +230,8 @@ impl FakeCloud {
         self.shared.world.lock().instance_by_name(name).cloned()
     }
 
-    /// All instances, in the order they were added.
-    pub fn instances(&self) -> Vec<FakeInstance> {
+    /// All instances, in the order they were added (named apart from the `instances` facet).
+    pub fn all_instances(&self) -> Vec<FakeInstance> {
         self.shared.world.lock().instances().to_vec()
     }
 
@@ -252,8 +252,8 @@ impl FakeCloud {
             .find(|lb| lb.service == service)
     }
 
-    /// The routes of `cluster_name`, ordered by destination CIDR.
-    pub fn routes(&self, cluster_name: &str) -> Vec<Route> {
+    /// The routes of `cluster_name`, ordered by destination CIDR, without a logged call.
+    pub fn route_table(&self, cluster_name: &str) -> Vec<Route> {
         self.shared.world.lock().routes(cluster_name)
     }
 
@@ -493,3 +493,6 @@ impl FakeCloudBuilder {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -129,7 +129,7 @@ mod tests {
 
         cloud.delete_route("k1", &routes[0]).await.unwrap();
         cloud.delete_route("k1", &routes[0]).await.unwrap();
-        assert_eq!(cloud.routes("k1"), vec![routes[1].clone()]);
+        assert_eq!(cloud.route_table("k1"), vec![routes[1].clone()]);
     }
 
     #[tokio::test]
@@ -165,7 +165,7 @@ mod tests {
             .delete_route("k", &route("gone-node", "10.0.9.0/24"))
             .await
             .unwrap();
-        assert!(cloud.routes("k").is_empty());
+        assert!(cloud.route_table("k").is_empty());
     }
 
     #[tokio::test]
@@ -190,7 +190,7 @@ mod tests {
             calls.iter().map(|c| c.key.as_str()).collect::<Vec<_>>(),
             vec!["n1", "n2"]
         );
-        assert_eq!(cloud.routes("k").len(), 1);
+        assert_eq!(cloud.route_table("k").len(), 1);
     }
 
     #[tokio::test]
