@@ -18,7 +18,7 @@
 //!     region: region-1
 //!     addresses:
 //!       - {type: InternalIP, address: 10.0.0.1}
-//!     state: running          # running | shutdown | gone
+//!     state: running          # running | shutdown | pending | gone
 //!     additionalLabels: {example.com/pool: blue}
 //! loadBalancerPool:           # default 192.0.2.0/24
 //!   cidr: 198.51.100.0/29

@@ -140,7 +140,7 @@ fn unknown_fields_are_rejected_with_their_line() {
 fn bad_state_lists_the_valid_ones() {
     let msg = parse_err("instances:\n  - name: a\n    state: paused\n").to_string();
     assert!(msg.contains("line 3"), "{msg}");
-    assert!(msg.contains("running, shutdown, gone"), "{msg}");
+    assert!(msg.contains("running, shutdown, pending, gone"), "{msg}");
 }
 
 #[test]

@@ -4,7 +4,10 @@
 //! Lookups follow real providers: `spec.providerID` first, else the node name. An instance in
 //! state `gone` (or removed) does not exist: `InstanceExists` says false, the other lookups fail
 //! with [`CloudError::InstanceNotFound`]. A `shutdown` instance still exists (upstream contract:
-//! stopped VMs must report true) and reports shutdown.
+//! stopped VMs must report true) and reports shutdown. A `pending` instance exists but has no
+//! metadata yet (`InstanceMetadata` returns `None`). [`FakeCloud::set_stale_reads`] makes the
+//! next lookups of a running instance miss it, like the eventually consistent describe calls
+//! behind the wrong-node-deletion incidents (kubernetes/kubernetes PR #127424).
 //!
 //! Call-log keys: the node name for node- and name-based calls, the provider ID for
 //! `*ByProviderID` calls.
@@ -40,6 +43,9 @@ impl InstancesV2 for FakeCloud {
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
         self.call(Method::InstanceMetadata, node_name(node), |w| {
             let i = w.lookup_node(node).ok_or(CloudError::InstanceNotFound)?;
+            if i.state == InstanceState::Pending {
+                return Ok(None);
+            }
             Ok(Some(InstanceMetadata {
                 provider_id: i.provider_id.clone(),
                 instance_type: i.instance_type.clone(),
@@ -369,5 +375,36 @@ mod tests {
         assert!(calls[1].outcome.is_ok());
         assert_eq!(calls[2].method, Method::InstanceExistsByProviderID);
         assert_eq!(calls[2].key, "fake://node-1");
+    }
+
+    #[tokio::test]
+    async fn stale_reads_hide_a_running_instance_for_n_lookups() {
+        let cloud = cloud();
+        cloud.set_stale_reads("node-1", 2).unwrap();
+        let n = node("node-1", Some("fake://node-1"));
+        assert!(!cloud.instance_exists(&n).await.unwrap());
+        assert!(matches!(
+            cloud.instance_type("node-1").await,
+            Err(CloudError::InstanceNotFound)
+        ));
+        assert!(cloud.instance_exists(&n).await.unwrap());
+        // Other instances are unaffected, and 0 cancels.
+        cloud.set_stale_reads("node-1", 5).unwrap();
+        assert!(cloud.instance_exists(&node("node-2", None)).await.unwrap());
+        cloud.set_stale_reads("node-1", 0).unwrap();
+        assert!(cloud.instance_exists(&n).await.unwrap());
+        assert!(cloud.set_stale_reads("typo", 1).is_err());
+    }
+
+    #[tokio::test]
+    async fn pending_instance_exists_without_metadata() {
+        let cloud = cloud();
+        cloud
+            .set_instance_state("node-1", InstanceState::Pending)
+            .unwrap();
+        let n = node("node-1", None);
+        assert!(cloud.instance_exists(&n).await.unwrap());
+        assert!(!cloud.instance_shutdown(&n).await.unwrap());
+        assert_eq!(cloud.instance_metadata(&n).await.unwrap(), None);
     }
 }

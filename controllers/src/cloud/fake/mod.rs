@@ -225,6 +225,17 @@ impl FakeCloud {
         self.update_instance(name, |i| i.addresses = addresses)
     }
 
+    /// Makes the next `lookups` lookups of instance `name` (by any method) report it missing,
+    /// as an eventually consistent cloud does; `0` cancels. Tests the lifecycle controller's
+    /// guard against deleting Nodes whose instances do exist.
+    pub fn set_stale_reads(&self, name: &str, lookups: u32) -> Result<(), UnknownInstance> {
+        if self.shared.world.lock().add_stale_reads(name, lookups) {
+            Ok(())
+        } else {
+            Err(UnknownInstance(name.to_owned()))
+        }
+    }
+
     /// One instance, by name.
     pub fn instance(&self, name: &str) -> Option<FakeInstance> {
         self.shared.world.lock().instance_by_name(name).cloned()

@@ -1,7 +1,7 @@
 //! The fake cloud's world: its instances, load balancers, routes and clusters, and the lookups
 //! the facets share. Everything here is plain data behind one mutex in [`super::FakeCloud`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
@@ -67,6 +67,10 @@ pub enum InstanceState {
     Running,
     /// The instance exists but is stopped: exists=true, shutdown=true.
     Shutdown,
+    /// The instance is still being created: it exists and runs, but `InstanceMetadata` returns
+    /// `None` (no metadata yet), so its Node stays uninitialized. Not an upstream state; it
+    /// models a cloud whose metadata lags behind the VM.
+    Pending,
     /// The instance was deleted: exists=false, lookups fail with `InstanceNotFound`.
     Gone,
 }
@@ -219,6 +223,8 @@ pub(super) struct World {
     instances: Vec<FakeInstance>,
     pub(super) load_balancers: BTreeMap<String, FakeLoadBalancer>,
     pub(super) pool: IpPool,
+    /// instance name -> how many more lookups miss it (see [`World::add_stale_reads`]).
+    stale_reads: HashMap<String, u32>,
     /// cluster name -> destination CIDR -> route.
     routes: BTreeMap<String, BTreeMap<String, Route>>,
     /// cluster name -> control-plane address.
@@ -231,6 +237,7 @@ impl World {
             instances: Vec::new(),
             load_balancers: BTreeMap::new(),
             pool,
+            stale_reads: HashMap::new(),
             routes: BTreeMap::new(),
             clusters: BTreeMap::new(),
         }
@@ -251,6 +258,7 @@ impl World {
 
     pub(super) fn remove_instance(&mut self, name: &str) -> Option<FakeInstance> {
         let index = self.instances.iter().position(|i| i.name == name)?;
+        self.stale_reads.remove(name);
         Some(self.instances.remove(index))
     }
 
@@ -268,24 +276,56 @@ impl World {
         self.instances.iter().find(|i| i.provider_id == provider_id)
     }
 
-    /// The existing instance called `name`, or `InstanceNotFound`.
-    pub(super) fn lookup_name(&self, name: &str) -> Option<&FakeInstance> {
-        self.instance_by_name(name).and_then(FakeInstance::existing)
+    /// The existing instance called `name`; `None` means `InstanceNotFound`.
+    pub(super) fn lookup_name(&mut self, name: &str) -> Option<&FakeInstance> {
+        let index = self.instances.iter().position(|i| i.name == name)?;
+        self.visible(index)
     }
 
-    /// The existing instance with `provider_id`, or `InstanceNotFound`.
-    pub(super) fn lookup_provider_id(&self, provider_id: &str) -> Option<&FakeInstance> {
-        self.instance_by_provider_id(provider_id)
-            .and_then(FakeInstance::existing)
+    /// The existing instance with `provider_id`; `None` means `InstanceNotFound`.
+    pub(super) fn lookup_provider_id(&mut self, provider_id: &str) -> Option<&FakeInstance> {
+        let index = self
+            .instances
+            .iter()
+            .position(|i| i.provider_id == provider_id)?;
+        self.visible(index)
     }
 
     /// The existing instance behind `node`: by `spec.providerID` when set, else by node name,
     /// as real providers do. A provider ID that matches nothing does not fall back to the name.
-    pub(super) fn lookup_node(&self, node: &Node) -> Option<&FakeInstance> {
+    pub(super) fn lookup_node(&mut self, node: &Node) -> Option<&FakeInstance> {
         match node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
             Some(id) if !id.is_empty() => self.lookup_provider_id(id),
             _ => self.lookup_name(node.metadata.name.as_deref().unwrap_or_default()),
         }
+    }
+
+    /// What a lookup of the instance at `index` sees: nothing when it is gone, or when a stale
+    /// read is pending for it (which this lookup consumes).
+    fn visible(&mut self, index: usize) -> Option<&FakeInstance> {
+        let instance = &self.instances[index];
+        if let Some(misses) = self.stale_reads.get_mut(&instance.name) {
+            *misses -= 1;
+            if *misses == 0 {
+                self.stale_reads.remove(&instance.name);
+            }
+            return None;
+        }
+        instance.existing()
+    }
+
+    /// Makes the next `lookups` lookups of `name` miss it, as an eventually consistent cloud
+    /// API does; false when there is no such instance.
+    pub(super) fn add_stale_reads(&mut self, name: &str, lookups: u32) -> bool {
+        if self.instance_by_name(name).is_none() {
+            return false;
+        }
+        if lookups == 0 {
+            self.stale_reads.remove(name);
+        } else {
+            self.stale_reads.insert(name.to_owned(), lookups);
+        }
+        true
     }
 
     // ---- load balancers ----
