@@ -35,7 +35,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use super::load_balancers::IpPool;
+use super::ip_pool::IpPool;
 use super::world::{self, Facets, FakeInstance, InstanceState};
 use super::{FakeCloudBuilder, PROVIDER_NAME};
 use k8s_openapi::api::core::v1::NodeAddress;

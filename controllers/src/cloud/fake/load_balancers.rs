@@ -1,9 +1,11 @@
-//! The fake's `LoadBalancer` facet and the IP pool it allocates ingress addresses from.
+//! The fake's `LoadBalancer` facet.
 //!
 //! A load balancer is keyed by the Service's UID (like a real cloud, a re-created Service with the
 //! same name gets a new load balancer) and named as upstream's `DefaultLoadBalancerName`: `"a"` +
 //! the UID without dashes, truncated to 32 characters. `EnsureLoadBalancer` allocates the lowest
 //! free pool address on first use and keeps it for as long as the load balancer lives;
+//! a Service's `spec.loadBalancerIP` is honoured when it is a free pool address (an error
+//! otherwise), and `spec.ipFamilies[0]` picks the address family.
 //! `UpdateLoadBalancer` only replaces the backend node set; `EnsureLoadBalancerDeleted` frees
 //! the address and succeeds when nothing is there. An exhausted pool is an error, as a cloud out
 //! of quota would report.
@@ -11,13 +13,14 @@
 //! Call-log key: the Service's `namespace/name`.
 
 use std::collections::BTreeSet;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
 
-use super::config::{At, ConfigError};
+use super::ip_pool::ClaimError;
+use super::world::World;
 use super::{FakeCloud, Method};
 use crate::cloud::{CloudError, LoadBalancer};
 
@@ -67,6 +70,33 @@ fn lb_key(svc: &Service) -> String {
     }
 }
 
+/// The deprecated `spec.loadBalancerIP`, which clouds that support it honour.
+fn requested_ip(svc: &Service) -> Result<Option<IpAddr>, CloudError> {
+    match svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.load_balancer_ip.as_deref())
+    {
+        None | Some("") => Ok(None),
+        Some(ip) => ip.parse().map(Some).map_err(|_| {
+            CloudError::other(format!("spec.loadBalancerIP {ip:?} is not an IP address"))
+        }),
+    }
+}
+
+fn claim(w: &mut World, ip: IpAddr, svc: &Service) -> Result<(), CloudError> {
+    w.pool.claim(ip).map_err(|e| {
+        let why = match e {
+            ClaimError::NotInPool => "is not in the load balancer IP pool",
+            ClaimError::InUse => "is already used by another load balancer",
+        };
+        CloudError::other(format!(
+            "spec.loadBalancerIP {ip} of service {} {why}",
+            service_key(svc)
+        ))
+    })
+}
+
 fn node_names(nodes: &[Arc<Node>]) -> Vec<String> {
     let names: BTreeSet<String> = nodes
         .iter()
@@ -112,35 +142,54 @@ impl LoadBalancer for FakeCloud {
     ) -> Result<LoadBalancerStatus, CloudError> {
         self.call(Method::EnsureLoadBalancer, service_key(svc), |w| {
             let key = lb_key(svc);
-            let ports = svc
-                .spec
-                .as_ref()
-                .and_then(|s| s.ports.as_ref())
-                .map(|ports| ports.iter().map(|p| p.port).collect())
-                .unwrap_or_default();
-            if let Some(lb) = w.load_balancers.get_mut(&key) {
-                lb.nodes = node_names(nodes);
-                lb.ports = ports;
-                return Ok(status_for(lb.ip));
-            }
-            let ip = w.pool.allocate().ok_or_else(|| {
-                CloudError::other(format!(
-                    "load balancer IP pool exhausted ({} addresses in use)",
-                    w.pool.in_use()
-                ))
-            })?;
-            w.load_balancers.insert(
-                key,
-                FakeLoadBalancer {
+            let spec = svc.spec.clone().unwrap_or_default();
+            let ports = spec.ports.iter().flatten().map(|p| p.port).collect();
+            let requested = requested_ip(svc)?;
+            let current = w.load_balancers.get(&key).map(|lb| lb.ip);
+            let ip = match (requested, current) {
+                (None, Some(ip)) => ip,
+                (Some(want), Some(ip)) if want == ip => ip,
+                (Some(want), current) => {
+                    claim(w, want, svc)?;
+                    if let Some(old) = current {
+                        w.pool.release(old);
+                    }
+                    want
+                }
+                (None, None) => {
+                    let ipv6 = match spec.ip_families.iter().flatten().next().map(String::as_str) {
+                        Some("IPv6") => Some(true),
+                        Some("IPv4") => Some(false),
+                        _ => None,
+                    };
+                    w.pool.allocate(ipv6).ok_or_else(|| {
+                        CloudError::other(format!(
+                            "load balancer IP pool exhausted{} ({} addresses in use)",
+                            match ipv6 {
+                                Some(true) => " for IPv6",
+                                Some(false) => " for IPv4",
+                                None => "",
+                            },
+                            w.pool.in_use()
+                        ))
+                    })?
+                }
+            };
+            let lb = w
+                .load_balancers
+                .entry(key)
+                .or_insert_with(|| FakeLoadBalancer {
                     name: default_load_balancer_name(svc),
                     service: service_key(svc),
                     service_uid: svc.metadata.uid.clone().unwrap_or_default(),
                     cluster_name: cluster_name.to_owned(),
                     ip,
-                    nodes: node_names(nodes),
-                    ports,
-                },
-            );
+                    nodes: Vec::new(),
+                    ports: Vec::new(),
+                });
+            lb.ip = ip;
+            lb.nodes = node_names(nodes);
+            lb.ports = ports;
             Ok(status_for(ip))
         })
         .await
@@ -183,167 +232,13 @@ impl LoadBalancer for FakeCloud {
     }
 }
 
-/// A contiguous run of pool addresses.
-#[derive(Clone, Debug)]
-struct IpRange {
-    first: IpAddr,
-    count: u128,
-}
-
-impl IpRange {
-    fn nth(&self, n: u128) -> Option<IpAddr> {
-        if n >= self.count {
-            return None;
-        }
-        match self.first {
-            IpAddr::V4(a) => u32::try_from(u128::from(u32::from(a)) + n)
-                .ok()
-                .map(|v| IpAddr::V4(Ipv4Addr::from(v))),
-            IpAddr::V6(a) => u128::from(a)
-                .checked_add(n)
-                .map(|v| IpAddr::V6(Ipv6Addr::from(v))),
-        }
-    }
-}
-
-/// Addresses load balancers get their ingress IP from; the lowest free one is handed out first.
-#[derive(Clone, Debug)]
-pub(super) struct IpPool {
-    ranges: Vec<IpRange>,
-    allocated: BTreeSet<IpAddr>,
-}
-
-impl IpPool {
-    /// `192.0.2.0/24` (TEST-NET-1, reserved for documentation): never a real address.
-    pub(super) fn default_pool() -> Self {
-        Self {
-            ranges: vec![cidr_hosts(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 0)), 24)],
-            allocated: BTreeSet::new(),
-        }
-    }
-
-    /// A pool from CIDRs (their host addresses) and single addresses.
-    pub(super) fn parse(cidrs: &[String], addresses: &[String]) -> Result<Self, ConfigError> {
-        Self::parse_at(
-            cidrs.iter().map(|c| (c.as_str(), At::default())),
-            addresses.iter().map(|a| (a.as_str(), At::default())),
-        )
-    }
-
-    /// As [`Self::parse`], with the config-file location of each entry for error messages.
-    pub(super) fn parse_at<'a>(
-        cidrs: impl IntoIterator<Item = (&'a str, At)>,
-        addresses: impl IntoIterator<Item = (&'a str, At)>,
-    ) -> Result<Self, ConfigError> {
-        let mut ranges = Vec::new();
-        for (cidr, at) in cidrs {
-            let (network, prefix) =
-                parse_cidr(cidr).map_err(|reason| ConfigError::InvalidCidr {
-                    cidr: cidr.to_owned(),
-                    reason,
-                    at,
-                })?;
-            ranges.push(cidr_hosts(network, prefix));
-        }
-        for (address, at) in addresses {
-            let ip = address
-                .parse::<IpAddr>()
-                .map_err(|_| ConfigError::InvalidPoolAddress {
-                    address: address.to_owned(),
-                    at,
-                })?;
-            ranges.push(IpRange {
-                first: ip,
-                count: 1,
-            });
-        }
-        if ranges.is_empty() {
-            return Err(ConfigError::EmptyPool);
-        }
-        Ok(Self {
-            ranges,
-            allocated: BTreeSet::new(),
-        })
-    }
-
-    pub(super) fn allocate(&mut self) -> Option<IpAddr> {
-        for range in &self.ranges {
-            let mut n = 0;
-            while let Some(ip) = range.nth(n) {
-                if self.allocated.insert(ip) {
-                    return Some(ip);
-                }
-                n += 1;
-            }
-        }
-        None
-    }
-
-    pub(super) fn release(&mut self, ip: IpAddr) {
-        self.allocated.remove(&ip);
-    }
-
-    pub(super) fn in_use(&self) -> usize {
-        self.allocated.len()
-    }
-}
-
-/// Parses `a.b.c.d/n` or `x::/n`; host bits may be set (as Go's `net.ParseCIDR` allows) and
-/// are masked off.
-fn parse_cidr(cidr: &str) -> Result<(IpAddr, u8), String> {
-    let (addr, prefix) = cidr
-        .split_once('/')
-        .ok_or_else(|| "expected ADDRESS/PREFIX, e.g. 192.0.2.0/24".to_owned())?;
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| format!("{addr:?} is not an IP address"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix: u8 = prefix
-        .parse()
-        .ok()
-        .filter(|p| *p <= max)
-        .ok_or_else(|| format!("prefix length {prefix:?} is not a number from 0 to {max}"))?;
-    let network = match addr {
-        IpAddr::V4(a) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
-        }
-        IpAddr::V6(a) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
-        }
-    };
-    Ok((network, prefix))
-}
-
-/// Usable host addresses of a network: IPv4 skips network and broadcast addresses (except /31
-/// and /32), IPv6 skips the subnet-router anycast address (except /127 and /128).
-fn cidr_hosts(network: IpAddr, prefix: u8) -> IpRange {
-    let bits = if network.is_ipv4() { 32 } else { 128 };
-    let host_bits = u32::from(bits - prefix);
-    let size = 1u128.checked_shl(host_bits).unwrap_or(u128::MAX);
-    let (skip_first, skip_last) = match (network, host_bits) {
-        (_, 0 | 1) => (0, 0),
-        (IpAddr::V4(_), _) => (1, 1),
-        (IpAddr::V6(_), _) => (1, 0),
-    };
-    IpRange {
-        first: IpRange {
-            first: network,
-            count: size,
-        }
-        .nth(skip_first)
-        .unwrap_or(network),
-        count: size - skip_first - skip_last,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::{ServicePort, ServiceSpec};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
+    use crate::cloud::fake::FaultSpec;
 
     fn svc(name: &str, uid: &str) -> Service {
         Service {
@@ -498,48 +393,66 @@ mod tests {
         assert_eq!(cloud.calls_to(Method::GetLoadBalancerName).len(), 1);
     }
 
-    use super::super::FaultSpec;
+    #[tokio::test]
+    async fn requested_load_balancer_ip_is_honoured_or_refused() {
+        let cloud = FakeCloud::builder()
+            .lb_pool_cidr("10.1.0.0/29")
+            .build()
+            .unwrap();
+        let mut web = svc("web", "uid-1");
+        web.spec.as_mut().unwrap().load_balancer_ip = Some("10.1.0.5".into());
+        let status = cloud.ensure_load_balancer("k", &web, &[]).await.unwrap();
+        assert_eq!(ingress_ip(&status), "10.1.0.5");
 
-    #[test]
-    fn cidr_hosts_skip_network_and_broadcast() {
-        let mut pool = IpPool::parse(&["10.0.0.5/30".into()], &[]).unwrap();
-        let got: Vec<_> = std::iter::from_fn(|| pool.allocate()).collect();
-        // Host bits are masked: 10.0.0.5/30 is 10.0.0.4/30, hosts .5 and .6.
-        assert_eq!(
-            got,
-            vec![
-                "10.0.0.5".parse::<IpAddr>().unwrap(),
-                "10.0.0.6".parse().unwrap()
-            ]
-        );
-        let mut pool = IpPool::parse(&["10.0.0.7/32".into()], &[]).unwrap();
-        assert_eq!(pool.allocate(), Some("10.0.0.7".parse().unwrap()));
-        assert_eq!(pool.allocate(), None);
-        let mut pool = IpPool::parse(&["2001:db8::/126".into()], &[]).unwrap();
-        let got: Vec<_> = std::iter::from_fn(|| pool.allocate()).collect();
-        assert_eq!(got.len(), 3);
-        assert_eq!(got[0], "2001:db8::1".parse::<IpAddr>().unwrap());
-        let mut pool = IpPool::parse(&["::/0".into()], &[]).unwrap();
-        assert_eq!(pool.allocate(), Some("::1".parse().unwrap()));
+        // Changing the request moves the LB and frees the old address.
+        web.spec.as_mut().unwrap().load_balancer_ip = Some("10.1.0.6".into());
+        let status = cloud.ensure_load_balancer("k", &web, &[]).await.unwrap();
+        assert_eq!(ingress_ip(&status), "10.1.0.6");
+        assert_eq!(cloud.load_balancers().len(), 1);
+
+        let mut other = svc("other", "uid-2");
+        for (ip, why) in [
+            ("10.1.0.6", "already used"),
+            ("10.9.9.9", "not in the load balancer IP pool"),
+            ("ten", "not an IP address"),
+        ] {
+            other.spec.as_mut().unwrap().load_balancer_ip = Some(ip.into());
+            let err = cloud
+                .ensure_load_balancer("k", &other, &[])
+                .await
+                .unwrap_err();
+            assert!(err.to_string().contains(why), "{ip}: {err}");
+        }
+        assert!(cloud.lb_for("default/other").is_none());
+        other.spec.as_mut().unwrap().load_balancer_ip = Some("10.1.0.5".into());
+        let status = cloud.ensure_load_balancer("k", &other, &[]).await.unwrap();
+        assert_eq!(ingress_ip(&status), "10.1.0.5", "freed by the move above");
     }
 
-    #[test]
-    fn bad_cidrs_and_addresses_are_rejected_with_a_reason() {
-        for bad in ["10.0.0.0", "10.0.0.0/33", "x/24", "10.0.0.0/abc", "::/129"] {
-            let err = IpPool::parse(&[bad.into()], &[]).unwrap_err();
-            assert!(
-                matches!(err, ConfigError::InvalidCidr { .. }),
-                "{bad}: {err}"
-            );
-        }
-        let err = IpPool::parse(&[], &["10.0.0.300".into()]).unwrap_err();
-        assert!(
-            matches!(err, ConfigError::InvalidPoolAddress { .. }),
-            "{err}"
-        );
-        assert!(matches!(
-            IpPool::parse(&[], &[]),
-            Err(ConfigError::EmptyPool)
-        ));
+    #[tokio::test]
+    async fn first_ip_family_picks_the_address_family() {
+        let cloud = FakeCloud::builder()
+            .lb_pool_cidr("10.1.0.0/30")
+            .lb_pool_cidr("2001:db8::/120")
+            .build()
+            .unwrap();
+        let mut v6 = svc("v6", "uid-6");
+        v6.spec.as_mut().unwrap().ip_families = Some(vec!["IPv6".into(), "IPv4".into()]);
+        let status = cloud.ensure_load_balancer("k", &v6, &[]).await.unwrap();
+        assert_eq!(ingress_ip(&status), "2001:db8::1");
+        let mut v4 = svc("v4", "uid-4");
+        v4.spec.as_mut().unwrap().ip_families = Some(vec!["IPv4".into()]);
+        let status = cloud.ensure_load_balancer("k", &v4, &[]).await.unwrap();
+        assert_eq!(ingress_ip(&status), "10.1.0.1");
+
+        let only_v4 = FakeCloud::builder()
+            .lb_pool_cidr("10.1.0.0/30")
+            .build()
+            .unwrap();
+        let err = only_v4
+            .ensure_load_balancer("k", &v6, &[])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("exhausted for IPv6"), "{err}");
     }
 }

@@ -9,7 +9,8 @@
 //! |---|---|
 //! | `config.rs` | the `--cloud-config` YAML format and its validation |
 //! | `instances.rs` | `InstancesV2`, legacy `Instances` and `Zones` |
-//! | `load_balancers.rs` | `LoadBalancer` and the IP pool |
+//! | `load_balancers.rs` | `LoadBalancer` |
+//! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
 //!
@@ -30,6 +31,7 @@
 mod config;
 mod faults;
 mod instances;
+mod ip_pool;
 mod load_balancers;
 mod routes;
 mod world;
@@ -53,7 +55,7 @@ pub use load_balancers::FakeLoadBalancer;
 pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
-use load_balancers::IpPool;
+use ip_pool::IpPool;
 use world::World;
 
 /// The provider name the fake registers under and uses in provider IDs (`fake://node-1`).

@@ -8,7 +8,8 @@ use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use serde::Deserialize;
 
 use super::config::{At, ConfigError};
-use super::load_balancers::{FakeLoadBalancer, IpPool};
+use super::ip_pool::IpPool;
+use super::load_balancers::FakeLoadBalancer;
 use crate::cloud::Route;
 
 /// Which parts of the provider contract the fake offers, so tests can check how controllers
