@@ -1,31 +1,7 @@
 //! The fake cloud's `--cloud-config` file: YAML describing the world it starts with.
 //!
-//! ```yaml
-//! providerName: fake          # default "fake"; used in provider IDs and logs
-//! hasClusterID: true          # default true; false tests --allow-untagged-cloud
-//! facets:                     # every facet defaults to true
-//!   loadBalancer: true
-//!   instancesV2: true
-//!   instances: false
-//!   zones: false
-//!   routes: true
-//!   clusters: false
-//! instances:
-//!   - name: node-1            # the Node name; unique
-//!     providerID: fake://node-1   # default <providerName>://<name>; unique
-//!     instanceType: m1.small  # default fake.small
-//!     zone: zone-a
-//!     region: region-1
-//!     addresses:
-//!       - {type: InternalIP, address: 10.0.0.1}
-//!     state: running          # running | shutdown | pending | gone
-//!     additionalLabels: {example.com/pool: blue}
-//! loadBalancerPool:           # default 192.0.2.0/24
-//!   cidr: 198.51.100.0/29
-//!   addresses: [203.0.113.7]
-//! clusters:
-//!   - {name: kubernetes, master: 10.0.0.10}
-//! ```
+//! The format is shown in `example-cloud-config.yaml` next to this file (included in the docs of
+//! [`super::FakeCloud::from_config`] and parsed by a test, so it stays true).
 //!
 //! Unknown fields are rejected, and every error says which field and line to fix.
 
@@ -40,17 +16,18 @@ use super::world::{self, Facets, FakeInstance, InstanceState};
 use super::{FakeCloudBuilder, PROVIDER_NAME};
 use k8s_openapi::api::core::v1::NodeAddress;
 
-/// Where in the config file a problem is; empty for clouds built in code.
+/// The config-file line a [`ConfigError`] points at, so the message says where to look;
+/// `None` for clouds built in code.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct At(pub Option<u64>);
+pub struct SourceLine(pub Option<u64>);
 
-impl At {
+impl SourceLine {
     fn of<T>(spanned: &Spanned<T>) -> Self {
-        At(Some(spanned.referenced.line()))
+        SourceLine(Some(spanned.referenced.line()))
     }
 }
 
-impl fmt::Display for At {
+impl fmt::Display for SourceLine {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
             Some(line) => write!(f, " (line {line})"),
@@ -72,7 +49,7 @@ pub enum ConfigError {
     #[error("instance name must not be empty{at}")]
     EmptyInstanceName {
         /// Where.
-        at: At,
+        at: SourceLine,
     },
     /// Two instances share a `name`.
     #[error("duplicate instance name {name:?}{at}: node names must be unique")]
@@ -80,7 +57,7 @@ pub enum ConfigError {
         /// The repeated name.
         name: String,
         /// Where the second one is.
-        at: At,
+        at: SourceLine,
     },
     /// Two instances share a `providerID`.
     #[error("duplicate providerID {provider_id:?}{at}: provider IDs must be unique")]
@@ -88,7 +65,7 @@ pub enum ConfigError {
         /// The repeated provider ID.
         provider_id: String,
         /// Where the second one is.
-        at: At,
+        at: SourceLine,
     },
     /// An address `type` Kubernetes does not know.
     #[error(
@@ -100,7 +77,7 @@ pub enum ConfigError {
         /// The bad type.
         type_: String,
         /// Where.
-        at: At,
+        at: SourceLine,
     },
     /// An `InternalIP` / `ExternalIP` address that is not an IP.
     #[error("instance {instance:?}: address {address:?}{at} is not an IP address")]
@@ -110,7 +87,7 @@ pub enum ConfigError {
         /// The bad address.
         address: String,
         /// Where.
-        at: At,
+        at: SourceLine,
     },
     /// `loadBalancerPool.cidr` does not parse.
     #[error("loadBalancerPool.cidr {cidr:?}{at} is invalid: {reason}")]
@@ -120,7 +97,7 @@ pub enum ConfigError {
         /// What is wrong with it.
         reason: String,
         /// Where.
-        at: At,
+        at: SourceLine,
     },
     /// An entry of `loadBalancerPool.addresses` is not an IP.
     #[error("loadBalancerPool.addresses: {address:?}{at} is not an IP address")]
@@ -128,7 +105,7 @@ pub enum ConfigError {
         /// The bad address.
         address: String,
         /// Where.
-        at: At,
+        at: SourceLine,
     },
     /// `loadBalancerPool` is present but empty.
     #[error(
@@ -139,7 +116,7 @@ pub enum ConfigError {
     #[error("clusters: name must not be empty{at}")]
     EmptyClusterName {
         /// Where.
-        at: At,
+        at: SourceLine,
     },
 }
 
@@ -231,18 +208,21 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
         let name = inst.name.value.clone();
         if name.trim().is_empty() {
             return Err(ConfigError::EmptyInstanceName {
-                at: At::of(&inst.name),
+                at: SourceLine::of(&inst.name),
             });
         }
         if names.insert(name.clone(), ()).is_some() {
             return Err(ConfigError::DuplicateInstanceName {
                 name,
-                at: At::of(&inst.name),
+                at: SourceLine::of(&inst.name),
             });
         }
         let (provider_id, id_at) = match &inst.provider_id {
-            Some(id) if !id.value.is_empty() => (id.value.clone(), At::of(id)),
-            _ => (format!("{provider_name}://{name}"), At::of(&inst.name)),
+            Some(id) if !id.value.is_empty() => (id.value.clone(), SourceLine::of(id)),
+            _ => (
+                format!("{provider_name}://{name}"),
+                SourceLine::of(&inst.name),
+            ),
         };
         if provider_ids.insert(provider_id.clone(), ()).is_some() {
             return Err(ConfigError::DuplicateProviderId {
@@ -257,9 +237,9 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
                 address: a.address.value.clone(),
             };
             let at = if world::ADDRESS_TYPES.contains(&address.type_.as_str()) {
-                At::of(&a.address)
+                SourceLine::of(&a.address)
             } else {
-                At::of(&a.type_)
+                SourceLine::of(&a.type_)
             };
             world::validate_address(&name, &address, at)?;
             addresses.push(address);
@@ -281,8 +261,12 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     if let Some(pool) = file.load_balancer_pool {
         // Parse here for line numbers; the builder parses the same strings again.
         IpPool::parse_at(
-            pool.cidr.iter().map(|c| (c.value.as_str(), At::of(c))),
-            pool.addresses.iter().map(|a| (a.value.as_str(), At::of(a))),
+            pool.cidr
+                .iter()
+                .map(|c| (c.value.as_str(), SourceLine::of(c))),
+            pool.addresses
+                .iter()
+                .map(|a| (a.value.as_str(), SourceLine::of(a))),
         )?;
         if let Some(cidr) = pool.cidr {
             builder = builder.lb_pool_cidr(cidr.value);
@@ -293,7 +277,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     for cluster in file.clusters {
         if cluster.name.value.trim().is_empty() {
             return Err(ConfigError::EmptyClusterName {
-                at: At::of(&cluster.name),
+                at: SourceLine::of(&cluster.name),
             });
         }
         builder = builder.cluster(cluster.name.value, cluster.master);

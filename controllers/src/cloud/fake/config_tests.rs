@@ -159,7 +159,7 @@ fn wrong_types_are_rejected() {
 fn duplicate_instance_name_points_at_the_second() {
     let e = parse_err("instances:\n  - name: a\n  - name: b\n  - name: a\n");
     assert!(
-        matches!(&e, ConfigError::DuplicateInstanceName { name, at: At(Some(4)) } if name == "a"),
+        matches!(&e, ConfigError::DuplicateInstanceName { name, at: SourceLine(Some(4)) } if name == "a"),
         "{e:?}"
     );
     assert_eq!(
@@ -177,7 +177,7 @@ fn duplicate_provider_id_is_rejected_including_defaults() {
         matches!(
             &e,
             ConfigError::DuplicateProviderId {
-                at: At(Some(5)),
+                at: SourceLine(Some(5)),
                 ..
             }
         ),
@@ -194,7 +194,12 @@ fn duplicate_provider_id_is_rejected_including_defaults() {
 fn empty_names_are_rejected() {
     let e = parse_err("instances:\n  - name: \"\"\n");
     assert!(
-        matches!(e, ConfigError::EmptyInstanceName { at: At(Some(2)) }),
+        matches!(
+            e,
+            ConfigError::EmptyInstanceName {
+                at: SourceLine(Some(2))
+            }
+        ),
         "{e:?}"
     );
     assert!(matches!(
@@ -203,7 +208,12 @@ fn empty_names_are_rejected() {
     ));
     let e = parse_err("clusters:\n  - name: \"\"\n");
     assert!(
-        matches!(e, ConfigError::EmptyClusterName { at: At(Some(2)) }),
+        matches!(
+            e,
+            ConfigError::EmptyClusterName {
+                at: SourceLine(Some(2))
+            }
+        ),
         "{e:?}"
     );
 }
@@ -214,7 +224,7 @@ fn bad_addresses_are_rejected() {
         "instances:\n  - name: a\n    addresses:\n      - {type: InternalIp, address: 10.0.0.1}\n",
     );
     assert!(
-        matches!(&e, ConfigError::InvalidAddressType { type_, at: At(Some(4)), .. } if type_ == "InternalIp"),
+        matches!(&e, ConfigError::InvalidAddressType { type_, at: SourceLine(Some(4)), .. } if type_ == "InternalIp"),
         "{e:?}"
     );
     assert!(e.to_string().contains("InternalIP, ExternalIP"), "{e}");
@@ -243,7 +253,7 @@ fn bad_pools_are_rejected() {
         matches!(
             &e,
             ConfigError::InvalidCidr {
-                at: At(Some(2)),
+                at: SourceLine(Some(2)),
                 ..
             }
         ),
@@ -254,7 +264,7 @@ fn bad_pools_are_rejected() {
     assert!(e.to_string().contains("not an IP address"), "{e}");
     let e = parse_err("loadBalancerPool:\n  addresses:\n    - 10.0.0.1\n    - ten\n");
     assert!(
-        matches!(&e, ConfigError::InvalidPoolAddress { address, at: At(Some(4)) } if address == "ten"),
+        matches!(&e, ConfigError::InvalidPoolAddress { address, at: SourceLine(Some(4)) } if address == "ten"),
         "{e:?}"
     );
     assert!(matches!(
@@ -273,7 +283,10 @@ fn builder_applies_the_same_rules_without_lines() {
         .unwrap_err();
     assert!(matches!(
         dup,
-        ConfigError::DuplicateInstanceName { at: At(None), .. }
+        ConfigError::DuplicateInstanceName {
+            at: SourceLine(None),
+            ..
+        }
     ));
     assert_eq!(
         dup.to_string(),
@@ -304,4 +317,15 @@ fn builder_applies_the_same_rules_without_lines() {
         FakeCloud::builder().lb_pool_cidr("10.0.0.0").build(),
         Err(ConfigError::InvalidCidr { .. })
     ));
+}
+
+#[test]
+fn documented_example_parses() {
+    let cloud = FakeCloud::from_config(include_bytes!("example-cloud-config.yaml")).unwrap();
+    assert_eq!(cloud.all_instances().len(), 1);
+    assert_eq!(
+        cloud.instance("node-1").unwrap().additional_labels["example.com/pool"],
+        "blue"
+    );
+    assert!(cloud.instances().is_none());
 }

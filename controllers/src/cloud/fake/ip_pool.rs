@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::config::{At, ConfigError};
+use super::config::{ConfigError, SourceLine};
 
 /// A contiguous run of pool addresses.
 #[derive(Clone, Debug)]
@@ -68,15 +68,17 @@ impl IpPool {
     /// A pool from CIDRs (their host addresses) and single addresses.
     pub(super) fn parse(cidrs: &[String], addresses: &[String]) -> Result<Self, ConfigError> {
         Self::parse_at(
-            cidrs.iter().map(|c| (c.as_str(), At::default())),
-            addresses.iter().map(|a| (a.as_str(), At::default())),
+            cidrs.iter().map(|c| (c.as_str(), SourceLine::default())),
+            addresses
+                .iter()
+                .map(|a| (a.as_str(), SourceLine::default())),
         )
     }
 
     /// As [`Self::parse`], with the config-file location of each entry for error messages.
     pub(super) fn parse_at<'a>(
-        cidrs: impl IntoIterator<Item = (&'a str, At)>,
-        addresses: impl IntoIterator<Item = (&'a str, At)>,
+        cidrs: impl IntoIterator<Item = (&'a str, SourceLine)>,
+        addresses: impl IntoIterator<Item = (&'a str, SourceLine)>,
     ) -> Result<Self, ConfigError> {
         let mut ranges = Vec::new();
         for (cidr, at) in cidrs {

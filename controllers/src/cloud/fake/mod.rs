@@ -13,6 +13,7 @@
 //! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
+//! | `world.rs` | the state the facets share, and instance lookups |
 //!
 //! [`FakeCloud`] is a cheap `Clone` handle: a test keeps one to change the world and read the
 //! call log while controllers hold the same cloud as `Arc<dyn CloudProvider>`.
@@ -49,7 +50,7 @@ use super::{
     Route, Routes, Zones,
 };
 
-pub use config::ConfigError;
+pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use load_balancers::FakeLoadBalancer;
 pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
@@ -98,7 +99,10 @@ impl FakeCloud {
         FakeCloudBuilder::default()
     }
 
-    /// Builds the cloud a `--cloud-config` file describes (format in `config.rs`).
+    /// Builds the cloud a `--cloud-config` file describes. Every key is optional; unknown
+    /// fields are rejected and errors name the field and line. The format:
+    ///
+    #[doc = concat!("```yaml\n", include_str!("example-cloud-config.yaml"), "```")]
     pub fn from_config(yaml: &[u8]) -> Result<FakeCloud, ConfigError> {
         config::parse(yaml)?.build()
     }
@@ -481,7 +485,7 @@ impl FakeCloudBuilder {
             if world.instance_by_name(&instance.name).is_some() {
                 return Err(ConfigError::DuplicateInstanceName {
                     name: instance.name,
-                    at: config::At::default(),
+                    at: config::SourceLine::default(),
                 });
             }
             if world
@@ -490,7 +494,7 @@ impl FakeCloudBuilder {
             {
                 return Err(ConfigError::DuplicateProviderId {
                     provider_id: instance.provider_id,
-                    at: config::At::default(),
+                    at: config::SourceLine::default(),
                 });
             }
             world.upsert_instance(instance);

@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use serde::Deserialize;
 
-use super::config::{At, ConfigError};
+use super::config::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::load_balancers::FakeLoadBalancer;
 use crate::cloud::Route;
@@ -188,10 +188,12 @@ pub(super) const ADDRESS_TYPES: [&str; 5] = [
 /// Checks one instance on its own (uniqueness is checked by the caller, which knows the rest).
 pub(super) fn validate_instance(instance: &FakeInstance) -> Result<(), ConfigError> {
     if instance.name.trim().is_empty() {
-        return Err(ConfigError::EmptyInstanceName { at: At::default() });
+        return Err(ConfigError::EmptyInstanceName {
+            at: SourceLine::default(),
+        });
     }
     for address in &instance.addresses {
-        validate_address(&instance.name, address, At::default())?;
+        validate_address(&instance.name, address, SourceLine::default())?;
     }
     Ok(())
 }
@@ -200,7 +202,7 @@ pub(super) fn validate_instance(instance: &FakeInstance) -> Result<(), ConfigErr
 pub(super) fn validate_address(
     instance: &str,
     address: &NodeAddress,
-    at: At,
+    at: SourceLine,
 ) -> Result<(), ConfigError> {
     if !ADDRESS_TYPES.contains(&address.type_.as_str()) {
         return Err(ConfigError::InvalidAddressType {
