@@ -13,6 +13,7 @@
 //! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
+//! | `gates.rs` | holding calls mid-flight |
 //! | `world.rs` | the state the facets share, and instance lookups |
 //!
 //! [`FakeCloud`] is a cheap `Clone` handle: a test keeps one to change the world and read the
@@ -31,6 +32,7 @@
 
 mod config;
 mod faults;
+mod gates;
 mod instances;
 mod ip_pool;
 mod load_balancers;
@@ -52,10 +54,12 @@ use super::{
 
 pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
+pub use gates::HeldCalls;
 pub use load_balancers::FakeLoadBalancer;
 pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
+use gates::Gates;
 use ip_pool::IpPool;
 use world::World;
 
@@ -75,6 +79,7 @@ struct Shared {
     facets: Facets,
     world: Mutex<World>,
     faults: Faults,
+    gates: Gates,
 }
 
 impl Default for FakeCloud {
@@ -120,6 +125,7 @@ impl FakeCloud {
                 facets,
                 world: Mutex::new(world),
                 faults: Faults::default(),
+                gates: Gates::default(),
             }),
             caller: Arc::new(Mutex::new(None)),
         }
@@ -302,7 +308,7 @@ impl FakeCloud {
             .add_cluster(name.into(), master.into());
     }
 
-    /// Runs one provider call: applies latency and faults, then `op` on the world, and logs it.
+    /// Runs one provider call: latency, then a hold, then a fault or `op` on the world; logs it.
     async fn call<T>(
         &self,
         method: Method,
@@ -314,6 +320,7 @@ impl FakeCloud {
         if let Some(latency) = self.shared.faults.latency(method) {
             tokio::time::sleep(latency).await;
         }
+        self.shared.gates.pass(method).await;
         let result = match self.shared.faults.take_fault(method, &key) {
             Some(err) => Err(err),
             None => op(&mut self.shared.world.lock()),
