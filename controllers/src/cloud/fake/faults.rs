@@ -5,10 +5,9 @@
 //! for the next `n` calls of one method (optionally only for one key), or answer slowly. Latency
 //! uses `tokio::time::sleep`, so tests on a paused clock stay instant and deterministic.
 //!
-//! Order inside one call: latency first, then a hold (`gates.rs`), then the fault (if one matches),
-//! then the real work; the
-//! call is logged when it completes, so a call abandoned during its latency (a timed-out or
-//! cancelled reconcile) never reached the cloud and is not in the log.
+//! Order inside one call: latency first, then a hold (`gates.rs`), then the fault (if one
+//! matches), then the real work. The call is logged when it completes, so a call abandoned while
+//! waiting (a timed-out or cancelled reconcile) never reached the cloud and is not in the log.
 
 use std::collections::HashMap;
 use std::fmt;
