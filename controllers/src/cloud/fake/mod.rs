@@ -7,6 +7,7 @@
 //!
 //! | file | owns |
 //! |---|---|
+//! | `builder.rs` | describing a cloud in code |
 //! | `config.rs` | the `--cloud-config` YAML format and its validation |
 //! | `instances.rs` | `InstancesV2`, legacy `Instances` and `Zones` |
 //! | `load_balancers.rs` | `LoadBalancer` |
@@ -30,6 +31,7 @@
 //! cloud.set_instance_state("node-1", InstanceState::Shutdown).expect("node-1 exists");
 //! ```
 
+mod builder;
 mod config;
 mod faults;
 mod gates;
@@ -39,7 +41,6 @@ mod load_balancers;
 mod routes;
 mod world;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,11 +53,12 @@ use super::{
     Route, Routes, Zones,
 };
 
+pub use builder::FakeCloudBuilder;
 pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use gates::HeldCalls;
 pub use load_balancers::FakeLoadBalancer;
-pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
+pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance, UnknownRoute};
 
 use faults::Faults;
 use gates::Gates;
@@ -286,18 +288,26 @@ impl FakeCloud {
         self.shared.world.lock().put_route(cluster_name, route);
     }
 
-    /// Marks the route to `destination_cidr` as blackholed (or not); false when no such route.
-    #[must_use]
+    /// Marks the route to `destination_cidr` as blackholed (its target is gone), or not.
     pub fn set_route_blackhole(
         &self,
         cluster_name: &str,
         destination_cidr: &str,
         blackhole: bool,
-    ) -> bool {
-        self.shared
-            .world
-            .lock()
-            .set_route_blackhole(cluster_name, destination_cidr, blackhole)
+    ) -> Result<(), UnknownRoute> {
+        let found =
+            self.shared
+                .world
+                .lock()
+                .set_route_blackhole(cluster_name, destination_cidr, blackhole);
+        if found {
+            Ok(())
+        } else {
+            Err(UnknownRoute {
+                cluster_name: cluster_name.to_owned(),
+                destination_cidr: destination_cidr.to_owned(),
+            })
+        }
     }
 
     /// Adds a cluster for the `Clusters` facet.
@@ -396,125 +406,6 @@ impl CloudProvider for FakeCloud {
     }
     fn has_cluster_id(&self) -> bool {
         self.shared.has_cluster_id
-    }
-}
-
-/// Describes a fake cloud in code; the same rules as the config file apply at [`Self::build`].
-#[derive(Clone, Debug)]
-pub struct FakeCloudBuilder {
-    provider_name: String,
-    has_cluster_id: bool,
-    facets: Facets,
-    instances: Vec<FakeInstance>,
-    pool_cidrs: Vec<String>,
-    pool_addresses: Vec<String>,
-    clusters: BTreeMap<String, String>,
-}
-
-impl Default for FakeCloudBuilder {
-    fn default() -> Self {
-        Self {
-            provider_name: PROVIDER_NAME.to_owned(),
-            has_cluster_id: true,
-            facets: Facets::all(),
-            instances: Vec::new(),
-            pool_cidrs: Vec::new(),
-            pool_addresses: Vec::new(),
-            clusters: BTreeMap::new(),
-        }
-    }
-}
-
-impl FakeCloudBuilder {
-    /// Name used in provider IDs and logs (default `fake`).
-    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
-        self.provider_name = name.into();
-        self
-    }
-
-    /// What [`CloudProvider::has_cluster_id`] answers (default true), to test
-    /// `--allow-untagged-cloud`.
-    pub fn has_cluster_id(mut self, has: bool) -> Self {
-        self.has_cluster_id = has;
-        self
-    }
-
-    /// Which facets exist (default: all), to test that controllers report "not started".
-    pub fn facets(mut self, facets: Facets) -> Self {
-        self.facets = facets;
-        self
-    }
-
-    /// Adds an instance; names and provider IDs must be unique.
-    pub fn instance(mut self, instance: FakeInstance) -> Self {
-        self.instances.push(instance);
-        self
-    }
-
-    /// Adds the host addresses of `cidr` to the load-balancer IP pool.
-    pub fn lb_pool_cidr(mut self, cidr: impl Into<String>) -> Self {
-        self.pool_cidrs.push(cidr.into());
-        self
-    }
-
-    /// Adds single addresses to the load-balancer IP pool.
-    pub fn lb_pool_addresses<I, S>(mut self, addresses: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.pool_addresses
-            .extend(addresses.into_iter().map(Into::into));
-        self
-    }
-
-    /// Adds a cluster for the `Clusters` facet.
-    pub fn cluster(mut self, name: impl Into<String>, master: impl Into<String>) -> Self {
-        self.clusters.insert(name.into(), master.into());
-        self
-    }
-
-    /// Validates the description and makes the cloud. Without any pool entry the pool is
-    /// `192.0.2.0/24` (TEST-NET-1).
-    pub fn build(self) -> Result<FakeCloud, ConfigError> {
-        if self.provider_name.trim().is_empty() {
-            return Err(ConfigError::EmptyProviderName);
-        }
-        let pool = if self.pool_cidrs.is_empty() && self.pool_addresses.is_empty() {
-            IpPool::default_pool()
-        } else {
-            IpPool::parse(&self.pool_cidrs, &self.pool_addresses)?
-        };
-        let mut world = World::new(pool);
-        for instance in self.instances {
-            let instance = instance.with_default_provider_id(&self.provider_name);
-            world::validate_instance(&instance)?;
-            if world.instance_by_name(&instance.name).is_some() {
-                return Err(ConfigError::DuplicateInstanceName {
-                    name: instance.name,
-                    at: config::SourceLine::default(),
-                });
-            }
-            if world
-                .instance_by_provider_id(&instance.provider_id)
-                .is_some()
-            {
-                return Err(ConfigError::DuplicateProviderId {
-                    provider_id: instance.provider_id,
-                    at: config::SourceLine::default(),
-                });
-            }
-            world.upsert_instance(instance);
-        }
-        for (name, master) in self.clusters {
-            world.add_cluster(name, master);
-        }
-        Ok(FakeCloud::from_parts(
-            self.provider_name,
-            self.has_cluster_id,
-            self.facets,
-            world,
-        ))
     }
 }
 
