@@ -58,7 +58,7 @@ pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use gates::HeldCalls;
 pub use load_balancers::FakeLoadBalancer;
-pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance, UnknownRoute};
+pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
 use gates::Gates;
@@ -288,26 +288,19 @@ impl FakeCloud {
         self.shared.world.lock().put_route(cluster_name, route);
     }
 
-    /// Marks the route to `destination_cidr` as blackholed (its target is gone), or not.
+    /// Marks the route to `destination_cidr` as blackholed (its target is gone), or not;
+    /// false when the cloud has no such route.
+    #[must_use = "false means no route matched: a typo in the test"]
     pub fn set_route_blackhole(
         &self,
         cluster_name: &str,
         destination_cidr: &str,
         blackhole: bool,
-    ) -> Result<(), UnknownRoute> {
-        let found =
-            self.shared
-                .world
-                .lock()
-                .set_route_blackhole(cluster_name, destination_cidr, blackhole);
-        if found {
-            Ok(())
-        } else {
-            Err(UnknownRoute {
-                cluster_name: cluster_name.to_owned(),
-                destination_cidr: destination_cidr.to_owned(),
-            })
-        }
+    ) -> bool {
+        self.shared
+            .world
+            .lock()
+            .set_route_blackhole(cluster_name, destination_cidr, blackhole)
     }
 
     /// Adds a cluster for the `Clusters` facet.

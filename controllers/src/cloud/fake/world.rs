@@ -176,16 +176,6 @@ impl FakeInstance {
 #[error("the fake cloud has no instance named {0:?}")]
 pub struct UnknownInstance(pub String);
 
-/// Returned by the test API when it names a route the cloud does not have.
-#[derive(Debug, thiserror::Error)]
-#[error("the fake cloud has no route to {destination_cidr} in cluster {cluster_name:?}")]
-pub struct UnknownRoute {
-    /// The cluster asked for.
-    pub cluster_name: String,
-    /// The destination asked for.
-    pub destination_cidr: String,
-}
-
 /// The address types the API server accepts for `NodeAddress.type`.
 pub(super) const ADDRESS_TYPES: [&str; 5] = [
     "Hostname",
