@@ -98,16 +98,16 @@ impl CloudProviderRegistry {
 
     /// A registry holding the providers shipped in this crate: `fake`.
     pub fn with_builtin() -> Self {
-        let mut registry = Self::new();
-        // Registering into an empty registry with a non-reserved name cannot fail.
-        let _ = registry.register(super::fake::PROVIDER_NAME, |config| {
+        let fake: ProviderFactory = Arc::new(|config: Option<&[u8]>| {
             let cloud = match config {
                 Some(bytes) => FakeCloud::from_config(bytes)?,
                 None => FakeCloud::new(),
             };
             Ok(Arc::new(cloud) as Arc<dyn CloudProvider>)
         });
-        registry
+        Self {
+            providers: vec![(super::fake::PROVIDER_NAME.to_owned(), fake)],
+        }
     }
 
     /// Registers `factory` under `name`; a taken, empty or reserved name is an error.

@@ -23,6 +23,7 @@ use crate::cloud::CloudError;
 /// what appears in logs and in [`CloudCall`]'s `Display`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[allow(missing_docs)] // each variant is the upstream method of the same name
+#[non_exhaustive]
 pub enum Method {
     Initialize,
     GetLoadBalancer,

@@ -17,6 +17,12 @@
 //! | `gates.rs` | holding calls mid-flight |
 //! | `world.rs` | the state the facets share, and instance lookups |
 //!
+//! Read as a template for a real provider: each facet method finds its object (by provider ID
+//! first, then by name), answers from it, and maps "not there" to the typed [`CloudError`]
+//! the controllers branch on. Where a real provider would call its cloud's API, the fake reads
+//! and writes its in-memory world under one lock; everything else (config parsing with line
+//! numbers, the registry factory in `registry.rs`) is what a real provider needs too.
+//!
 //! [`FakeCloud`] is a cheap `Clone` handle: a test keeps one to change the world and read the
 //! call log while controllers hold the same cloud as `Arc<dyn CloudProvider>`.
 //!
@@ -267,7 +273,9 @@ impl FakeCloud {
         self.shared.world.lock().load_balancers()
     }
 
-    /// The load balancer of the Service `namespace/name`, if there is one.
+    /// The load balancer of the Service `namespace/name`, if there is one. A re-created Service
+    /// (new UID) whose old load balancer was never deleted has two; this returns the first by
+    /// name, [`Self::load_balancers`] shows both.
     pub fn lb_for(&self, service: &str) -> Option<FakeLoadBalancer> {
         self.shared
             .world
@@ -328,6 +336,7 @@ impl FakeCloud {
             Some(err) => Err(err),
             None => op(&mut self.shared.world.lock()),
         };
+
         self.shared.faults.record(CloudCall {
             method,
             key,
