@@ -285,4 +285,65 @@ mod tests {
         );
         assert_eq!(pool.in_use(), 4);
     }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Allocate,
+        Release(usize),
+        Claim(u8),
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just(Op::Allocate),
+            any::<usize>().prop_map(Op::Release),
+            any::<u8>().prop_map(Op::Claim),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Against a naive model (every host of 10.0.0.0/28 plus 10.0.1.1, lowest free first):
+        /// no address is handed out twice, every address is a pool host, and released addresses
+        /// come back.
+        #[test]
+        fn pool_matches_a_naive_model(ops in proptest::collection::vec(op(), 0..80)) {
+            let mut pool = IpPool::parse(&["10.0.0.0/28".into()], &["10.0.1.1".into()]).unwrap();
+            let hosts: Vec<IpAddr> = (1..15)
+                .map(|h| IpAddr::V4(Ipv4Addr::new(10, 0, 0, h)))
+                .chain([IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1))])
+                .collect();
+            let mut taken: BTreeSet<IpAddr> = BTreeSet::new();
+            for op in ops {
+                match op {
+                    Op::Allocate => {
+                        let want = hosts.iter().copied().find(|h| !taken.contains(h));
+                        proptest::prop_assert_eq!(pool.allocate(None), want);
+                        taken.extend(want);
+                    }
+                    Op::Release(i) => {
+                        if let Some(ip) = taken.iter().nth(i % taken.len().max(1)).copied() {
+                            pool.release(ip);
+                            taken.remove(&ip);
+                        }
+                    }
+                    Op::Claim(last) => {
+                        let ip = IpAddr::V4(Ipv4Addr::new(10, 0, 0, last));
+                        let want = if !hosts.contains(&ip) {
+                            Err(ClaimError::NotInPool)
+                        } else if taken.contains(&ip) {
+                            Err(ClaimError::InUse)
+                        } else {
+                            Ok(())
+                        };
+                        proptest::prop_assert_eq!(pool.claim(ip), want);
+                        if want.is_ok() {
+                            taken.insert(ip);
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(pool.in_use(), taken.len());
+            }
+        }
+    }
 }

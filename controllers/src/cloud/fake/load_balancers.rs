@@ -17,7 +17,9 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
+use k8s_openapi::api::core::v1::{
+    LoadBalancerIngress, LoadBalancerStatus, Node, Service, ServiceSpec,
+};
 
 use super::ip_pool::ClaimError;
 use super::world::World;
@@ -25,7 +27,7 @@ use super::{FakeCloud, Method};
 use crate::cloud::{CloudError, LoadBalancer};
 
 /// A load balancer in the fake cloud, as tests inspect it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FakeLoadBalancer {
     /// Upstream `DefaultLoadBalancerName` of the Service.
     pub name: String,
@@ -41,6 +43,9 @@ pub struct FakeLoadBalancer {
     pub nodes: Vec<String>,
     /// Service ports it forwards (`spec.ports[].port`), in Service order.
     pub ports: Vec<i32>,
+    /// The Service spec of the last successful `EnsureLoadBalancer`, so tests can check that a
+    /// spec change (traffic policy, source ranges, ...) reached the cloud.
+    pub service_spec: ServiceSpec,
 }
 
 /// Upstream `cloudprovider.DefaultLoadBalancerName`: `"a"` + UID without `-`, at most 32 chars.
@@ -186,10 +191,12 @@ impl LoadBalancer for FakeCloud {
                     ip,
                     nodes: Vec::new(),
                     ports: Vec::new(),
+                    service_spec: ServiceSpec::default(),
                 });
             lb.ip = ip;
             lb.nodes = node_names(nodes);
             lb.ports = ports;
+            lb.service_spec = spec;
             Ok(status_for(ip))
         })
         .await
@@ -310,6 +317,7 @@ mod tests {
         let lb = cloud.lb_for("default/web").unwrap();
         assert_eq!(lb.nodes, vec!["n1"]);
         assert_eq!(lb.ports, vec![80]);
+        assert_eq!(lb.service_spec.type_.as_deref(), Some("LoadBalancer"));
         assert_eq!(lb.cluster_name, "k");
         let got = cloud.get_load_balancer("k", &web).await.unwrap().unwrap();
         assert_eq!(ingress_ip(&got), "10.1.0.1");
@@ -454,5 +462,29 @@ mod tests {
             .await
             .unwrap_err();
         assert!(err.to_string().contains("exhausted for IPv6"), "{err}");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_ensures_get_distinct_addresses() {
+        let cloud = FakeCloud::builder()
+            .lb_pool_cidr("10.2.0.0/26")
+            .build()
+            .unwrap();
+        let tasks: Vec<_> = (0..40)
+            .map(|i| {
+                let cloud = cloud.clone();
+                tokio::spawn(async move {
+                    let s = svc(&format!("s{i}"), &format!("uid-{i}"));
+                    cloud.ensure_load_balancer("k", &s, &[]).await
+                })
+            })
+            .collect();
+        let mut ips = BTreeSet::new();
+        for task in tasks {
+            let status = task.await.unwrap().unwrap();
+            ips.insert(ingress_ip(&status).to_owned());
+        }
+        assert_eq!(ips.len(), 40);
+        assert_eq!(cloud.calls_to(Method::EnsureLoadBalancer).len(), 40);
     }
 }

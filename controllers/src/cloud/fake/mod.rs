@@ -63,7 +63,7 @@ pub use builder::FakeCloudBuilder;
 pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use gates::HeldCalls;
-pub use load_balancers::FakeLoadBalancer;
+pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
 pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
