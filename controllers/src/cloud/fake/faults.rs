@@ -14,6 +14,7 @@ use std::fmt;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::watch;
 
 use crate::cloud::CloudError;
 
@@ -239,9 +240,19 @@ impl FaultSpec {
 }
 
 /// Call log, faults and latencies of one fake cloud, shared by all its handles.
-#[derive(Default)]
 pub(super) struct Faults {
     state: Mutex<FaultState>,
+    /// Bumped after every logged call, so tests can await calls instead of polling.
+    logged: watch::Sender<u64>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Self {
+            state: Mutex::default(),
+            logged: watch::Sender::new(0),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -306,6 +317,25 @@ impl Faults {
     pub(super) fn record(&self, call: CloudCall) {
         tracing::debug!(call = %call, "fake cloud call");
         self.state.lock().calls.push(call);
+        self.logged.send_modify(|n| *n += 1);
+    }
+
+    /// Waits until the log holds at least `n` calls to `method`, and returns those calls.
+    pub(super) async fn wait_for_calls(&self, method: Method, n: usize) -> Vec<CloudCall> {
+        let mut logged = self.logged.subscribe();
+        let count = || {
+            let state = self.state.lock();
+            state.calls.iter().filter(|c| c.method == method).count()
+        };
+        // `self.logged` outlives this future: waiting cannot fail.
+        let _ = logged.wait_for(|_| count() >= n).await;
+        let state = self.state.lock();
+        state
+            .calls
+            .iter()
+            .filter(|c| c.method == method)
+            .cloned()
+            .collect()
     }
 
     pub(super) fn calls(&self) -> Vec<CloudCall> {

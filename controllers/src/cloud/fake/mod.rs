@@ -172,6 +172,13 @@ impl FakeCloud {
         calls
     }
 
+    /// Waits until at least `n` calls to `method` are logged (counting from the last
+    /// [`Self::clear_calls`]) and returns them; wrap it in `tokio::time::timeout` instead of
+    /// polling the log with sleeps.
+    pub async fn wait_for_calls(&self, method: Method, n: usize) -> Vec<CloudCall> {
+        self.shared.faults.wait_for_calls(method, n).await
+    }
+
     /// Forgets the calls so far, so a test can assert on what happens next only.
     pub fn clear_calls(&self) {
         self.shared.faults.clear_calls();

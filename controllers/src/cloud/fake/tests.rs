@@ -206,3 +206,30 @@ fn instance_test_api_adds_replaces_updates_and_removes() {
     assert!(cloud.remove_instance("n1").is_some());
     assert!(cloud.remove_instance("n1").is_none());
 }
+
+#[tokio::test]
+async fn wait_for_calls_returns_once_the_calls_are_logged() {
+    let cloud = one_node_cloud();
+    let n = node("node-1");
+    let wait = cloud.wait_for_calls(Method::InstanceExists, 2);
+    tokio::pin!(wait);
+    assert!(futures::poll!(&mut wait).is_pending(), "nothing logged yet");
+    cloud.instance_exists(&n).await.unwrap();
+    cloud.instance_shutdown(&n).await.unwrap();
+    assert!(
+        futures::poll!(&mut wait).is_pending(),
+        "one matching call is not two"
+    );
+    cloud.instance_exists(&n).await.unwrap();
+    let calls = wait.await;
+    assert_eq!(calls.len(), 2);
+    assert!(calls.iter().all(|c| c.method == Method::InstanceExists));
+    // Already satisfied: returns at once.
+    assert_eq!(
+        cloud
+            .wait_for_calls(Method::InstanceShutdown, 1)
+            .await
+            .len(),
+        1
+    );
+}
