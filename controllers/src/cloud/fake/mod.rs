@@ -208,11 +208,24 @@ impl FakeCloud {
 
     // ---- instances ----
 
-    /// Adds an instance, replacing one of the same name; an empty provider ID becomes
-    /// `<provider>://<name>`.
-    pub fn add_instance(&self, instance: FakeInstance) {
+    /// Adds an instance (a machine joining), replacing one of the same name; an empty provider
+    /// ID becomes `<provider>://<name>`. The builder's rules apply: a valid name and addresses,
+    /// and a provider ID no other instance has.
+    pub fn add_instance(&self, instance: FakeInstance) -> Result<(), ConfigError> {
         let instance = instance.with_default_provider_id(&self.shared.provider_name);
-        self.shared.world.lock().upsert_instance(instance);
+        world::validate_instance(&instance)?;
+        let mut world = self.shared.world.lock();
+        if world
+            .instance_by_provider_id(&instance.provider_id)
+            .is_some_and(|other| other.name != instance.name)
+        {
+            return Err(ConfigError::DuplicateProviderId {
+                provider_id: instance.provider_id,
+                at: SourceLine::default(),
+            });
+        }
+        world.upsert_instance(instance);
+        Ok(())
     }
 
     /// Removes an instance entirely (the same as [`InstanceState::Gone`] for the controllers).

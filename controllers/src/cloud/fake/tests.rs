@@ -187,9 +187,20 @@ async fn initialize_is_logged() {
 #[test]
 fn instance_test_api_adds_replaces_updates_and_removes() {
     let cloud = FakeCloud::builder().provider_name("acme").build().unwrap();
-    cloud.add_instance(FakeInstance::new("n1").instance_type("small"));
+    cloud
+        .add_instance(FakeInstance::new("n1").instance_type("small"))
+        .unwrap();
     assert_eq!(cloud.instance("n1").unwrap().provider_id, "acme://n1");
-    cloud.add_instance(FakeInstance::new("n1").instance_type("large"));
+    cloud
+        .add_instance(FakeInstance::new("n1").instance_type("large"))
+        .unwrap();
+    let taken = cloud.add_instance(FakeInstance::new("n2").provider_id("acme://n1"));
+    assert!(matches!(
+        taken,
+        Err(ConfigError::DuplicateProviderId { .. })
+    ));
+    let bad = cloud.add_instance(FakeInstance::new("n2").external_ip("n2.example.com"));
+    assert!(matches!(bad, Err(ConfigError::InvalidNodeAddress { .. })));
     assert_eq!(cloud.all_instances().len(), 1);
     assert_eq!(cloud.instance("n1").unwrap().instance_type, "large");
     cloud
