@@ -116,6 +116,11 @@ impl FakeCloudBuilder {
             world.upsert_instance(instance);
         }
         for (name, master) in self.clusters {
+            if name.trim().is_empty() {
+                return Err(ConfigError::EmptyClusterName {
+                    at: SourceLine::default(),
+                });
+            }
             world.add_cluster(name, master);
         }
         Ok(FakeCloud::from_parts(

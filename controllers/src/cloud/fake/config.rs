@@ -5,7 +5,7 @@
 //!
 //! Unknown fields are rejected, and every error says which field and line to fix.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::Deserialize;
@@ -120,7 +120,7 @@ pub enum ConfigError {
     },
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct FileConfig {
     #[serde(default)]
@@ -186,7 +186,7 @@ struct FileCluster {
 pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     let file: FileConfig = if yaml.iter().all(u8::is_ascii_whitespace) {
         // An empty file means "all defaults", like no file at all.
-        serde_saphyr::from_str("{}")?
+        FileConfig::default()
     } else {
         serde_saphyr::from_slice(yaml)?
     };
@@ -202,8 +202,8 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
         .has_cluster_id(file.has_cluster_id.unwrap_or(true))
         .facets(file.facets.unwrap_or_default());
 
-    let mut names = BTreeMap::new();
-    let mut provider_ids = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    let mut provider_ids = BTreeSet::new();
     for inst in file.instances {
         let name = inst.name.value.clone();
         if name.trim().is_empty() {
@@ -211,7 +211,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
                 at: SourceLine::of(&inst.name),
             });
         }
-        if names.insert(name.clone(), ()).is_some() {
+        if !names.insert(name.clone()) {
             return Err(ConfigError::DuplicateInstanceName {
                 name,
                 at: SourceLine::of(&inst.name),
@@ -224,7 +224,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
                 SourceLine::of(&inst.name),
             ),
         };
-        if provider_ids.insert(provider_id.clone(), ()).is_some() {
+        if !provider_ids.insert(provider_id.clone()) {
             return Err(ConfigError::DuplicateProviderId {
                 provider_id,
                 at: id_at,
@@ -249,7 +249,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
             provider_id,
             instance_type: inst
                 .instance_type
-                .unwrap_or_else(|| FakeInstance::new("").instance_type),
+                .unwrap_or_else(|| world::DEFAULT_INSTANCE_TYPE.to_owned()),
             zone: inst.zone,
             region: inst.region,
             addresses,

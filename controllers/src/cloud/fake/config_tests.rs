@@ -317,6 +317,10 @@ fn builder_applies_the_same_rules_without_lines() {
         FakeCloud::builder().lb_pool_cidr("10.0.0.0").build(),
         Err(ConfigError::InvalidCidr { .. })
     ));
+    assert!(matches!(
+        FakeCloud::builder().cluster("", "10.0.0.1").build(),
+        Err(ConfigError::EmptyClusterName { .. })
+    ));
 }
 
 #[test]

@@ -64,7 +64,7 @@ pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use gates::HeldCalls;
 pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
-pub use world::{Facets, FakeInstance, InstanceState, UnknownInstance};
+pub use world::{DEFAULT_INSTANCE_TYPE, Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
 use gates::Gates;
@@ -233,7 +233,8 @@ impl FakeCloud {
         self.shared.world.lock().remove_instance(name)
     }
 
-    /// Changes an instance in place, e.g. its type or labels.
+    /// Changes an instance in place, e.g. its type or labels (not re-validated: the test owns
+    /// what it writes).
     pub fn update_instance(
         &self,
         name: &str,

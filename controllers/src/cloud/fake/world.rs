@@ -76,6 +76,10 @@ pub enum InstanceState {
     Gone,
 }
 
+/// The instance type of instances that do not name one, so the node controller always has a
+/// type label to set.
+pub const DEFAULT_INSTANCE_TYPE: &str = "fake.small";
+
 /// A machine in the fake cloud; what `InstanceMetadata` reports for its Node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FakeInstance {
@@ -98,11 +102,11 @@ pub struct FakeInstance {
 }
 
 impl FakeInstance {
-    /// A running instance called `name`, with type `fake.small` and nothing else set.
+    /// A running instance called `name`, with type [`DEFAULT_INSTANCE_TYPE`] and nothing else.
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
-            instance_type: "fake.small".to_owned(),
+            instance_type: DEFAULT_INSTANCE_TYPE.to_owned(),
             ..Self::default()
         }
     }
