@@ -28,6 +28,7 @@ use crate::cloud::CloudError;
 pub enum Method {
     Initialize,
     GetLoadBalancer,
+    /// Synchronous in the contract: logged, but faults, latency and holds do not apply.
     GetLoadBalancerName,
     EnsureLoadBalancer,
     UpdateLoadBalancer,

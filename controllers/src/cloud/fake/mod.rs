@@ -187,7 +187,12 @@ impl FakeCloud {
     // ---- fault injection ----
 
     /// Makes `method` fail as `spec` says; faults for one method fire in the order added.
+    /// (`GetLoadBalancerName` is synchronous and cannot fail.)
     pub fn fail(&self, method: Method, spec: FaultSpec) {
+        if method == Method::GetLoadBalancerName {
+            tracing::warn!("fake cloud: GetLoadBalancerName cannot fail; fault ignored");
+            return;
+        }
         self.shared.faults.add_fault(method, spec);
     }
 
