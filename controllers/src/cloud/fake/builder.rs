@@ -41,7 +41,7 @@ impl FakeCloudBuilder {
         self
     }
 
-    /// What [`CloudProvider::has_cluster_id`] answers (default true), to test
+    /// What [`crate::cloud::CloudProvider::has_cluster_id`] answers (default true), to test
     /// `--allow-untagged-cloud`.
     pub fn has_cluster_id(mut self, has: bool) -> Self {
         self.has_cluster_id = has;
