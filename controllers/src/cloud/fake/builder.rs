@@ -94,7 +94,7 @@ impl FakeCloudBuilder {
         } else {
             IpPool::parse(&self.pool_cidrs, &self.pool_addresses)?
         };
-        let mut world = World::new(pool);
+        let mut world = World::new(&self.provider_name, pool);
         for instance in self.instances {
             let instance = instance.with_default_provider_id(&self.provider_name);
             world::validate_instance(&instance)?;

@@ -9,6 +9,9 @@
 //! next lookups of a running instance miss it, like the eventually consistent describe calls
 //! behind the wrong-node-deletion incidents (kubernetes/kubernetes PR #127424).
 //!
+//! A provider ID of another cloud (`aws://...` on a cloud named `fake`) is an error, not "not
+//! found", as real providers answer when they fail to parse it.
+//!
 //! Call-log keys: the node name for node- and name-based calls, the provider ID for
 //! `*ByProviderID` calls.
 
@@ -26,6 +29,7 @@ fn node_name(node: &Node) -> String {
 impl InstancesV2 for FakeCloud {
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
         self.call(Method::InstanceExists, node_name(node), |w| {
+            w.check_node(node)?;
             Ok(w.lookup_node(node).is_some())
         })
         .await
@@ -33,6 +37,7 @@ impl InstancesV2 for FakeCloud {
 
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
         self.call(Method::InstanceShutdown, node_name(node), |w| {
+            w.check_node(node)?;
             w.lookup_node(node)
                 .map(|i| i.state == InstanceState::Shutdown)
                 .ok_or(CloudError::InstanceNotFound)
@@ -42,6 +47,7 @@ impl InstancesV2 for FakeCloud {
 
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
         self.call(Method::InstanceMetadata, node_name(node), |w| {
+            w.check_node(node)?;
             let i = w.lookup_node(node).ok_or(CloudError::InstanceNotFound)?;
             if i.state == InstanceState::Pending {
                 return Ok(None);
@@ -75,6 +81,7 @@ impl Instances for FakeCloud {
         provider_id: &str,
     ) -> Result<Vec<NodeAddress>, CloudError> {
         self.call(Method::NodeAddressesByProviderID, provider_id, |w| {
+            w.check_provider_id(provider_id)?;
             w.lookup_provider_id(provider_id)
                 .map(|i| i.addresses.clone())
                 .ok_or(CloudError::InstanceNotFound)
@@ -109,6 +116,7 @@ impl Instances for FakeCloud {
 
     async fn instance_type_by_provider_id(&self, provider_id: &str) -> Result<String, CloudError> {
         self.call(Method::InstanceTypeByProviderID, provider_id, |w| {
+            w.check_provider_id(provider_id)?;
             w.lookup_provider_id(provider_id)
                 .map(|i| i.instance_type.clone())
                 .ok_or(CloudError::InstanceNotFound)
@@ -118,6 +126,7 @@ impl Instances for FakeCloud {
 
     async fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, CloudError> {
         self.call(Method::InstanceExistsByProviderID, provider_id, |w| {
+            w.check_provider_id(provider_id)?;
             Ok(w.lookup_provider_id(provider_id).is_some())
         })
         .await
@@ -128,6 +137,7 @@ impl Instances for FakeCloud {
         provider_id: &str,
     ) -> Result<bool, CloudError> {
         self.call(Method::InstanceShutdownByProviderID, provider_id, |w| {
+            w.check_provider_id(provider_id)?;
             w.lookup_provider_id(provider_id)
                 .map(|i| i.state == InstanceState::Shutdown)
                 .ok_or(CloudError::InstanceNotFound)
@@ -140,6 +150,7 @@ impl Instances for FakeCloud {
 impl Zones for FakeCloud {
     async fn get_zone_by_provider_id(&self, provider_id: &str) -> Result<Zone, CloudError> {
         self.call(Method::GetZoneByProviderID, provider_id, |w| {
+            w.check_provider_id(provider_id)?;
             w.lookup_provider_id(provider_id)
                 .map(|i| Zone {
                     failure_domain: i.zone.clone(),
@@ -406,5 +417,42 @@ mod tests {
         assert!(cloud.instance_exists(&n).await.unwrap());
         assert!(!cloud.instance_shutdown(&n).await.unwrap());
         assert_eq!(cloud.instance_metadata(&n).await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn foreign_provider_ids_are_errors_not_missing_instances() {
+        let cloud = FakeCloud::builder()
+            .instance(FakeInstance::new("imported").provider_id("aws:///us-east-1a/i-1"))
+            .build()
+            .unwrap();
+        let foreign = node("node-x", Some("gce://project/zone/vm"));
+        let err = cloud.instance_exists(&foreign).await.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("does not belong to cloud provider \"fake\""),
+            "{err}"
+        );
+        assert!(cloud.instance_metadata(&foreign).await.is_err());
+        assert!(
+            cloud
+                .instance_exists_by_provider_id("gce://x")
+                .await
+                .is_err()
+        );
+        assert!(cloud.get_zone_by_provider_id("fakeish://x").await.is_err());
+        // Our scheme: a plain "not there".
+        assert!(
+            !cloud
+                .instance_exists_by_provider_id("fake://nope")
+                .await
+                .unwrap()
+        );
+        // An ID an instance was configured with is ours, whatever its scheme.
+        assert!(
+            cloud
+                .instance_exists_by_provider_id("aws:///us-east-1a/i-1")
+                .await
+                .unwrap()
+        );
     }
 }

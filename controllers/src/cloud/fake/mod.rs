@@ -103,7 +103,7 @@ impl FakeCloud {
             PROVIDER_NAME.to_owned(),
             true,
             Facets::all(),
-            World::new(IpPool::default_pool()),
+            World::new(PROVIDER_NAME, IpPool::default_pool()),
         )
     }
 

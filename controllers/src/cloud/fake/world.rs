@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::config::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::load_balancers::FakeLoadBalancer;
-use crate::cloud::Route;
+use crate::cloud::{CloudError, Route};
 
 /// Which parts of the provider contract the fake offers, so tests can check how controllers
 /// behave on clouds that lack one (upstream: the accessor returns `false`).
@@ -225,8 +225,18 @@ pub(super) fn validate_address(
     Ok(())
 }
 
+/// The Node's `spec.providerID`, unless unset or empty.
+fn node_provider_id(node: &Node) -> Option<&str> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .filter(|id| !id.is_empty())
+}
+
 /// Everything the fake cloud holds.
 pub(super) struct World {
+    /// The cloud's provider name, to tell its provider IDs from another cloud's.
+    provider_name: String,
     instances: Vec<FakeInstance>,
     pub(super) load_balancers: BTreeMap<String, FakeLoadBalancer>,
     pub(super) pool: IpPool,
@@ -239,8 +249,9 @@ pub(super) struct World {
 }
 
 impl World {
-    pub(super) fn new(pool: IpPool) -> Self {
+    pub(super) fn new(provider_name: &str, pool: IpPool) -> Self {
         Self {
+            provider_name: provider_name.to_owned(),
             instances: Vec::new(),
             load_balancers: BTreeMap::new(),
             pool,
@@ -283,6 +294,32 @@ impl World {
         self.instances.iter().find(|i| i.provider_id == provider_id)
     }
 
+    /// Rejects a provider ID of another cloud, as real providers do when they parse it: answering
+    /// "no such instance" instead would make the lifecycle controller delete the Node. An ID an
+    /// instance was configured with is always this cloud's, whatever its scheme.
+    pub(super) fn check_provider_id(&self, provider_id: &str) -> Result<(), CloudError> {
+        let ours = provider_id
+            .strip_prefix(self.provider_name.as_str())
+            .is_some_and(|rest| rest.starts_with("://"));
+        if ours || self.instance_by_provider_id(provider_id).is_some() {
+            Ok(())
+        } else {
+            Err(CloudError::other(format!(
+                "provider ID {provider_id:?} does not belong to cloud provider {:?} \
+                 (expected {}://...)",
+                self.provider_name, self.provider_name
+            )))
+        }
+    }
+
+    /// [`Self::check_provider_id`] for the Node's `spec.providerID`, when it has one.
+    pub(super) fn check_node(&self, node: &Node) -> Result<(), CloudError> {
+        match node_provider_id(node) {
+            Some(id) => self.check_provider_id(id),
+            None => Ok(()),
+        }
+    }
+
     /// The existing instance called `name`; `None` means `InstanceNotFound`.
     pub(super) fn lookup_name(&mut self, name: &str) -> Option<&FakeInstance> {
         let index = self.instances.iter().position(|i| i.name == name)?;
@@ -301,9 +338,9 @@ impl World {
     /// The existing instance behind `node`: by `spec.providerID` when set, else by node name,
     /// as real providers do. A provider ID that matches nothing does not fall back to the name.
     pub(super) fn lookup_node(&mut self, node: &Node) -> Option<&FakeInstance> {
-        match node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
-            Some(id) if !id.is_empty() => self.lookup_provider_id(id),
-            _ => self.lookup_name(node.metadata.name.as_deref().unwrap_or_default()),
+        match node_provider_id(node) {
+            Some(id) => self.lookup_provider_id(id),
+            None => self.lookup_name(node.metadata.name.as_deref().unwrap_or_default()),
         }
     }
 
