@@ -75,6 +75,41 @@ fn lb_key(svc: &Service) -> String {
     }
 }
 
+/// The address the load balancer of `svc` gets: the requested one if any (moving it when the
+/// request changed), else the one it has, else the lowest free one of the Service's first family.
+fn choose_ip(w: &mut World, svc: &Service, current: Option<IpAddr>) -> Result<IpAddr, CloudError> {
+    match (requested_ip(svc)?, current) {
+        (None, Some(ip)) => Ok(ip),
+        (Some(want), Some(ip)) if want == ip => Ok(ip),
+        (Some(want), current) => {
+            claim(w, want, svc)?;
+            if let Some(old) = current {
+                w.pool.release(old);
+            }
+            Ok(want)
+        }
+        (None, None) => {
+            let first_family = svc
+                .spec
+                .as_ref()
+                .and_then(|s| s.ip_families.as_ref())
+                .and_then(|f| f.first())
+                .map(String::as_str);
+            let (ipv6, family) = match first_family {
+                Some("IPv6") => (Some(true), " for IPv6"),
+                Some("IPv4") => (Some(false), " for IPv4"),
+                _ => (None, ""),
+            };
+            w.pool.allocate(ipv6).ok_or_else(|| {
+                CloudError::other(format!(
+                    "load balancer IP pool exhausted{family} ({} addresses in use)",
+                    w.pool.in_use()
+                ))
+            })
+        }
+    }
+}
+
 /// The deprecated `spec.loadBalancerIP`, which clouds that support it honour.
 fn requested_ip(svc: &Service) -> Result<Option<IpAddr>, CloudError> {
     match svc
@@ -149,37 +184,8 @@ impl LoadBalancer for FakeCloud {
             let key = lb_key(svc);
             let spec = svc.spec.clone().unwrap_or_default();
             let ports = spec.ports.iter().flatten().map(|p| p.port).collect();
-            let requested = requested_ip(svc)?;
             let current = w.load_balancers.get(&key).map(|lb| lb.ip);
-            let ip = match (requested, current) {
-                (None, Some(ip)) => ip,
-                (Some(want), Some(ip)) if want == ip => ip,
-                (Some(want), current) => {
-                    claim(w, want, svc)?;
-                    if let Some(old) = current {
-                        w.pool.release(old);
-                    }
-                    want
-                }
-                (None, None) => {
-                    let ipv6 = match spec.ip_families.iter().flatten().next().map(String::as_str) {
-                        Some("IPv6") => Some(true),
-                        Some("IPv4") => Some(false),
-                        _ => None,
-                    };
-                    w.pool.allocate(ipv6).ok_or_else(|| {
-                        CloudError::other(format!(
-                            "load balancer IP pool exhausted{} ({} addresses in use)",
-                            match ipv6 {
-                                Some(true) => " for IPv6",
-                                Some(false) => " for IPv4",
-                                None => "",
-                            },
-                            w.pool.in_use()
-                        ))
-                    })?
-                }
-            };
+            let ip = choose_ip(w, svc, current)?;
             let lb = w
                 .load_balancers
                 .entry(key)
