@@ -96,12 +96,14 @@ impl CloudProviderRegistry {
         Self::default()
     }
 
-    /// A registry holding the providers shipped in this crate: `fake`.
+    /// A registry holding the providers shipped in this crate: `fake`. Without a
+    /// `--cloud-config` the fake adopts every Node as a running instance, so `--dev` works on
+    /// any cluster; with one, it holds exactly what the file describes.
     pub fn with_builtin() -> Self {
         let fake: ProviderFactory = Arc::new(|config: Option<&[u8]>| {
             let cloud = match config {
                 Some(bytes) => FakeCloud::from_config(bytes)?,
-                None => FakeCloud::new(),
+                None => FakeCloud::builder().adopt_unknown_nodes(true).build()?,
             };
             Ok(Arc::new(cloud) as Arc<dyn CloudProvider>)
         });
@@ -221,13 +223,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn builtin_fake_inits_without_config() {
+    #[tokio::test]
+    async fn builtin_fake_inits_without_config() {
         let r = CloudProviderRegistry::with_builtin();
         assert_eq!(r.names(), vec!["fake"]);
         let cloud = r.init("fake", None).unwrap();
         assert_eq!(cloud.provider_name(), "fake");
         assert!(cloud.load_balancer().is_some());
+        let exists = cloud
+            .instances()
+            .unwrap()
+            .instance_exists_by_provider_id("fake://any-node")
+            .await;
+        assert!(exists.unwrap(), "without a config every node is adopted");
     }
 
     #[test]

@@ -13,6 +13,7 @@ use super::{FakeCloud, PROVIDER_NAME};
 pub struct FakeCloudBuilder {
     provider_name: String,
     has_cluster_id: bool,
+    adopt_unknown_nodes: bool,
     facets: Facets,
     instances: Vec<FakeInstance>,
     pool_cidrs: Vec<String>,
@@ -25,6 +26,7 @@ impl Default for FakeCloudBuilder {
         Self {
             provider_name: PROVIDER_NAME.to_owned(),
             has_cluster_id: true,
+            adopt_unknown_nodes: false,
             facets: Facets::all(),
             instances: Vec::new(),
             pool_cidrs: Vec::new(),
@@ -45,6 +47,15 @@ impl FakeCloudBuilder {
     /// `--allow-untagged-cloud`.
     pub fn has_cluster_id(mut self, has: bool) -> Self {
         self.has_cluster_id = has;
+        self
+    }
+
+    /// Makes any node name the cloud does not know a running instance on first lookup (default
+    /// off), so `--dev` initializes whatever Nodes the cluster has. Adopted instances are
+    /// re-adopted after [`FakeCloud::remove_instance`]; set [`super::InstanceState::Gone`] to
+    /// make one disappear.
+    pub fn adopt_unknown_nodes(mut self, adopt: bool) -> Self {
+        self.adopt_unknown_nodes = adopt;
         self
     }
 
@@ -95,6 +106,7 @@ impl FakeCloudBuilder {
             IpPool::parse(&self.pool_cidrs, &self.pool_addresses)?
         };
         let mut world = World::new(&self.provider_name, pool);
+        world.adopt_unknown_nodes = self.adopt_unknown_nodes;
         for instance in self.instances {
             let instance = instance.with_default_provider_id(&self.provider_name);
             world::validate_instance(&instance)?;

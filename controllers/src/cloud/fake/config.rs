@@ -128,6 +128,8 @@ struct FileConfig {
     #[serde(rename = "hasClusterID", default)]
     has_cluster_id: Option<bool>,
     #[serde(default)]
+    adopt_unknown_nodes: bool,
+    #[serde(default)]
     facets: Option<Facets>,
     #[serde(default)]
     instances: Vec<FileInstance>,
@@ -200,6 +202,7 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     let mut builder = FakeCloudBuilder::default()
         .provider_name(provider_name.clone())
         .has_cluster_id(file.has_cluster_id.unwrap_or(true))
+        .adopt_unknown_nodes(file.adopt_unknown_nodes)
         .facets(file.facets.unwrap_or_default());
 
     let mut names = BTreeSet::new();

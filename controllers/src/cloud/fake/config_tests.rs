@@ -16,6 +16,7 @@ fn parse_err(yaml: &str) -> ConfigError {
 const FULL: &str = r#"
 providerName: acme
 hasClusterID: false
+adoptUnknownNodes: true
 facets:
   instances: false
   zones: false
@@ -44,6 +45,7 @@ fn full_config_sets_every_field() {
     let cloud = FakeCloud::from_config(FULL.as_bytes()).unwrap();
     assert_eq!(cloud.provider_name(), "acme");
     assert!(!cloud.has_cluster_id());
+    assert!(cloud.shared.world.lock().adopt_unknown_nodes);
     assert_eq!(
         cloud.facets(),
         Facets {

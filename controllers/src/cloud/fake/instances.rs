@@ -9,6 +9,9 @@
 //! next lookups of a running instance miss it, like the eventually consistent describe calls
 //! behind the wrong-node-deletion incidents (kubernetes/kubernetes PR #127424).
 //!
+//! With `adoptUnknownNodes`, a lookup of an unknown node name (or `<provider>://<name>`) creates
+//! a running instance first, so `--dev` initializes any cluster's Nodes.
+//!
 //! A provider ID of another cloud (`aws://...` on a cloud named `fake`) is an error, not "not
 //! found", as real providers answer when they fail to parse it.
 //!
@@ -454,5 +457,52 @@ mod tests {
                 .await
                 .unwrap()
         );
+    }
+
+    #[tokio::test]
+    async fn adoption_makes_unknown_nodes_running_instances() {
+        let cloud = FakeCloud::builder()
+            .adopt_unknown_nodes(true)
+            .build()
+            .unwrap();
+        let md = cloud
+            .instance_metadata(&node("worker-7", None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "fake://worker-7");
+        assert_eq!(md.instance_type, crate::cloud::fake::DEFAULT_INSTANCE_TYPE);
+        assert!(
+            cloud
+                .instance_exists_by_provider_id("fake://worker-8")
+                .await
+                .unwrap()
+        );
+        assert_eq!(cloud.all_instances().len(), 2);
+        // Gone stays gone; other clouds' IDs are still errors.
+        cloud
+            .set_instance_state("worker-7", InstanceState::Gone)
+            .unwrap();
+        assert!(
+            !cloud
+                .instance_exists(&node("worker-7", None))
+                .await
+                .unwrap()
+        );
+        assert!(
+            cloud
+                .instance_exists_by_provider_id("aws://x")
+                .await
+                .is_err()
+        );
+        // Off by default.
+        let strict = FakeCloud::new();
+        assert!(
+            !strict
+                .instance_exists(&node("worker-7", None))
+                .await
+                .unwrap()
+        );
+        assert!(strict.all_instances().is_empty());
     }
 }

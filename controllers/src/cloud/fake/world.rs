@@ -237,6 +237,8 @@ fn node_provider_id(node: &Node) -> Option<&str> {
 pub(super) struct World {
     /// The cloud's provider name, to tell its provider IDs from another cloud's.
     provider_name: String,
+    /// Whether lookups of unknown node names create instances (see [`World::adopt`]).
+    pub(super) adopt_unknown_nodes: bool,
     instances: Vec<FakeInstance>,
     pub(super) load_balancers: BTreeMap<String, FakeLoadBalancer>,
     pub(super) pool: IpPool,
@@ -252,6 +254,7 @@ impl World {
     pub(super) fn new(provider_name: &str, pool: IpPool) -> Self {
         Self {
             provider_name: provider_name.to_owned(),
+            adopt_unknown_nodes: false,
             instances: Vec::new(),
             load_balancers: BTreeMap::new(),
             pool,
@@ -322,17 +325,46 @@ impl World {
 
     /// The existing instance called `name`; `None` means `InstanceNotFound`.
     pub(super) fn lookup_name(&mut self, name: &str) -> Option<&FakeInstance> {
-        let index = self.instances.iter().position(|i| i.name == name)?;
+        let index = match self.instances.iter().position(|i| i.name == name) {
+            Some(index) => index,
+            None => self.adopt(name)?,
+        };
         self.visible(index)
     }
 
     /// The existing instance with `provider_id`; `None` means `InstanceNotFound`.
     pub(super) fn lookup_provider_id(&mut self, provider_id: &str) -> Option<&FakeInstance> {
-        let index = self
+        let found = self
             .instances
             .iter()
-            .position(|i| i.provider_id == provider_id)?;
+            .position(|i| i.provider_id == provider_id);
+        let index = match found {
+            Some(index) => index,
+            None => {
+                let prefix = format!("{}://", self.provider_name);
+                let name = provider_id.strip_prefix(&prefix)?;
+                if self.instance_by_name(name).is_some() {
+                    return None;
+                }
+                self.adopt(name)?
+            }
+        };
         self.visible(index)
+    }
+
+    /// With adoption on, makes a running instance for a node name nobody registered, so `--dev`
+    /// can initialize whatever Nodes the cluster has. Returns its index.
+    fn adopt(&mut self, name: &str) -> Option<usize> {
+        if !self.adopt_unknown_nodes || name.is_empty() {
+            return None;
+        }
+        tracing::info!(
+            node = name,
+            "fake cloud: adopting unknown node as a running instance"
+        );
+        let instance = FakeInstance::new(name).with_default_provider_id(&self.provider_name);
+        self.instances.push(instance);
+        Some(self.instances.len() - 1)
     }
 
     /// The existing instance behind `node`: by `spec.providerID` when set, else by node name,
