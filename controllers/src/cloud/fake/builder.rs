@@ -1,0 +1,145 @@
+//! Describing a fake cloud in code: the builder behind [`FakeCloud::builder`] and
+//! [`FakeCloud::from_config`], which checks the same rules as the config file.
+
+use std::collections::BTreeMap;
+
+use super::config::{ConfigError, SourceLine};
+use super::ip_pool::IpPool;
+use super::world::{self, Facets, FakeInstance, World};
+use super::{FakeCloud, PROVIDER_NAME};
+
+/// Describes a fake cloud in code; the same rules as the config file apply at [`Self::build`].
+#[derive(Clone, Debug)]
+pub struct FakeCloudBuilder {
+    provider_name: String,
+    has_cluster_id: bool,
+    adopt_unknown_nodes: bool,
+    facets: Facets,
+    instances: Vec<FakeInstance>,
+    pool_cidrs: Vec<String>,
+    pool_addresses: Vec<String>,
+    clusters: BTreeMap<String, String>,
+}
+
+impl Default for FakeCloudBuilder {
+    fn default() -> Self {
+        Self {
+            provider_name: PROVIDER_NAME.to_owned(),
+            has_cluster_id: true,
+            adopt_unknown_nodes: false,
+            facets: Facets::all(),
+            instances: Vec::new(),
+            pool_cidrs: Vec::new(),
+            pool_addresses: Vec::new(),
+            clusters: BTreeMap::new(),
+        }
+    }
+}
+
+impl FakeCloudBuilder {
+    /// Name used in provider IDs and logs (default `fake`).
+    pub fn provider_name(mut self, name: impl Into<String>) -> Self {
+        self.provider_name = name.into();
+        self
+    }
+
+    /// What [`crate::cloud::CloudProvider::has_cluster_id`] answers (default true), to test
+    /// `--allow-untagged-cloud`.
+    pub fn has_cluster_id(mut self, has: bool) -> Self {
+        self.has_cluster_id = has;
+        self
+    }
+
+    /// Makes any node name the cloud does not know a running instance on first lookup (default
+    /// off), so `--dev` initializes whatever Nodes the cluster has. Adopted instances are
+    /// re-adopted after [`FakeCloud::remove_instance`]; set [`super::InstanceState::Gone`] to
+    /// make one disappear.
+    pub fn adopt_unknown_nodes(mut self, adopt: bool) -> Self {
+        self.adopt_unknown_nodes = adopt;
+        self
+    }
+
+    /// Which facets exist (default: all), to test that controllers report "not started".
+    pub fn facets(mut self, facets: Facets) -> Self {
+        self.facets = facets;
+        self
+    }
+
+    /// Adds an instance; names and provider IDs must be unique.
+    pub fn instance(mut self, instance: FakeInstance) -> Self {
+        self.instances.push(instance);
+        self
+    }
+
+    /// Adds the host addresses of `cidr` to the load-balancer IP pool.
+    pub fn lb_pool_cidr(mut self, cidr: impl Into<String>) -> Self {
+        self.pool_cidrs.push(cidr.into());
+        self
+    }
+
+    /// Adds single addresses to the load-balancer IP pool.
+    pub fn lb_pool_addresses<I, S>(mut self, addresses: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.pool_addresses
+            .extend(addresses.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds a cluster for the `Clusters` facet.
+    pub fn cluster(mut self, name: impl Into<String>, master: impl Into<String>) -> Self {
+        self.clusters.insert(name.into(), master.into());
+        self
+    }
+
+    /// Validates the description and makes the cloud. Without any pool entry the pool is
+    /// `192.0.2.0/24` (TEST-NET-1).
+    pub fn build(self) -> Result<FakeCloud, ConfigError> {
+        if self.provider_name.trim().is_empty() {
+            return Err(ConfigError::EmptyProviderName);
+        }
+        let pool = if self.pool_cidrs.is_empty() && self.pool_addresses.is_empty() {
+            IpPool::default_pool()
+        } else {
+            IpPool::parse(&self.pool_cidrs, &self.pool_addresses)?
+        };
+        let mut world = World::new(&self.provider_name, pool);
+        world.adopt_unknown_nodes = self.adopt_unknown_nodes;
+        for instance in self.instances {
+            let instance = instance.with_default_provider_id(&self.provider_name);
+            world::validate_instance(&instance)?;
+            if world.instance_by_name(&instance.name).is_some() {
+                return Err(ConfigError::DuplicateInstanceName {
+                    name: instance.name,
+                    at: SourceLine::default(),
+                });
+            }
+            if world
+                .instance_by_provider_id(&instance.provider_id)
+                .is_some()
+            {
+                return Err(ConfigError::DuplicateProviderId {
+                    provider_id: instance.provider_id,
+                    at: SourceLine::default(),
+                });
+            }
+            world.upsert_instance(instance);
+        }
+        for (name, master) in self.clusters {
+            if name.trim().is_empty() {
+                return Err(ConfigError::EmptyClusterName {
+                    at: SourceLine::default(),
+                });
+            }
+            world.add_cluster(name, master);
+        }
+        Ok(FakeCloud::from_parts(
+            self.provider_name,
+            self.has_cluster_id,
+            self.facets,
+            world,
+        ))
+    }
+}

@@ -1,0 +1,337 @@
+//! Config-file parsing: the full format, defaults, and every rejection with its line.
+
+use std::net::IpAddr;
+
+use super::*;
+use crate::cloud::CloudProvider;
+use crate::cloud::fake::FakeCloud;
+
+fn parse_err(yaml: &str) -> ConfigError {
+    match FakeCloud::from_config(yaml.as_bytes()) {
+        Ok(cloud) => panic!("config should be rejected, got {cloud:?}"),
+        Err(e) => e,
+    }
+}
+
+const FULL: &str = r#"
+providerName: acme
+hasClusterID: false
+adoptUnknownNodes: true
+facets:
+  instances: false
+  zones: false
+  clusters: false
+instances:
+  - name: node-1
+    providerID: acme://zone-a/vm-1
+    instanceType: m1.large
+    zone: zone-a
+    region: region-1
+    addresses:
+      - {type: InternalIP, address: 10.0.0.1}
+      - {type: Hostname, address: node-1.internal}
+    state: shutdown
+    additionalLabels: {example.com/pool: blue}
+  - name: node-2
+loadBalancerPool:
+  cidr: 198.51.100.0/30
+  addresses: [203.0.113.7]
+clusters:
+  - {name: kubernetes, master: 10.0.0.10}
+"#;
+
+#[test]
+fn full_config_sets_every_field() {
+    let cloud = FakeCloud::from_config(FULL.as_bytes()).unwrap();
+    assert_eq!(cloud.provider_name(), "acme");
+    assert!(!cloud.has_cluster_id());
+    assert!(cloud.shared.world.lock().adopt_unknown_nodes);
+    assert_eq!(
+        cloud.facets(),
+        Facets {
+            instances: false,
+            zones: false,
+            clusters: false,
+            ..Facets::all()
+        }
+    );
+    assert!(cloud.instances().is_none() && cloud.zones().is_none() && cloud.clusters().is_none());
+    assert!(cloud.instances_v2().is_some() && cloud.load_balancer().is_some());
+
+    let n1 = cloud.instance("node-1").unwrap();
+    assert_eq!(n1.provider_id, "acme://zone-a/vm-1");
+    assert_eq!(n1.instance_type, "m1.large");
+    assert_eq!(
+        (n1.zone.as_str(), n1.region.as_str()),
+        ("zone-a", "region-1")
+    );
+    assert_eq!(n1.addresses.len(), 2);
+    assert_eq!(n1.addresses[1].type_, "Hostname");
+    assert_eq!(n1.state, InstanceState::Shutdown);
+    assert_eq!(n1.additional_labels["example.com/pool"], "blue");
+
+    let n2 = cloud.instance("node-2").unwrap();
+    assert_eq!(
+        n2.provider_id, "acme://node-2",
+        "default provider ID uses providerName"
+    );
+    assert_eq!(n2.instance_type, "fake.small");
+    assert_eq!(n2.state, InstanceState::Running);
+}
+
+#[tokio::test]
+async fn pool_from_config_hands_out_cidr_hosts_then_addresses() {
+    use crate::cloud::LoadBalancer;
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let cloud = FakeCloud::from_config(FULL.as_bytes()).unwrap();
+    let mut ips = Vec::new();
+    for i in 0..3 {
+        let svc = Service {
+            metadata: ObjectMeta {
+                namespace: Some("default".into()),
+                name: Some(format!("s{i}")),
+                uid: Some(format!("uid-{i}")),
+                ..ObjectMeta::default()
+            },
+            ..Service::default()
+        };
+        cloud.ensure_load_balancer("k", &svc, &[]).await.unwrap();
+        ips.push(cloud.lb_for(&format!("default/s{i}")).unwrap().ip);
+    }
+    let want: Vec<IpAddr> = ["198.51.100.1", "198.51.100.2", "203.0.113.7"]
+        .iter()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    assert_eq!(ips, want);
+}
+
+#[test]
+fn empty_file_means_defaults() {
+    for yaml in ["", "  \n", "{}"] {
+        let cloud = FakeCloud::from_config(yaml.as_bytes()).unwrap();
+        assert_eq!(cloud.provider_name(), "fake");
+        assert!(cloud.has_cluster_id());
+        assert_eq!(cloud.facets(), Facets::all());
+        assert!(cloud.all_instances().is_empty());
+    }
+}
+
+#[test]
+fn unknown_fields_are_rejected_with_their_line() {
+    let e = parse_err("instances:\n  - name: a\n    stat: running\n");
+    let msg = e.to_string();
+    assert!(matches!(e, ConfigError::Yaml(_)));
+    assert!(
+        msg.contains("line 3") && msg.contains("unknown field `stat`"),
+        "{msg}"
+    );
+    let msg = parse_err("facets:\n  loadbalancer: true\n").to_string();
+    assert!(
+        msg.contains("line 2") && msg.contains("loadbalancer"),
+        "{msg}"
+    );
+    let msg = parse_err("providername: x\n").to_string();
+    assert!(msg.contains("providername"), "{msg}");
+    let msg = parse_err("loadBalancerPool: {cidrs: [10.0.0.0/8]}\n").to_string();
+    assert!(msg.contains("cidrs"), "{msg}");
+}
+
+#[test]
+fn bad_state_lists_the_valid_ones() {
+    let msg = parse_err("instances:\n  - name: a\n    state: paused\n").to_string();
+    assert!(msg.contains("line 3"), "{msg}");
+    assert!(msg.contains("running, shutdown, pending, gone"), "{msg}");
+}
+
+#[test]
+fn wrong_types_are_rejected() {
+    let msg = parse_err("hasClusterID: maybe\n").to_string();
+    assert!(msg.contains("line 1"), "{msg}");
+    let msg = parse_err("instances: node-1\n").to_string();
+    assert!(msg.contains("line 1"), "{msg}");
+    assert!(matches!(
+        parse_err("instances:\n  - zone: a\n"),
+        ConfigError::Yaml(_)
+    ));
+}
+
+#[test]
+fn duplicate_instance_name_points_at_the_second() {
+    let e = parse_err("instances:\n  - name: a\n  - name: b\n  - name: a\n");
+    assert!(
+        matches!(&e, ConfigError::DuplicateInstanceName { name, at: SourceLine(Some(4)) } if name == "a"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "duplicate instance name \"a\" (line 4): node names must be unique"
+    );
+}
+
+#[test]
+fn duplicate_provider_id_is_rejected_including_defaults() {
+    let e = parse_err(
+        "instances:\n  - name: a\n    providerID: fake://x\n  - name: b\n    providerID: fake://x\n",
+    );
+    assert!(
+        matches!(
+            &e,
+            ConfigError::DuplicateProviderId {
+                at: SourceLine(Some(5)),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // node "b" defaults to fake://b, which "a" already claims explicitly.
+    let e = parse_err("instances:\n  - name: a\n    providerID: fake://b\n  - name: b\n");
+    assert!(
+        matches!(&e, ConfigError::DuplicateProviderId { provider_id, .. } if provider_id == "fake://b")
+    );
+}
+
+#[test]
+fn empty_names_are_rejected() {
+    let e = parse_err("instances:\n  - name: \"\"\n");
+    assert!(
+        matches!(
+            e,
+            ConfigError::EmptyInstanceName {
+                at: SourceLine(Some(2))
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(
+        parse_err("providerName: \"\"\n"),
+        ConfigError::EmptyProviderName
+    ));
+    let e = parse_err("clusters:\n  - name: \"\"\n");
+    assert!(
+        matches!(
+            e,
+            ConfigError::EmptyClusterName {
+                at: SourceLine(Some(2))
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn bad_addresses_are_rejected() {
+    let e = parse_err(
+        "instances:\n  - name: a\n    addresses:\n      - {type: InternalIp, address: 10.0.0.1}\n",
+    );
+    assert!(
+        matches!(&e, ConfigError::InvalidAddressType { type_, at: SourceLine(Some(4)), .. } if type_ == "InternalIp"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("InternalIP, ExternalIP"), "{e}");
+    let e = parse_err(
+        "instances:\n  - name: a\n    addresses:\n      - {type: ExternalIP, address: node-a}\n",
+    );
+    assert!(
+        matches!(&e, ConfigError::InvalidNodeAddress { address, .. } if address == "node-a"),
+        "{e:?}"
+    );
+    assert_eq!(
+        e.to_string(),
+        "instance \"a\": address \"node-a\" (line 4) is not an IP address"
+    );
+    // Hostname and DNS addresses are not IPs, and need not be.
+    FakeCloud::from_config(
+        b"instances:\n  - name: a\n    addresses:\n      - {type: InternalDNS, address: a.local}\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn bad_pools_are_rejected() {
+    let e = parse_err("loadBalancerPool:\n  cidr: 10.0.0.0/33\n");
+    assert!(
+        matches!(
+            &e,
+            ConfigError::InvalidCidr {
+                at: SourceLine(Some(2)),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("prefix length"), "{e}");
+    let e = parse_err("loadBalancerPool:\n  cidr: 10.0.0/24\n");
+    assert!(e.to_string().contains("not an IP address"), "{e}");
+    let e = parse_err("loadBalancerPool:\n  addresses:\n    - 10.0.0.1\n    - ten\n");
+    assert!(
+        matches!(&e, ConfigError::InvalidPoolAddress { address, at: SourceLine(Some(4)) } if address == "ten"),
+        "{e:?}"
+    );
+    assert!(matches!(
+        parse_err("loadBalancerPool: {}\n"),
+        ConfigError::EmptyPool
+    ));
+}
+
+#[test]
+fn builder_applies_the_same_rules_without_lines() {
+    use crate::cloud::fake::FakeInstance;
+    let dup = FakeCloud::builder()
+        .instance(FakeInstance::new("a"))
+        .instance(FakeInstance::new("a").provider_id("fake://other"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(
+        dup,
+        ConfigError::DuplicateInstanceName {
+            at: SourceLine(None),
+            ..
+        }
+    ));
+    assert_eq!(
+        dup.to_string(),
+        "duplicate instance name \"a\": node names must be unique"
+    );
+    let dup = FakeCloud::builder()
+        .instance(FakeInstance::new("a"))
+        .instance(FakeInstance::new("b").provider_id("fake://a"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(dup, ConfigError::DuplicateProviderId { .. }));
+    let bad = FakeCloud::builder()
+        .instance(FakeInstance::new("a").internal_ip("nope"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(bad, ConfigError::InvalidNodeAddress { .. }));
+    assert!(matches!(
+        FakeCloud::builder()
+            .instance(FakeInstance::new(" "))
+            .build(),
+        Err(ConfigError::EmptyInstanceName { .. })
+    ));
+    assert!(matches!(
+        FakeCloud::builder().provider_name("").build(),
+        Err(ConfigError::EmptyProviderName)
+    ));
+    assert!(matches!(
+        FakeCloud::builder().lb_pool_cidr("10.0.0.0").build(),
+        Err(ConfigError::InvalidCidr { .. })
+    ));
+    assert!(matches!(
+        FakeCloud::builder().cluster("", "10.0.0.1").build(),
+        Err(ConfigError::EmptyClusterName { .. })
+    ));
+}
+
+#[test]
+fn documented_example_parses() {
+    let cloud = FakeCloud::from_config(include_bytes!("example-cloud-config.yaml")).unwrap();
+    assert_eq!(cloud.all_instances().len(), 1);
+    assert_eq!(
+        cloud.instance("node-1").unwrap().additional_labels["example.com/pool"],
+        "blue"
+    );
+    assert!(cloud.instances().is_none());
+}
