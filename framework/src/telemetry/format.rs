@@ -70,20 +70,22 @@ where
     }
 }
 
-/// The trace id of the span the event belongs to (explicit parent, else the current span).
+/// The trace id of the span the event is logged in.
+///
+/// `tracing-opentelemetry` attaches a span's OpenTelemetry context to the thread when the span
+/// is entered, so the thread's current context is the event's span. (The dispatcher cannot be
+/// asked instead: it is not re-entrant while it dispatches this event.) Events with an explicit
+/// parent are logged without a trace id unless that parent is also the current span.
 fn event_trace_id<S, N>(ctx: &FmtContext<'_, S, N>, event: &Event<'_>) -> Option<TraceId>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
 {
-    let span_id = match event.parent() {
-        Some(id) => id.clone(),
-        None if event.is_contextual() => ctx.lookup_current()?.id(),
-        None => return None,
-    };
-    let cx = tracing::dispatcher::get_default(|dispatch| {
-        tracing_opentelemetry::get_otel_context(&span_id, dispatch)
-    })?;
+    let current = ctx.lookup_current()?.id();
+    if event.parent().is_some_and(|parent| *parent != current) {
+        return None;
+    }
+    let cx = opentelemetry::Context::current();
     let span_context = cx.span().span_context().clone();
     span_context.is_valid().then(|| span_context.trace_id())
 }

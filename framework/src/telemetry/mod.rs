@@ -40,7 +40,15 @@ pub use format::{LineShape, TraceIdFormat};
 pub use options::{OtlpProtocol, ResolvedTracing, SamplerKind, TelemetryOptions};
 
 /// Targets whose spans are never exported: the exporter's own transport.
-const NEVER_EXPORTED: &[&str] = &["h2", "hyper", "hyper_util", "tonic", "tower", "reqwest", "opentelemetry"];
+const NEVER_EXPORTED: &[&str] = &[
+    "h2",
+    "hyper",
+    "hyper_util",
+    "tonic",
+    "tower",
+    "reqwest",
+    "opentelemetry",
+];
 
 /// Why telemetry could not be set up; each says which flag or variable to change.
 #[derive(Debug, thiserror::Error)]
@@ -75,7 +83,9 @@ pub enum TelemetryError {
     )]
     NoRuntime,
     /// Someone installed a global subscriber first.
-    #[error("a global tracing subscriber is already installed; call telemetry::init once, before anything logs")]
+    #[error(
+        "a global tracing subscriber is already installed; call telemetry::init once, before anything logs"
+    )]
     AlreadyInitialized,
     /// Flushing or shutting the exporter down failed (spans may be lost).
     #[error("flushing spans to the OTLP collector failed: {0}")]
@@ -175,7 +185,8 @@ where
 {
     let filter = filter::env_filter(env("RUST_LOG").as_deref(), logging.verbosity)?;
     let settings = tracing.resolve(env)?;
-    let resource = resource::resource_attributes(service_name, &resource::default_instance_id(), env)?;
+    let resource =
+        resource::resource_attributes(service_name, &resource::default_instance_id(), env)?;
     let provider = provider::tracer_provider(&settings, &resource)?;
     let tracer = provider.tracer_with_scope(
         opentelemetry::InstrumentationScope::builder(env!("CARGO_PKG_NAME"))

@@ -136,8 +136,9 @@ impl TelemetryOptions {
             Some(p) => p,
             None => match env(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
                 .map(|v| (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, v))
-                .or_else(|| env(OTEL_EXPORTER_OTLP_PROTOCOL).map(|v| (OTEL_EXPORTER_OTLP_PROTOCOL, v)))
-            {
+                .or_else(|| {
+                    env(OTEL_EXPORTER_OTLP_PROTOCOL).map(|v| (OTEL_EXPORTER_OTLP_PROTOCOL, v))
+                }) {
                 Some((var, value)) => parse_protocol(var, &value)?,
                 None => OtlpProtocol::HttpProtobuf,
             },
@@ -282,7 +283,10 @@ mod tests {
             &[],
             &[
                 (OTEL_EXPORTER_OTLP_ENDPOINT, "http://generic:4318"),
-                (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, "http://traces:9999/custom"),
+                (
+                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+                    "http://traces:9999/custom",
+                ),
             ],
         )
         .unwrap();
@@ -361,7 +365,14 @@ mod tests {
 
     #[test]
     fn empty_variables_count_as_unset() {
-        let r = resolve(&[], &[(OTEL_EXPORTER_OTLP_ENDPOINT, ""), (OTEL_TRACES_SAMPLER, " ")]).unwrap();
+        let r = resolve(
+            &[],
+            &[
+                (OTEL_EXPORTER_OTLP_ENDPOINT, ""),
+                (OTEL_TRACES_SAMPLER, " "),
+            ],
+        )
+        .unwrap();
         assert_eq!(r.export, None);
         assert_eq!(r.sampler, SamplerKind::ParentBasedAlwaysOn);
     }
@@ -369,7 +380,10 @@ mod tests {
     #[test]
     fn invalid_values_name_the_variable() {
         let err = resolve(&[], &[(OTEL_EXPORTER_OTLP_PROTOCOL, "http/json")]).unwrap_err();
-        assert!(err.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL), "{err}");
+        assert!(
+            err.to_string().contains(OTEL_EXPORTER_OTLP_PROTOCOL),
+            "{err}"
+        );
         let err = resolve(&[], &[(OTEL_TRACES_SAMPLER, "jaeger_remote")]).unwrap_err();
         assert!(err.to_string().contains(OTEL_TRACES_SAMPLER), "{err}");
         let err = resolve(&[], &[(OTEL_TRACES_SAMPLER_ARG, "2")]).unwrap_err();
