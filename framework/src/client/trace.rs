@@ -1,0 +1,154 @@
+//! A client span per API request, and W3C `traceparent` on the wire.
+//!
+//! Each request gets an INFO span (so it is exported at the default `-v`) named like
+//! `get nodes` or `patch services/status`, with `otel.kind=client` and the attributes
+//! `http.request.method`, `url.path`, `server.address`, `k8s.verb`, `k8s.resource`,
+//! `k8s.subresource`, `k8s.namespace`, `k8s.name`, and once answered
+//! `http.response.status_code` (`otel.status_code=ERROR` from 400 up, or on a transport error).
+//! The span is a child of whatever span is current at the call (a reconcile, a watch), and
+//! its context is injected as `traceparent`/`tracestate`, so an API server with tracing enabled
+//! continues the same trace.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
+use opentelemetry::propagation::{Injector, TextMapPropagator};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tower::{Layer, Service};
+use tracing::Instrument;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use super::request_info::RequestInfo;
+
+/// Wraps an API service so every request runs in its own client span and carries its context.
+#[derive(Clone, Debug)]
+pub struct ApiTraceLayer {
+    host: String,
+}
+
+impl ApiTraceLayer {
+    /// `host` (the API server's `host:port`) becomes `server.address`.
+    pub fn new(host: impl Into<String>) -> Self {
+        Self { host: host.into() }
+    }
+}
+
+impl<S> Layer<S> for ApiTraceLayer {
+    type Service = ApiTrace<S>;
+    fn layer(&self, inner: S) -> Self::Service {
+        ApiTrace {
+            inner,
+            host: self.host.clone(),
+        }
+    }
+}
+
+/// The service made by [`ApiTraceLayer`].
+#[derive(Clone, Debug)]
+pub struct ApiTrace<S> {
+    inner: S,
+    host: String,
+}
+
+impl<S, B, RB> Service<Request<B>> for ApiTrace<S>
+where
+    S: Service<Request<B>, Response = Response<RB>>,
+    S::Future: Send + 'static,
+    S::Error: std::fmt::Display,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let span = request_span(&request, &self.host);
+        inject_trace_context(&span, request.headers_mut());
+        let response = span.in_scope(|| self.inner.call(request));
+        let recorder = span.clone();
+        Box::pin(
+            async move {
+                let result = response.await;
+                match &result {
+                    Ok(response) => {
+                        let status = response.status();
+                        recorder.record("http.response.status_code", status.as_u16());
+                        if status.is_client_error() || status.is_server_error() {
+                            recorder.record("otel.status_code", "ERROR");
+                        }
+                    }
+                    Err(e) => {
+                        recorder.record("otel.status_code", "ERROR");
+                        recorder.record("error.message", tracing::field::display(e));
+                    }
+                }
+                result
+            }
+            .instrument(span),
+        )
+    }
+}
+
+fn request_span<B>(request: &Request<B>, host: &str) -> tracing::Span {
+    let info = RequestInfo::parse(request.method(), request.uri());
+    let path = request.uri().path();
+    let name = match info.resource_path() {
+        Some(resource) => format!("{} {resource}", info.verb),
+        None => format!("{} {path}", info.verb),
+    };
+    let span = tracing::info_span!(
+        "kube.api",
+        otel.name = %name,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        http.request.method = %request.method(),
+        http.response.status_code = Empty,
+        url.path = %path,
+        server.address = %host,
+        k8s.verb = %info.verb,
+        k8s.resource = Empty,
+        k8s.subresource = Empty,
+        k8s.namespace = Empty,
+        k8s.name = Empty,
+        error.message = Empty,
+    );
+    if let Some(resource) = &info.resource {
+        span.record("k8s.resource", resource.as_str());
+    }
+    if let Some(sub) = &info.subresource {
+        span.record("k8s.subresource", sub.as_str());
+    }
+    if let Some(ns) = &info.namespace {
+        span.record("k8s.namespace", ns.as_str());
+    }
+    if let Some(name) = &info.name {
+        span.record("k8s.name", name.as_str());
+    }
+    span
+}
+
+/// Writes the span's W3C trace context into `headers`; writes nothing when no OpenTelemetry
+/// layer is installed (the context is then invalid).
+pub fn inject_trace_context(span: &tracing::Span, headers: &mut HeaderMap) {
+    let cx = span.context();
+    TraceContextPropagator::new().inject_context(&cx, &mut HeaderInjector(headers));
+}
+
+struct HeaderInjector<'a>(&'a mut HeaderMap);
+
+impl Injector for HeaderInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
+    }
+}
