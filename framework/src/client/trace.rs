@@ -152,3 +152,54 @@ impl Injector for HeaderInjector<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use opentelemetry::trace::TraceContextExt;
+    use tower::{ServiceExt, service_fn};
+
+    use super::*;
+    use crate::options::{LogFormat, LoggingOptions};
+    use crate::telemetry::{TelemetryOptions, build_dispatch};
+
+    #[tokio::test]
+    async fn traceparent_carries_the_callers_trace_and_the_client_span() {
+        let logging = LoggingOptions {
+            verbosity: 0,
+            logging_format: LogFormat::Text,
+        };
+        let (dispatch, _guard) = build_dispatch(
+            "t",
+            &logging,
+            &TelemetryOptions::default(),
+            &|_| None,
+            std::io::sink,
+        )
+        .unwrap();
+        let _default = tracing::dispatcher::set_default(&dispatch);
+        let svc = service_fn(|req: Request<()>| async move {
+            Ok::<_, Infallible>(Response::new(req.headers().clone()))
+        });
+        let svc = ApiTraceLayer::new("h:1").layer(svc);
+        let root = tracing::info_span!("reconcile");
+        let root_cx = root.context().span().span_context().clone();
+        let request = Request::get("/api/v1/nodes/n1").body(()).unwrap();
+        let headers = svc
+            .oneshot(request)
+            .instrument(root.clone())
+            .await
+            .unwrap()
+            .into_body();
+        let traceparent = headers["traceparent"].to_str().unwrap().to_string();
+        let parts: Vec<&str> = traceparent.split('-').collect();
+        assert_eq!(parts[1], root_cx.trace_id().to_string(), "{traceparent}");
+        assert_ne!(
+            parts[2],
+            root_cx.span_id().to_string(),
+            "must name the client span"
+        );
+        assert_eq!(parts[3], "01", "sampled flag");
+    }
+}
