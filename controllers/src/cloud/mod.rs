@@ -6,10 +6,12 @@
 //! under a name in a [`registry::CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
 mod error;
+mod instrumented;
 mod provider;
 mod types;
 
 pub use error::{BoxError, CloudError};
+pub use instrumented::*;
 pub use provider::{
     CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes, Zones,
 };
