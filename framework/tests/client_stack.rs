@@ -22,24 +22,33 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 async fn recording_api_server() -> anyhow::Result<(String, Arc<Mutex<Vec<HeaderMap>>>)> {
     let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
     let record = seen.clone();
-    let app = axum::Router::new().route(
-        "/api/v1/nodes/{name}",
-        axum::routing::get(
-            move |axum::extract::Path(name): axum::extract::Path<String>, headers: HeaderMap| {
-                let record = record.clone();
-                async move {
-                    record.lock().push(headers);
-                    let body = serde_json::json!({
-                        "apiVersion": "v1", "kind": "Node", "metadata": {"name": name}
-                    });
-                    (
-                        [(axum::http::header::CONTENT_TYPE, "application/json")],
-                        body.to_string(),
-                    )
-                }
-            },
-        ),
-    );
+    let app = axum::Router::new()
+        .route(
+            "/api/v1/nodes",
+            // A watch that ends at once: enough for the request to be seen.
+            axum::routing::get(|| async {
+                ([(axum::http::header::CONTENT_TYPE, "application/json")], "")
+            }),
+        )
+        .route(
+            "/api/v1/nodes/{name}",
+            axum::routing::get(
+                move |axum::extract::Path(name): axum::extract::Path<String>,
+                      headers: HeaderMap| {
+                    let record = record.clone();
+                    async move {
+                        record.lock().push(headers);
+                        let body = serde_json::json!({
+                            "apiVersion": "v1", "kind": "Node", "metadata": {"name": name}
+                        });
+                        (
+                            [(axum::http::header::CONTENT_TYPE, "application/json")],
+                            body.to_string(),
+                        )
+                    }
+                },
+            ),
+        );
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move {
@@ -179,5 +188,48 @@ async fn without_an_opentelemetry_layer_no_traceparent_is_sent() -> anyhow::Resu
         .pop()
         .ok_or_else(|| anyhow::anyhow!("no request"))?;
     assert!(headers.get("traceparent").is_none(), "{headers:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_built_client_is_rate_limited_but_watches_are_not() -> anyhow::Result<()> {
+    // Scoped, so this test cannot poison the callsite cache the traceparent test relies on.
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _default = tracing::dispatcher::set_default(&dispatch);
+    let (server, _seen) = recording_api_server().await?;
+    let mut registry = Registry::default();
+    let metrics = ClientMetrics::new(&mut registry);
+    // One token, refilled once per second.
+    let client = client_from_config(
+        kube::Config::new(server.parse()?),
+        1.0,
+        1,
+        "ua",
+        Some(&metrics),
+    )?;
+    let nodes = Api::<Node>::all(client);
+    let started = std::time::Instant::now();
+    nodes.get("n1").await?;
+    let _watch = nodes.watch(&kube::api::WatchParams::default(), "0").await?;
+    let watch_done = started.elapsed();
+    nodes.get("n2").await?;
+    let second_get_done = started.elapsed();
+    assert!(
+        watch_done < Duration::from_millis(500),
+        "the watch waited for a token: {watch_done:?}"
+    );
+    assert!(
+        second_get_done >= Duration::from_millis(900),
+        "the second get did not wait for the refill: {second_get_done:?}"
+    );
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    let host = server.trim_start_matches("http://");
+    assert!(
+        text.contains(&format!(
+            r#"rest_client_rate_limiter_duration_seconds_count{{verb="GET",host="{host}"}} 2"#
+        )),
+        "only the two gets pay: {text}"
+    );
     Ok(())
 }
