@@ -2,7 +2,7 @@
 //!
 //! [`init`] installs a `tracing` subscriber made of an [`EnvFilter`](tracing_subscriber::EnvFilter)
 //! (`RUST_LOG`, else the klog-style `-v` level, see [`filter`]), a text or JSON log formatter
-//! whose lines carry the trace id of their span ([`format`]), and a `tracing-opentelemetry` layer
+//! whose lines carry the trace id of their span ([`format`](mod@format)), and a `tracing-opentelemetry` layer
 //! that turns spans into OpenTelemetry spans. When an OTLP endpoint is configured, by flag or by
 //! the standard `OTEL_*` variables ([`options`]), spans are exported in batches over gRPC or
 //! HTTP/protobuf ([`provider`]); otherwise they are made but not sent, so log lines still share
