@@ -93,6 +93,11 @@ pub enum TelemetryError {
 }
 
 /// Keeps the tracer provider alive and flushes its spans when the process ends.
+///
+/// Prefer `guard.shutdown().await` at the end of `main`: it flushes on a blocking thread while the
+/// runtime keeps driving the gRPC connection. Dropping the guard flushes too, but on a
+/// current-thread runtime a gRPC flush from `drop` cannot make progress and waits for the export
+/// timeout before giving up.
 #[must_use = "dropping the guard shuts the span exporter down"]
 pub struct TelemetryGuard {
     provider: Option<SdkTracerProvider>,
