@@ -48,6 +48,9 @@ const NEVER_EXPORTED: &[&str] = &[
     "tower",
     "reqwest",
     "opentelemetry",
+    "opentelemetry_sdk",
+    "opentelemetry_otlp",
+    "opentelemetry_http",
 ];
 
 /// Why telemetry could not be set up; each says which flag or variable to change.
