@@ -233,3 +233,48 @@ async fn the_built_client_is_rate_limited_but_watches_are_not() -> anyhow::Resul
     );
     Ok(())
 }
+
+#[tokio::test]
+async fn build_client_reads_the_kubeconfig_flag() -> anyhow::Result<()> {
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _default = tracing::dispatcher::set_default(&dispatch);
+    let (server, seen) = recording_api_server().await?;
+    let dir = std::env::temp_dir().join(format!("client-stack-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("kubeconfig");
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: \"{server}\"}}}}]\n\
+             users: [{{name: u, user: {{token: secret-token}}}}]\n\
+             contexts: [{{name: x, context: {{cluster: c, user: u}}}}]\ncurrent-context: x\n"
+        ),
+    )?;
+    let opts = controller_manager::options::ClientOptions {
+        kubeconfig: Some(path),
+        master: None,
+        kube_api_qps: 20.0,
+        kube_api_burst: 30,
+    };
+    let client = controller_manager::client::build_client(
+        &opts,
+        "cloud-controller-manager/v0/cloud-node",
+        None,
+    )
+    .await?;
+    Api::<Node>::all(client).get("n3").await?;
+    let headers = seen
+        .lock()
+        .pop()
+        .ok_or_else(|| anyhow::anyhow!("no request"))?;
+    assert_eq!(
+        headers.get("authorization").and_then(|v| v.to_str().ok()),
+        Some("Bearer secret-token")
+    );
+    assert_eq!(
+        headers.get("user-agent").and_then(|v| v.to_str().ok()),
+        Some("cloud-controller-manager/v0/cloud-node")
+    );
+    std::fs::remove_dir_all(&dir)?;
+    Ok(())
+}

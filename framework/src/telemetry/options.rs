@@ -378,6 +378,27 @@ mod tests {
     }
 
     #[test]
+    fn flags_are_grouped_under_tracing_flags_in_help() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_help().to_string();
+        let section = help
+            .split("Tracing flags:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no Tracing flags heading in {help}"));
+        for flag in [
+            "--otlp-endpoint",
+            "--otlp-protocol",
+            "--otlp-sampler",
+            "--otlp-sampler-ratio",
+        ] {
+            assert!(
+                section.contains(flag),
+                "{flag} not under Tracing flags: {help}"
+            );
+        }
+    }
+
+    #[test]
     fn invalid_values_name_the_variable() {
         let err = resolve(&[], &[(OTEL_EXPORTER_OTLP_PROTOCOL, "http/json")]).unwrap_err();
         assert!(
