@@ -1,6 +1,8 @@
 //! A client span per API request, and W3C `traceparent` on the wire.
 //!
-//! Each request gets an INFO span (so it is exported at the default `-v`) named like
+//! Each request made inside a span (a reconcile) gets an INFO child span, exported at the
+//! default `-v`; requests made outside any span (informer watches, lease renewals) get the same
+//! span at DEBUG, so they do not flood the trace store with one-span traces. The span is named like
 //! `get nodes` or `patch services/status`, with `otel.kind=client` and the attributes
 //! `http.request.method`, `url.path`, `server.address`, `k8s.verb`, `k8s.resource`,
 //! `k8s.subresource`, `k8s.namespace`, `k8s.name`, and once answered
@@ -102,22 +104,34 @@ fn request_span<B>(request: &Request<B>, host: &str) -> tracing::Span {
         Some(resource) => format!("{} {resource}", info.verb),
         None => format!("{} {path}", info.verb),
     };
-    let span = tracing::info_span!(
-        "kube.api",
-        otel.name = %name,
-        otel.kind = "client",
-        otel.status_code = Empty,
-        http.request.method = %request.method(),
-        http.response.status_code = Empty,
-        url.path = %path,
-        server.address = %host,
-        k8s.verb = %info.verb,
-        k8s.resource = Empty,
-        k8s.subresource = Empty,
-        k8s.namespace = Empty,
-        k8s.name = Empty,
-        error.message = Empty,
-    );
+    // A request made outside any span (informer list/watch, lease renewal) would be a root
+    // trace of its own every few seconds; those spans are DEBUG so they appear only with -v=4.
+    macro_rules! api_span {
+        ($level:expr) => {
+            tracing::span!(
+                $level,
+                "kube.api",
+                otel.name = %name,
+                otel.kind = "client",
+                otel.status_code = Empty,
+                http.request.method = %request.method(),
+                http.response.status_code = Empty,
+                url.path = %path,
+                server.address = %host,
+                k8s.verb = %info.verb,
+                k8s.resource = Empty,
+                k8s.subresource = Empty,
+                k8s.namespace = Empty,
+                k8s.name = Empty,
+                error.message = Empty,
+            )
+        };
+    }
+    let span = if tracing::Span::current().is_none() {
+        api_span!(tracing::Level::DEBUG)
+    } else {
+        api_span!(tracing::Level::INFO)
+    };
     if let Some(resource) = &info.resource {
         span.record("k8s.resource", resource.as_str());
     }
@@ -201,5 +215,45 @@ mod tests {
             "must name the client span"
         );
         assert_eq!(parts[3], "01", "sampled flag");
+    }
+
+    async fn headers_outside_any_span(rust_log: Option<&str>) -> HeaderMap {
+        let logging = LoggingOptions {
+            verbosity: 0,
+            logging_format: LogFormat::Text,
+        };
+        let rust_log = rust_log.map(str::to_string);
+        let env = move |name: &str| (name == "RUST_LOG").then(|| rust_log.clone()).flatten();
+        let (dispatch, _guard) = build_dispatch(
+            "t",
+            &logging,
+            &TelemetryOptions::default(),
+            &env,
+            std::io::sink,
+        )
+        .unwrap();
+        let _default = tracing::dispatcher::set_default(&dispatch);
+        let svc = service_fn(|req: Request<()>| async move {
+            Ok::<_, Infallible>(Response::new(req.headers().clone()))
+        });
+        let request = Request::get("/api/v1/nodes?watch=true").body(()).unwrap();
+        ApiTraceLayer::new("h:1")
+            .layer(svc)
+            .oneshot(request)
+            .await
+            .unwrap()
+            .into_body()
+    }
+
+    #[tokio::test]
+    async fn requests_outside_any_span_are_traced_only_at_debug() {
+        assert!(
+            !headers_outside_any_span(None)
+                .await
+                .contains_key("traceparent")
+        );
+        let debug = headers_outside_any_span(Some("debug")).await;
+        let traceparent = debug["traceparent"].to_str().unwrap();
+        assert!(traceparent.starts_with("00-"), "{traceparent}");
     }
 }
