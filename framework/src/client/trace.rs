@@ -105,7 +105,7 @@ fn request_span<B>(request: &Request<B>, host: &str) -> tracing::Span {
         None => format!("{} {path}", info.verb),
     };
     // A request made outside any span (informer list/watch, lease renewal) would be a root
-    // trace of its own every few seconds; those spans are DEBUG so they appear only with -v=4.
+    // trace of its own every few seconds; those spans are DEBUG so they appear only from -v=1.
     macro_rules! api_span {
         ($level:expr) => {
             tracing::span!(
