@@ -107,12 +107,20 @@ impl InstancesV2 for Fake {
     }
 }
 
+/// Every test that makes cloud spans runs under its own scoped subscriber: with a single
+/// registered dispatcher, tracing-core computes a callsite's interest from whichever thread hits
+/// it first, so a test without one could cache "never" for the span test running beside it.
+fn scoped_subscriber() -> tracing::subscriber::DefaultGuard {
+    tracing::subscriber::set_default(tracing_subscriber::registry())
+}
+
 fn wrapped(registry: &mut Registry) -> InstrumentedCloud {
     InstrumentedCloud::new(Arc::new(Fake), Some(CloudMetrics::new(registry)))
 }
 
 #[tokio::test]
 async fn offers_exactly_the_inner_facets_and_delegates() {
+    let _subscriber = scoped_subscriber();
     let cloud = wrapped(&mut Registry::default());
     assert!(cloud.load_balancer().is_some());
     assert!(cloud.instances_v2().is_some());
@@ -149,6 +157,7 @@ async fn offers_exactly_the_inner_facets_and_delegates() {
 
 #[tokio::test]
 async fn every_call_is_counted_by_outcome_and_timed() {
+    let _subscriber = scoped_subscriber();
     let mut registry = Registry::default();
     let cloud = wrapped(&mut registry);
     let v2 = cloud.instances_v2().unwrap();
