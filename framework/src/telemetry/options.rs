@@ -131,19 +131,7 @@ impl TelemetryOptions {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<ResolvedTracing, TelemetryError> {
         let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
-
-        let protocol = match self.otlp_protocol {
-            Some(p) => p,
-            None => match env(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
-                .map(|v| (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, v))
-                .or_else(|| {
-                    env(OTEL_EXPORTER_OTLP_PROTOCOL).map(|v| (OTEL_EXPORTER_OTLP_PROTOCOL, v))
-                }) {
-                Some((var, value)) => parse_protocol(var, &value)?,
-                None => OtlpProtocol::HttpProtobuf,
-            },
-        };
-
+        let protocol = self.protocol(&env)?;
         let endpoint = if let Some(flag) = &self.otlp_endpoint {
             Some(signal_url(flag, protocol))
         } else if let Some(full) = env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
@@ -152,26 +140,69 @@ impl TelemetryOptions {
             env(OTEL_EXPORTER_OTLP_ENDPOINT).map(|base| signal_url(&base, protocol))
         };
         let disabled = env(OTEL_TRACES_EXPORTER).is_some_and(|v| v.trim() == "none");
-        let export = endpoint
-            .filter(|_| !disabled)
-            .map(|endpoint| ExportTarget { endpoint, protocol });
+        Ok(ResolvedTracing {
+            export: endpoint
+                .filter(|_| !disabled)
+                .map(|endpoint| ExportTarget { endpoint, protocol }),
+            sampler: self.sampler(&env)?,
+            ratio: self.ratio(&env)?,
+        })
+    }
 
-        let sampler = match self.otlp_sampler {
-            Some(s) => s,
-            None => match env(OTEL_TRACES_SAMPLER) {
-                Some(v) => SamplerKind::from_str(v.trim(), true).map_err(|_| {
-                    TelemetryError::InvalidSetting {
-                        setting: OTEL_TRACES_SAMPLER,
-                        message: format!(
-                            "unknown sampler {v:?}; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio"
-                        ),
-                    }
-                })?,
-                None => SamplerKind::ParentBasedAlwaysOn,
-            },
-        };
+    /// Every problem with the tracing flags and `OTEL_*` variables of the process, each naming
+    /// the flag or variable; empty means [`crate::telemetry::init`] will accept them.
+    pub fn validate(&self) -> Vec<String> {
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let mut errors: Vec<String> = [
+            self.protocol(&env).err(),
+            self.sampler(&env).err(),
+            self.ratio(&env).err(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|e| e.to_string())
+        .collect();
+        if let Err(e) = super::resource::resource_attributes("", "", &env) {
+            errors.push(e.to_string());
+        }
+        errors
+    }
 
-        let (ratio_source, ratio) = match self.otlp_sampler_ratio {
+    fn protocol(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<OtlpProtocol, TelemetryError> {
+        if let Some(p) = self.otlp_protocol {
+            return Ok(p);
+        }
+        match env(OTEL_EXPORTER_OTLP_TRACES_PROTOCOL)
+            .map(|v| (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, v))
+            .or_else(|| env(OTEL_EXPORTER_OTLP_PROTOCOL).map(|v| (OTEL_EXPORTER_OTLP_PROTOCOL, v)))
+        {
+            Some((var, value)) => parse_protocol(var, &value),
+            None => Ok(OtlpProtocol::HttpProtobuf),
+        }
+    }
+
+    fn sampler(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<SamplerKind, TelemetryError> {
+        if let Some(s) = self.otlp_sampler {
+            return Ok(s);
+        }
+        match env(OTEL_TRACES_SAMPLER) {
+            Some(v) => SamplerKind::from_str(v.trim(), true).map_err(|_| {
+                TelemetryError::InvalidSetting {
+                    setting: OTEL_TRACES_SAMPLER,
+                    message: format!(
+                        "unknown sampler {v:?}; use one of always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off, parentbased_traceidratio"
+                    ),
+                }
+            }),
+            None => Ok(SamplerKind::ParentBasedAlwaysOn),
+        }
+    }
+
+    fn ratio(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<f64, TelemetryError> {
+        let (source, ratio) = match self.otlp_sampler_ratio {
             Some(r) => ("--otlp-sampler-ratio", r),
             None => match env(OTEL_TRACES_SAMPLER_ARG) {
                 Some(v) => (
@@ -183,21 +214,17 @@ impl TelemetryOptions {
                             message: format!("{v:?} is not a number: {e}"),
                         })?,
                 ),
-                None => ("default", 1.0),
+                None => return Ok(1.0),
             },
         };
-        if !(0.0..=1.0).contains(&ratio) {
-            return Err(TelemetryError::InvalidSetting {
-                setting: ratio_source,
+        if (0.0..=1.0).contains(&ratio) {
+            Ok(ratio)
+        } else {
+            Err(TelemetryError::InvalidSetting {
+                setting: source,
                 message: format!("sampling ratio must be within [0, 1], got {ratio}"),
-            });
+            })
         }
-
-        Ok(ResolvedTracing {
-            export,
-            sampler,
-            ratio,
-        })
     }
 }
 
@@ -375,6 +402,29 @@ mod tests {
         .unwrap();
         assert_eq!(r.export, None);
         assert_eq!(r.sampler, SamplerKind::ParentBasedAlwaysOn);
+    }
+
+    #[test]
+    fn validate_reports_flag_errors_by_flag_name() {
+        let errors = flags(&["--otlp-sampler-ratio=1.5"]).validate();
+        assert!(
+            errors.iter().any(|e| e.contains("--otlp-sampler-ratio")),
+            "{errors:?}"
+        );
+        // Flags override the environment, so valid flags leave nothing to report from it.
+        let valid = flags(&[
+            "--otlp-protocol=grpc",
+            "--otlp-sampler=always_on",
+            "--otlp-sampler-ratio=0.5",
+        ]);
+        assert!(
+            valid
+                .validate()
+                .iter()
+                .all(|e| e.starts_with("OTEL_RESOURCE_ATTRIBUTES")),
+            "{:?}",
+            valid.validate()
+        );
     }
 
     #[test]
