@@ -85,9 +85,9 @@ pub enum TelemetryError {
         "the OTLP gRPC exporter must be built inside a Tokio runtime: call telemetry::init from async code, or use --otlp-protocol=http/protobuf"
     )]
     NoRuntime,
-    /// Someone installed a global subscriber first.
+    /// Someone installed a global subscriber (or `log` logger) first.
     #[error(
-        "a global tracing subscriber is already installed; call telemetry::init once, before anything logs"
+        "a global tracing subscriber or log logger is already installed; call telemetry::init once, before anything logs"
     )]
     AlreadyInitialized,
     /// Flushing or shutting the exporter down failed (spans may be lost).
@@ -169,7 +169,8 @@ pub fn init(
 ) -> Result<TelemetryGuard, TelemetryError> {
     let env = |name: &str| std::env::var(name).ok();
     let (dispatch, guard) = build_dispatch(service_name, logging, tracing, &env, std::io::stderr)?;
-    tracing::dispatcher::set_global_default(dispatch)
+    // Also routes records of `log`-based dependencies (rustls, ...) into the subscriber.
+    tracing_subscriber::util::SubscriberInitExt::try_init(dispatch)
         .map_err(|_| TelemetryError::AlreadyInitialized)?;
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     if let Some(provider) = guard.tracer_provider() {
