@@ -6,13 +6,17 @@
 //! under a name in a [`registry::CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
 mod error;
-mod instrumented;
 mod provider;
 mod types;
 
 pub use error::{BoxError, CloudError};
-pub use instrumented::*;
 pub use provider::{
     CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes, Zones,
 };
 pub use types::{InstanceMetadata, Route, Zone};
+
+// Tracing and metrics around any provider (kept apart so the list above stays the contract).
+mod instrumented;
+pub use instrumented::{
+    CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics, InstrumentedCloud,
+};
