@@ -17,3 +17,9 @@ pub use provider::{
 };
 pub use registry::{CloudProviderRegistry, ProviderFactory, RegistryError};
 pub use types::{InstanceMetadata, Route, Zone};
+
+// Tracing and metrics around any provider (kept apart so the list above stays the contract).
+mod instrumented;
+pub use instrumented::{
+    CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics, InstrumentedCloud,
+};

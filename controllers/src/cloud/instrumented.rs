@@ -1,0 +1,400 @@
+//! A provider wrapper that traces and measures every cloud call, so controllers stay free of
+//! observability code and every provider gets it without writing any.
+//!
+//! [`InstrumentedCloud`] wraps any `Arc<dyn CloudProvider>` and offers exactly the facets the
+//! inner provider offers. Each call runs in an INFO span named after the upstream Go method
+//! (`EnsureLoadBalancer`, `InstanceMetadata`, ...) with `otel.kind=client`, `cloud.provider`,
+//! `cloud.method` and, when done, `cloud.outcome` (plus `error.message` and
+//! `otel.status_code=ERROR` for real failures). The span is a child of the current span, so in
+//! a reconcile it hangs under the reconcile root. With [`CloudMetrics`] each call also counts in
+//! `cloud_provider_requests_total{provider,method,outcome}` and
+//! `cloud_provider_request_duration_seconds{provider,method}`.
+//!
+//! Outcomes: `success`, `not_found` (`InstanceNotFound`), `not_implemented`,
+//! `implemented_elsewhere`, `retry` (the cloud asked to be called later) and `error`. Only
+//! `retry` and `error` mark the span as failed: the others are answers controllers branch on.
+//!
+//! The wrapper asks the inner provider for the facet on every call. If a provider stops
+//! offering a facet it offered before, calls through the wrapper fail with `NotImplemented`
+//! (and `get_load_balancer_name`, which cannot fail, returns an empty name).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
+use tokio::time::Instant;
+use tracing::Instrument;
+use tracing::field::Empty;
+
+mod metrics;
+
+pub use metrics::{CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics};
+
+use super::{
+    CloudError, CloudProvider, Clusters, InitializeContext, InstanceMetadata, Instances,
+    InstancesV2, LoadBalancer, Route, Routes, Zone, Zones,
+};
+
+/// Everything a facet needs to delegate and observe.
+struct Shared {
+    inner: Arc<dyn CloudProvider>,
+    provider: String,
+    metrics: Option<CloudMetrics>,
+}
+
+impl Shared {
+    async fn observe<T>(
+        &self,
+        method: &'static str,
+        call: impl Future<Output = Result<T, CloudError>>,
+    ) -> Result<T, CloudError> {
+        let span = tracing::info_span!(
+            "cloud",
+            otel.name = method,
+            otel.kind = "client",
+            otel.status_code = Empty,
+            cloud.provider = %self.provider,
+            cloud.method = method,
+            cloud.outcome = Empty,
+            error.message = Empty,
+        );
+        let started = Instant::now();
+        let result = call.instrument(span.clone()).await;
+        let outcome = outcome(&result);
+        span.record("cloud.outcome", outcome);
+        if let Err(e) = &result
+            && matches!(outcome, "retry" | "error")
+        {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.message", tracing::field::display(e));
+        }
+        if let Some(metrics) = &self.metrics {
+            metrics.record(&self.provider, method, outcome, started.elapsed());
+        }
+        result
+    }
+}
+
+fn outcome<T>(result: &Result<T, CloudError>) -> &'static str {
+    match result {
+        Ok(_) => "success",
+        Err(CloudError::InstanceNotFound) => "not_found",
+        Err(CloudError::NotImplemented) => "not_implemented",
+        Err(CloudError::ImplementedElsewhere) => "implemented_elsewhere",
+        Err(CloudError::Retry { .. }) => "retry",
+        Err(CloudError::Other(_)) => "error",
+    }
+}
+
+/// Any provider, with a span and metrics around every call (see the module docs).
+pub struct InstrumentedCloud {
+    facets: Facets,
+}
+
+/// One value implements every facet trait by delegating to the same facet of the inner provider.
+struct Facets(Shared);
+
+impl InstrumentedCloud {
+    /// Wraps `inner`; pass `metrics` to count calls, or `None` for spans only.
+    pub fn new(inner: Arc<dyn CloudProvider>, metrics: Option<CloudMetrics>) -> Self {
+        let provider = inner.provider_name().to_string();
+        Self {
+            facets: Facets(Shared {
+                inner,
+                provider,
+                metrics,
+            }),
+        }
+    }
+
+    /// The wrapped provider.
+    pub fn inner(&self) -> &Arc<dyn CloudProvider> {
+        &self.facets.0.inner
+    }
+}
+
+#[async_trait]
+impl CloudProvider for InstrumentedCloud {
+    async fn initialize(&self, ctx: InitializeContext) -> Result<(), CloudError> {
+        let shared = &self.facets.0;
+        shared
+            .observe("Initialize", shared.inner.initialize(ctx))
+            .await
+    }
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        self.inner().load_balancer().map(|_| &self.facets as _)
+    }
+    fn instances(&self) -> Option<&dyn Instances> {
+        self.inner().instances().map(|_| &self.facets as _)
+    }
+    fn instances_v2(&self) -> Option<&dyn InstancesV2> {
+        self.inner().instances_v2().map(|_| &self.facets as _)
+    }
+    fn zones(&self) -> Option<&dyn Zones> {
+        self.inner().zones().map(|_| &self.facets as _)
+    }
+    fn clusters(&self) -> Option<&dyn Clusters> {
+        self.inner().clusters().map(|_| &self.facets as _)
+    }
+    fn routes(&self) -> Option<&dyn Routes> {
+        self.inner().routes().map(|_| &self.facets as _)
+    }
+    fn provider_name(&self) -> &str {
+        &self.facets.0.provider
+    }
+    fn has_cluster_id(&self) -> bool {
+        self.inner().has_cluster_id()
+    }
+}
+
+impl Facets {
+    fn lb(&self) -> Result<&dyn LoadBalancer, CloudError> {
+        self.0
+            .inner
+            .load_balancer()
+            .ok_or(CloudError::NotImplemented)
+    }
+    fn instances(&self) -> Result<&dyn Instances, CloudError> {
+        self.0.inner.instances().ok_or(CloudError::NotImplemented)
+    }
+    fn instances_v2(&self) -> Result<&dyn InstancesV2, CloudError> {
+        self.0
+            .inner
+            .instances_v2()
+            .ok_or(CloudError::NotImplemented)
+    }
+    fn zones(&self) -> Result<&dyn Zones, CloudError> {
+        self.0.inner.zones().ok_or(CloudError::NotImplemented)
+    }
+    fn clusters(&self) -> Result<&dyn Clusters, CloudError> {
+        self.0.inner.clusters().ok_or(CloudError::NotImplemented)
+    }
+    fn routes(&self) -> Result<&dyn Routes, CloudError> {
+        self.0.inner.routes().ok_or(CloudError::NotImplemented)
+    }
+}
+
+#[async_trait]
+impl LoadBalancer for Facets {
+    async fn get_load_balancer(
+        &self,
+        cluster_name: &str,
+        svc: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.0
+            .observe("GetLoadBalancer", async {
+                self.lb()?.get_load_balancer(cluster_name, svc).await
+            })
+            .await
+    }
+    fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
+        self.lb()
+            .map(|lb| lb.get_load_balancer_name(cluster_name, svc))
+            .unwrap_or_default()
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster_name: &str,
+        svc: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<LoadBalancerStatus, CloudError> {
+        self.0
+            .observe("EnsureLoadBalancer", async {
+                self.lb()?
+                    .ensure_load_balancer(cluster_name, svc, nodes)
+                    .await
+            })
+            .await
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster_name: &str,
+        svc: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        self.0
+            .observe("UpdateLoadBalancer", async {
+                self.lb()?
+                    .update_load_balancer(cluster_name, svc, nodes)
+                    .await
+            })
+            .await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster_name: &str,
+        svc: &Service,
+    ) -> Result<(), CloudError> {
+        self.0
+            .observe("EnsureLoadBalancerDeleted", async {
+                self.lb()?
+                    .ensure_load_balancer_deleted(cluster_name, svc)
+                    .await
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Instances for Facets {
+    async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, CloudError> {
+        self.0
+            .observe("NodeAddresses", async {
+                self.instances()?.node_addresses(node_name).await
+            })
+            .await
+    }
+    async fn node_addresses_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> Result<Vec<NodeAddress>, CloudError> {
+        self.0
+            .observe("NodeAddressesByProviderID", async {
+                self.instances()?
+                    .node_addresses_by_provider_id(provider_id)
+                    .await
+            })
+            .await
+    }
+    async fn instance_id(&self, node_name: &str) -> Result<String, CloudError> {
+        self.0
+            .observe("InstanceID", async {
+                self.instances()?.instance_id(node_name).await
+            })
+            .await
+    }
+    async fn instance_type(&self, node_name: &str) -> Result<String, CloudError> {
+        self.0
+            .observe("InstanceType", async {
+                self.instances()?.instance_type(node_name).await
+            })
+            .await
+    }
+    async fn instance_type_by_provider_id(&self, provider_id: &str) -> Result<String, CloudError> {
+        self.0
+            .observe("InstanceTypeByProviderID", async {
+                self.instances()?
+                    .instance_type_by_provider_id(provider_id)
+                    .await
+            })
+            .await
+    }
+    async fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, CloudError> {
+        self.0
+            .observe("InstanceExistsByProviderID", async {
+                self.instances()?
+                    .instance_exists_by_provider_id(provider_id)
+                    .await
+            })
+            .await
+    }
+    async fn instance_shutdown_by_provider_id(
+        &self,
+        provider_id: &str,
+    ) -> Result<bool, CloudError> {
+        self.0
+            .observe("InstanceShutdownByProviderID", async {
+                self.instances()?
+                    .instance_shutdown_by_provider_id(provider_id)
+                    .await
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl InstancesV2 for Facets {
+    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
+        self.0
+            .observe("InstanceExists", async {
+                self.instances_v2()?.instance_exists(node).await
+            })
+            .await
+    }
+    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
+        self.0
+            .observe("InstanceShutdown", async {
+                self.instances_v2()?.instance_shutdown(node).await
+            })
+            .await
+    }
+    async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        self.0
+            .observe("InstanceMetadata", async {
+                self.instances_v2()?.instance_metadata(node).await
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Zones for Facets {
+    async fn get_zone_by_provider_id(&self, provider_id: &str) -> Result<Zone, CloudError> {
+        self.0
+            .observe("GetZoneByProviderID", async {
+                self.zones()?.get_zone_by_provider_id(provider_id).await
+            })
+            .await
+    }
+    async fn get_zone_by_node_name(&self, node_name: &str) -> Result<Zone, CloudError> {
+        self.0
+            .observe("GetZoneByNodeName", async {
+                self.zones()?.get_zone_by_node_name(node_name).await
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Clusters for Facets {
+    async fn list_clusters(&self) -> Result<Vec<String>, CloudError> {
+        self.0
+            .observe("ListClusters", async {
+                self.clusters()?.list_clusters().await
+            })
+            .await
+    }
+    async fn master(&self, cluster_name: &str) -> Result<String, CloudError> {
+        self.0
+            .observe("Master", async {
+                self.clusters()?.master(cluster_name).await
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl Routes for Facets {
+    async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
+        self.0
+            .observe("ListRoutes", async {
+                self.routes()?.list_routes(cluster_name).await
+            })
+            .await
+    }
+    async fn create_route(
+        &self,
+        cluster_name: &str,
+        name_hint: &str,
+        route: &Route,
+    ) -> Result<(), CloudError> {
+        self.0
+            .observe("CreateRoute", async {
+                self.routes()?
+                    .create_route(cluster_name, name_hint, route)
+                    .await
+            })
+            .await
+    }
+    async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
+        self.0
+            .observe("DeleteRoute", async {
+                self.routes()?.delete_route(cluster_name, route).await
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests;
