@@ -6,3 +6,4 @@
 
 pub mod cloud;
 pub mod event_sink;
+pub mod node;
