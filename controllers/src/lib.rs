@@ -7,3 +7,4 @@
 pub mod cloud;
 pub mod event_sink;
 pub mod node;
+pub mod node_lifecycle;
