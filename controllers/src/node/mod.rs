@@ -33,7 +33,7 @@
 //! | GA + beta labels for type, zone, region | `modifiers::tests::cloud_labels_set_ga_and_beta_twins_and_skip_empty_values` |
 //! | Additional labels: `(^|\.)(kubernetes\|k8s)\.io/` dropped, existing kept | `modifiers::tests::reserved_label_keys_match_the_upstream_regex`, `additional_labels_are_filtered_and_never_overwrite` |
 //! | Every uninitialized taint removed | `modifiers::tests::every_uninitialized_taint_is_removed_and_others_kept` |
-//! | Invalid provided node IP ⇒ sync fails, taint stays | `modifiers::tests::modifiers_are_idempotent_and_validate_the_node_ip`, `tests/node_sync.rs::invalid_provided_node_ip_keeps_taint` |
+//! | Invalid provided node IP ⇒ sync fails, taint stays | `modifiers::tests::modifiers_are_idempotent_and_validate_the_node_ip`, `tests/node_sync.rs::invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses` |
 //! | PUT loop re-reads the cache, retries 409 | `retry::tests::*`, `tests/node_sync.rs::conflict_is_retried_with_a_fresh_cache_read` |
 //! | Immediate address update, Synced event | `tests/node_sync.rs::initializes_node_end_to_end` |
 //! | Provided node IP parsing and matching | `addresses::tests::parses_*`, `rejects_*`, `node_ip_*` |
@@ -42,6 +42,9 @@
 //! | Status patch with `$patch: replace` | `addresses::tests::status_patch_replaces_the_whole_list`, `tests/node_sync.rs::periodic_refresh_updates_addresses` |
 //! | Periodic loop skips uninitialized Nodes, guards V2 `None` | `tests/node_sync.rs::periodic_refresh_updates_addresses` |
 //! | Metrics names and buckets | `metrics::tests::*` |
+//! | Node deleted between cache read and PUT | `tests/node_sync.rs::node_deleted_mid_sync_ends_quietly` |
+//! | Cloud errors (incl. retry-after, unknown instance) ⇒ error, taint stays, no deletion | `tests/node_sync.rs::cloud_errors_keep_the_taint_and_carry_retry_after` |
+//! | Legacy Instances + Zones initialization | `tests/node_sync.rs::legacy_instances_and_zones_path` |
 //!
 //! # Differences from upstream
 //! * The status patch always carries `$patch: replace` (see [`addresses`]).

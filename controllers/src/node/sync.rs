@@ -120,6 +120,7 @@ impl NodeController {
     ///
     /// A Node that disappears from the cache or the API while this runs ends the sync
     /// successfully (upstream returns an error and finds the Node gone on the retry).
+    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
     pub async fn sync_node(&self, name: &str) -> Result<(), NodeSyncError> {
         let Some(node) = self.lister.get(name) else {
             return Ok(());
@@ -201,6 +202,7 @@ impl NodeController {
     /// One pass of the periodic address refresh (upstream `UpdateNodeStatus`): for every
     /// initialized Node in the cache, at most `concurrency` at a time, fetch its addresses from the
     /// cloud and patch them if they changed. Errors are logged per Node; the next pass retries.
+    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
     pub async fn update_node_status(&self, concurrency: usize) {
         let nodes = self.lister.list();
         futures::stream::iter(nodes)
