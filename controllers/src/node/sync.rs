@@ -263,6 +263,14 @@ mod tests {
         n
     }
 
+    /// Compile-time check: the reconcile futures can be spawned on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn futures_are_send(c: &NodeController) {
+        fn assert_send<T: Send>(_: T) {}
+        assert_send(c.sync_node("x"));
+        assert_send(c.update_node_status(1));
+    }
+
     #[test]
     fn add_and_update_enqueue_the_node_name_delete_enqueues_nothing() {
         let (a, b) = (named("a"), named("b"));

@@ -220,6 +220,13 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
 
+    /// Compile-time check: a tick can be spawned on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn monitor_future_is_send(c: &NodeLifecycleController) {
+        fn assert_send<T: Send>(_: T) {}
+        assert_send(c.monitor_nodes());
+    }
+
     #[test]
     fn ready_status_defaults_to_unknown() {
         let mut n = Node::default();
