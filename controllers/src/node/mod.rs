@@ -72,6 +72,11 @@ use parking_lot::RwLock;
 pub use metrics::NodeMetrics;
 pub use sync::{NodeController, NodeControllerError, NodeEvent, NodeSyncError, node_key_for_event};
 
+/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
+pub const CONTROLLER_NAME: &str = "cloud-node-controller";
+/// Permanent short alias accepted by `--controllers`, as upstream.
+pub const CONTROLLER_ALIAS: &str = "cloud-node";
+
 /// Taint kubelet registers with `--cloud-provider=external`; the node controller removes it once
 /// the Node is initialized from the cloud.
 pub const UNINITIALIZED_TAINT_KEY: &str = "node.cloudprovider.kubernetes.io/uninitialized";

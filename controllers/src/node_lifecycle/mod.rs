@@ -64,6 +64,11 @@ use crate::node::{NodeControllerError, NodeLister, node_reference};
 use cloud_state::{instance_exists, instance_shutdown};
 use taints::{add_or_update_taint_on_node, remove_taint_off_node};
 
+/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
+pub const CONTROLLER_NAME: &str = "cloud-node-lifecycle-controller";
+/// Permanent short alias accepted by `--controllers`, as upstream.
+pub const CONTROLLER_ALIAS: &str = "cloud-node-lifecycle";
+
 /// The `Ready` condition's status, `Unknown` when the Node reports none (as upstream).
 pub fn ready_status(node: &Node) -> &str {
     node.status
