@@ -6,4 +6,6 @@
 
 pub mod cloud;
 pub mod event_sink;
+pub mod node;
+pub mod node_lifecycle;
 pub mod options;

@@ -1,0 +1,367 @@
+//! Instance metadata for a Node, from InstancesV2 when the provider has it, else from the legacy
+//! Instances facet plus Zones, with every upstream fallback (upstream `getInstanceMetadata`,
+//! `getInstanceNodeAddresses`, `cloudprovider.GetInstanceProviderID`).
+
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
+
+use crate::cloud::{CloudError, CloudProvider, InstanceMetadata, Instances, Zones};
+
+/// Why metadata could not be obtained; the sync is retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// Neither instances facet exists; the controllers refuse to start in that case, so this only
+    /// appears when a provider changes its facets at run time.
+    #[error("cloud provider {provider} supports neither InstancesV2 nor Instances")]
+    NoInstances {
+        /// The provider's name.
+        provider: String,
+    },
+    /// An InstancesV2 provider returned no provider ID and the Node has none: initializing without
+    /// one would leave a Node the lifecycle and route controllers cannot match to the cloud.
+    #[error("cloud provider does not set node provider ID for node {node}")]
+    MissingProviderId {
+        /// The Node's name.
+        node: String,
+    },
+    /// A single cloud call failed.
+    #[error(transparent)]
+    Cloud(#[from] CloudError),
+    /// Both the provider-ID lookup and the node-name fallback failed.
+    #[error(
+        "{what}: error fetching by providerID: {by_provider_id}; error fetching by node name: {by_name}"
+    )]
+    BothLookupsFailed {
+        /// Which lookup (`InstanceType`, `NodeAddresses`, `Zone`).
+        what: &'static str,
+        /// The error of the provider-ID lookup.
+        by_provider_id: CloudError,
+        /// The error of the node-name fallback.
+        by_name: CloudError,
+    },
+}
+
+impl MetadataError {
+    /// The fixed delay the cloud asked for, so callers can requeue after it.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            MetadataError::Cloud(err) => err.retry_after(),
+            MetadataError::BothLookupsFailed { by_name, .. } => by_name.retry_after(),
+            _ => None,
+        }
+    }
+}
+
+fn node_name(node: &Node) -> &str {
+    node.metadata.name.as_deref().unwrap_or_default()
+}
+
+fn spec_provider_id(node: &Node) -> &str {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.provider_id.as_deref())
+        .unwrap_or_default()
+}
+
+/// `<provider-name>://<instance-id>` for a legacy provider (upstream `GetInstanceProviderID`);
+/// [`CloudError::InstanceNotFound`] and [`CloudError::NotImplemented`] pass through unchanged so
+/// callers can branch on them.
+pub async fn instance_provider_id(
+    cloud: &dyn CloudProvider,
+    instances: &dyn Instances,
+    node_name: &str,
+) -> Result<String, CloudError> {
+    let id = instances.instance_id(node_name).await?;
+    Ok(format!("{}://{}", cloud.provider_name(), id))
+}
+
+/// Metadata for initializing `node`; `Ok(None)` when an InstancesV2 provider has none yet (the
+/// taint stays and a later Node event retries).
+pub async fn instance_metadata(
+    cloud: &dyn CloudProvider,
+    node: &Node,
+) -> Result<Option<InstanceMetadata>, MetadataError> {
+    if let Some(v2) = cloud.instances_v2() {
+        let Some(mut metadata) = v2.instance_metadata(node).await? else {
+            return Ok(None);
+        };
+        if metadata.provider_id.is_empty() {
+            let existing = spec_provider_id(node);
+            if existing.is_empty() {
+                return Err(MetadataError::MissingProviderId {
+                    node: node_name(node).to_string(),
+                });
+            }
+            metadata.provider_id = existing.to_string();
+        }
+        return Ok(Some(metadata));
+    }
+    let instances = cloud
+        .instances()
+        .ok_or_else(|| MetadataError::NoInstances {
+            provider: cloud.provider_name().to_string(),
+        })?;
+    let name = node_name(node);
+    let mut provider_id = spec_provider_id(node).to_string();
+    if provider_id.is_empty() {
+        provider_id = match instance_provider_id(cloud, instances, name).await {
+            Ok(id) => id,
+            Err(CloudError::NotImplemented) => {
+                tracing::warn!(node = name, "cloud provider cannot look up the provider ID");
+                String::new()
+            }
+            Err(err) => return Err(err.into()),
+        };
+    }
+    let instance_type = instance_type(instances, &provider_id, name).await?;
+    let node_addresses = addresses_v1(instances, &provider_id, name).await?;
+    let mut metadata = InstanceMetadata {
+        provider_id,
+        instance_type,
+        node_addresses,
+        ..Default::default()
+    };
+    if let Some(zones) = cloud.zones() {
+        let zone = zone(zones, &metadata.provider_id, name).await?;
+        if !zone.failure_domain.is_empty() {
+            metadata.zone = zone.failure_domain;
+        }
+        if !zone.region.is_empty() {
+            metadata.region = zone.region;
+        }
+    }
+    Ok(Some(metadata))
+}
+
+/// Current addresses of an initialized Node for the periodic refresh; `Ok(None)` when an
+/// InstancesV2 provider returns no metadata (upstream would dereference nil here).
+pub async fn instance_addresses(
+    cloud: &dyn CloudProvider,
+    node: &Node,
+) -> Result<Option<Vec<NodeAddress>>, MetadataError> {
+    if let Some(v2) = cloud.instances_v2() {
+        return Ok(v2.instance_metadata(node).await?.map(|m| m.node_addresses));
+    }
+    let instances = cloud
+        .instances()
+        .ok_or_else(|| MetadataError::NoInstances {
+            provider: cloud.provider_name().to_string(),
+        })?;
+    addresses_v1(instances, spec_provider_id(node), node_name(node))
+        .await
+        .map(Some)
+}
+
+async fn instance_type(
+    instances: &dyn Instances,
+    provider_id: &str,
+    name: &str,
+) -> Result<String, MetadataError> {
+    match instances.instance_type_by_provider_id(provider_id).await {
+        Ok(t) => Ok(t),
+        Err(by_provider_id) => instances.instance_type(name).await.map_err(|by_name| {
+            MetadataError::BothLookupsFailed {
+                what: "InstanceType",
+                by_provider_id,
+                by_name,
+            }
+        }),
+    }
+}
+
+async fn addresses_v1(
+    instances: &dyn Instances,
+    provider_id: &str,
+    name: &str,
+) -> Result<Vec<NodeAddress>, MetadataError> {
+    match instances.node_addresses_by_provider_id(provider_id).await {
+        Ok(a) => Ok(a),
+        Err(by_provider_id) => instances.node_addresses(name).await.map_err(|by_name| {
+            MetadataError::BothLookupsFailed {
+                what: "NodeAddresses",
+                by_provider_id,
+                by_name,
+            }
+        }),
+    }
+}
+
+async fn zone(
+    zones: &dyn Zones,
+    provider_id: &str,
+    name: &str,
+) -> Result<crate::cloud::Zone, MetadataError> {
+    match zones.get_zone_by_provider_id(provider_id).await {
+        Ok(z) => Ok(z),
+        Err(by_provider_id) => zones.get_zone_by_node_name(name).await.map_err(|by_name| {
+            MetadataError::BothLookupsFailed {
+                what: "Zone",
+                by_provider_id,
+                by_name,
+            }
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::test_cloud::TestCloud;
+    use k8s_openapi::api::core::v1::NodeSpec;
+
+    fn node(provider_id: Option<&str>) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some("n1".into());
+        n.spec = Some(NodeSpec {
+            provider_id: provider_id.map(String::from),
+            ..Default::default()
+        });
+        n
+    }
+
+    fn addr(a: &str) -> NodeAddress {
+        NodeAddress {
+            type_: "InternalIP".into(),
+            address: a.into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn v2_metadata_is_used_as_is() {
+        let cloud = TestCloud::v2(Some(InstanceMetadata {
+            provider_id: "test://i-1".into(),
+            zone: "z".into(),
+            ..Default::default()
+        }));
+        let md = instance_metadata(&cloud, &node(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "test://i-1");
+        assert_eq!(md.zone, "z");
+        assert!(cloud.calls().iter().all(|c| c.starts_with("v2.")));
+    }
+
+    #[tokio::test]
+    async fn v2_without_provider_id_falls_back_to_the_node_or_fails() {
+        let cloud = TestCloud::v2(Some(InstanceMetadata::default()));
+        let md = instance_metadata(&cloud, &node(Some("test://mine")))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "test://mine");
+        let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
+        assert!(
+            matches!(err, MetadataError::MissingProviderId { .. }),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn v2_none_means_not_yet() {
+        let cloud = TestCloud::v2(None);
+        assert!(
+            instance_metadata(&cloud, &node(None))
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            instance_addresses(&cloud, &node(None))
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[tokio::test]
+    async fn v1_builds_provider_id_and_uses_provider_id_lookups() {
+        let cloud = TestCloud::v1(true);
+        let md = instance_metadata(&cloud, &node(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "test://id-n1");
+        assert_eq!(md.instance_type, "type-by-id");
+        assert_eq!(md.node_addresses, vec![addr("10.0.0.1")]);
+        assert_eq!(md.zone, "zone-by-id");
+        assert_eq!(md.region, "region-by-id");
+        assert_eq!(
+            cloud.calls(),
+            vec![
+                "instance_id n1",
+                "instance_type_by_provider_id test://id-n1",
+                "node_addresses_by_provider_id test://id-n1",
+                "get_zone_by_provider_id test://id-n1",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn v1_falls_back_to_name_lookups() {
+        let cloud = TestCloud::v1(true);
+        cloud.fail("instance_type_by_provider_id", CloudError::NotImplemented);
+        cloud.fail(
+            "node_addresses_by_provider_id",
+            CloudError::InstanceNotFound,
+        );
+        cloud.fail("get_zone_by_provider_id", CloudError::other("boom"));
+        let md = instance_metadata(&cloud, &node(Some("test://given")))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "test://given");
+        assert_eq!(md.instance_type, "type-by-name");
+        assert_eq!(md.node_addresses, vec![addr("10.0.0.2")]);
+        assert_eq!(md.zone, "zone-by-name");
+        assert!(!cloud.calls().iter().any(|c| c.starts_with("instance_id")));
+    }
+
+    #[tokio::test]
+    async fn v1_both_lookups_failing_is_an_error() {
+        for what in ["instance_type", "node_addresses", "get_zone"] {
+            let cloud = TestCloud::v1(true);
+            let (by_id, by_name) = match what {
+                "get_zone" => ("get_zone_by_provider_id", "get_zone_by_node_name"),
+                "instance_type" => ("instance_type_by_provider_id", "instance_type"),
+                _ => ("node_addresses_by_provider_id", "node_addresses"),
+            };
+            cloud.fail(by_id, CloudError::other("a"));
+            cloud.fail(by_name, CloudError::other("b"));
+            let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
+            assert!(
+                matches!(err, MetadataError::BothLookupsFailed { .. }),
+                "{what}: {err}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn v1_provider_id_lookup_not_implemented_continues_other_errors_fail() {
+        let cloud = TestCloud::v1(false);
+        cloud.fail("instance_id", CloudError::NotImplemented);
+        let md = instance_metadata(&cloud, &node(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(md.provider_id, "");
+        assert_eq!(md.zone, "", "no Zones facet, no zone");
+
+        let cloud = TestCloud::v1(false);
+        cloud.fail("instance_id", CloudError::InstanceNotFound);
+        let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
+        assert!(matches!(
+            err,
+            MetadataError::Cloud(CloudError::InstanceNotFound)
+        ));
+    }
+
+    #[tokio::test]
+    async fn v1_periodic_addresses_fall_back_to_name() {
+        let cloud = TestCloud::v1(false);
+        cloud.fail("node_addresses_by_provider_id", CloudError::other("x"));
+        let got = instance_addresses(&cloud, &node(Some("test://p")))
+            .await
+            .unwrap();
+        assert_eq!(got, Some(vec![addr("10.0.0.2")]));
+    }
+}

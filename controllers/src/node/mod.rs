@@ -1,0 +1,149 @@
+//! The cloud-node controller (upstream `cloud-node-controller`, alias `cloud-node`): initializes
+//! Nodes that kubelet registered with the `node.cloudprovider.kubernetes.io/uninitialized` taint
+//! from the cloud's instance metadata, keeps their addresses current, and copies deprecated beta
+//! topology labels to their GA twins.
+//!
+//! The controller is framework-agnostic: it reads Nodes through a [`NodeLister`] (the shared
+//! informer's store in production) and is driven by whoever owns the work queue:
+//! [`node_key_for_event`] maps informer events to keys, [`NodeController::sync_node`] reconciles
+//! one key, and [`NodeController::update_node_status`] is one pass of the periodic address loop.
+//!
+//! | Module | Owns |
+//! |---|---|
+//! | [`metadata`] | instance metadata via InstancesV2, or Instances + Zones with every fallback |
+//! | [`modifiers`] | provider ID, labels and beta twins, additional-label filter, taint removal |
+//! | [`addresses`] | provided-node-ip rules, hostname retention, change detection, status patch |
+//! | [`labels`] | beta→GA label reconciliation for initialized Nodes |
+//! | [`sync`] | `sync_node`, `update_node_status`, event→key mapping |
+//! | [`metrics`] | the two upstream histograms |
+//! | [`retry`] | retry-on-conflict with client-go's backoffs (shared with `node_lifecycle`) |
+//!
+//! # Upstream behaviour → test
+//!
+//! | Behaviour (reference §3.1) | Test |
+//! |---|---|
+//! | Add/Update enqueue the name, no Delete handler | `sync::tests::add_and_update_enqueue_the_node_name_delete_enqueues_nothing` |
+//! | Node missing from the cache ⇒ done | `tests/node_sync.rs::missing_node_is_done` |
+//! | Initialized Node ⇒ only beta→GA labels | `labels::tests::*`, `tests/node_sync.rs::initialized_node_gets_ga_labels_only` |
+//! | V2 metadata; `None` ⇒ taint stays, success | `metadata::tests::v2_*`, `tests/node_sync.rs::nil_metadata_leaves_taint` |
+//! | V2 without provider ID ⇒ error, taint stays | `metadata::tests::v2_without_provider_id_falls_back_to_the_node_or_fails`, `tests/node_sync.rs::node_that_never_gets_a_provider_id_keeps_taint` |
+//! | V1: `<provider>://<id>`, NotImplemented ⇒ empty ID, other errors fail | `metadata::tests::v1_*` |
+//! | V1 by-provider-ID lookups with by-name fallbacks; both failing ⇒ error | `metadata::tests::v1_falls_back_to_name_lookups`, `v1_both_lookups_failing_is_an_error` |
+//! | Provider ID set only when empty | `modifiers::tests::provider_id_is_set_once_and_never_overwritten` |
+//! | GA + beta labels for type, zone, region | `modifiers::tests::cloud_labels_set_ga_and_beta_twins_and_skip_empty_values` |
+//! | Additional labels: `(^|\.)(kubernetes\|k8s)\.io/` dropped, existing kept | `modifiers::tests::reserved_label_keys_match_the_upstream_regex`, `additional_labels_are_filtered_and_never_overwrite` |
+//! | Every uninitialized taint removed | `modifiers::tests::every_uninitialized_taint_is_removed_and_others_kept` |
+//! | Invalid provided node IP ⇒ sync fails, taint stays | `modifiers::tests::modifiers_are_idempotent_and_validate_the_node_ip`, `tests/node_sync.rs::invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses` |
+//! | PUT loop re-reads the cache, retries 409 | `retry::tests::*`, `tests/node_sync.rs::conflict_is_retried_with_a_fresh_cache_read` |
+//! | Immediate address update, Synced event | `tests/node_sync.rs::initializes_node_end_to_end` |
+//! | Provided node IP parsing and matching | `addresses::tests::parses_*`, `rejects_*`, `node_ip_*` |
+//! | Hostname retention | `addresses::tests::hostname_is_kept_when_the_cloud_reports_none` |
+//! | Change detection quirks | `addresses::tests::change_detection_matches_upstream_quirks` |
+//! | Status patch with `$patch: replace` | `addresses::tests::status_patch_replaces_the_whole_list`, `tests/node_sync.rs::periodic_refresh_updates_addresses` |
+//! | Periodic loop skips uninitialized Nodes, guards V2 `None` | `tests/node_sync.rs::periodic_refresh_updates_addresses` |
+//! | Metrics names and buckets | `metrics::tests::*` |
+//! | Node deleted between cache read and PUT | `tests/node_sync.rs::node_deleted_mid_sync_ends_quietly` |
+//! | Cloud errors (incl. retry-after, unknown instance) ⇒ error, taint stays, no deletion | `tests/node_sync.rs::cloud_errors_keep_the_taint_and_carry_retry_after` |
+//! | Legacy Instances + Zones initialization | `tests/node_sync.rs::legacy_instances_and_zones_path` |
+//!
+//! # Differences from upstream
+//! * The status patch always carries `$patch: replace` (see [`addresses`]).
+//! * A Node that vanishes from the cache or the API during initialization ends the sync without
+//!   an error instead of one extra failed attempt.
+//! * The periodic loop skips a V2 provider's `None` metadata instead of dereferencing it.
+
+pub mod addresses;
+pub mod labels;
+pub mod metadata;
+pub mod metrics;
+pub mod modifiers;
+pub mod retry;
+pub mod sync;
+
+#[cfg(test)]
+pub(crate) mod test_cloud;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use parking_lot::RwLock;
+
+pub use metrics::NodeMetrics;
+pub use sync::{NodeController, NodeControllerError, NodeEvent, NodeSyncError, node_key_for_event};
+
+/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
+pub const CONTROLLER_NAME: &str = "cloud-node-controller";
+/// Permanent short alias accepted by `--controllers`, as upstream.
+pub const CONTROLLER_ALIAS: &str = "cloud-node";
+
+/// Taint kubelet registers with `--cloud-provider=external`; the node controller removes it once
+/// the Node is initialized from the cloud.
+pub const UNINITIALIZED_TAINT_KEY: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+
+/// Annotation kubelet sets from `--node-ip` when the cloud provider is external.
+pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
+
+/// Read access to cached Nodes, so controller logic does not depend on the informer
+/// implementation (the framework's `Store<Node>` in production, [`MemoryNodeLister`] in tests).
+pub trait NodeLister: Send + Sync {
+    /// The cached Node called `name`, if any.
+    fn get(&self, name: &str) -> Option<Arc<Node>>;
+    /// Every cached Node.
+    fn list(&self) -> Vec<Arc<Node>>;
+}
+
+/// A [`NodeLister`] over a map the caller fills, for tests and tools that have no informer.
+#[derive(Default)]
+pub struct MemoryNodeLister(RwLock<BTreeMap<String, Arc<Node>>>);
+
+impl MemoryNodeLister {
+    /// Stores (or replaces) `node` under its name.
+    pub fn insert(&self, node: Node) {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        self.0.write().insert(name, Arc::new(node));
+    }
+
+    /// Forgets the Node called `name`.
+    pub fn remove(&self, name: &str) {
+        self.0.write().remove(name);
+    }
+
+    /// Replaces the whole content, as a relist would.
+    pub fn replace(&self, nodes: impl IntoIterator<Item = Node>) {
+        let map = nodes
+            .into_iter()
+            .map(|n| (n.metadata.name.clone().unwrap_or_default(), Arc::new(n)))
+            .collect();
+        *self.0.write() = map;
+    }
+}
+
+impl NodeLister for MemoryNodeLister {
+    fn get(&self, name: &str) -> Option<Arc<Node>> {
+        self.0.read().get(name).cloned()
+    }
+
+    fn list(&self) -> Vec<Arc<Node>> {
+        self.0.read().values().cloned().collect()
+    }
+}
+
+/// Whether kubelet's uninitialized taint (any value or effect) is still on the Node.
+pub fn has_uninitialized_taint(node: &Node) -> bool {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_ref())
+        .is_some_and(|t| t.iter().any(|t| t.key == UNINITIALIZED_TAINT_KEY))
+}
+
+/// The reference events about a Node point at (cluster-scoped, so they land in `default`).
+pub fn node_reference(node: &Node) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: node.metadata.name.clone(),
+        uid: node.metadata.uid.clone(),
+        ..Default::default()
+    }
+}

@@ -1,0 +1,284 @@
+//! The cloud-node controller's reconcile (`sync_node`), its periodic address refresh
+//! (`update_node_status`) and its event-to-key mapping; everything else in `node/` is the pure
+//! logic these call.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::PostParams;
+
+use super::addresses::{AddressError, update_node_address};
+use super::labels::reconcile_node_labels;
+use super::metadata::{MetadataError, instance_addresses, instance_metadata};
+use super::metrics::{NodeMetrics, seconds_since_creation};
+use super::modifiers::NodeModifiers;
+use super::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
+use super::{NodeLister, has_uninitialized_taint, node_reference};
+use crate::cloud::CloudProvider;
+use crate::event_sink::{EventSink, EventType};
+
+/// Why the controller cannot be built; the manager reports the controller as not started.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeControllerError {
+    /// The provider has neither instances facet, so there is nothing to initialize nodes from.
+    #[error(
+        "cloud provider {provider} supports neither InstancesV2 nor Instances; the node controllers cannot run"
+    )]
+    NoInstances {
+        /// The provider's name.
+        provider: String,
+    },
+}
+
+/// Why one sync failed; the key is requeued with rate limiting (or after
+/// [`NodeSyncError::retry_after`] when the cloud asked for a fixed delay).
+#[derive(Debug, thiserror::Error)]
+pub enum NodeSyncError {
+    /// The cloud could not describe the instance.
+    #[error("failed to get instance metadata for node {node}: {source}")]
+    Metadata {
+        /// The Node's name.
+        node: String,
+        /// What went wrong.
+        source: MetadataError,
+    },
+    /// kubelet's `--node-ip` matches no cloud address; fix the flag or the cloud's addresses.
+    #[error("provided node ip for node {node} is not valid: {source}")]
+    InvalidNodeIp {
+        /// The Node's name.
+        node: String,
+        /// What went wrong.
+        source: AddressError,
+    },
+    /// Writing the initialized Node failed (after conflict retries).
+    #[error("failed to update node {node}: {source}")]
+    Update {
+        /// The Node's name.
+        node: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Writing the GA twins of beta labels failed.
+    #[error("failed to reconcile labels of node {node}: {source}")]
+    Labels {
+        /// The Node's name.
+        node: String,
+        /// The API error.
+        source: kube::Error,
+    },
+}
+
+impl NodeSyncError {
+    /// The fixed delay the cloud asked for, which the work queue should honour.
+    pub fn retry_after(&self) -> Option<std::time::Duration> {
+        match self {
+            NodeSyncError::Metadata { source, .. } => source.retry_after(),
+            _ => None,
+        }
+    }
+}
+
+/// Initializes Nodes registered by kubelets running with `--cloud-provider=external` and keeps
+/// their addresses current (upstream `CloudNodeController`).
+pub struct NodeController {
+    cloud: Arc<dyn CloudProvider>,
+    api: Api<Node>,
+    lister: Arc<dyn NodeLister>,
+    events: Arc<dyn EventSink>,
+    metrics: NodeMetrics,
+}
+
+impl NodeController {
+    /// Builds the controller; fails when the provider has no instances facet, as upstream refuses
+    /// to construct the controller then.
+    pub fn new(
+        cloud: Arc<dyn CloudProvider>,
+        api: Api<Node>,
+        lister: Arc<dyn NodeLister>,
+        events: Arc<dyn EventSink>,
+        metrics: NodeMetrics,
+    ) -> Result<Self, NodeControllerError> {
+        if cloud.instances_v2().is_none() && cloud.instances().is_none() {
+            return Err(NodeControllerError::NoInstances {
+                provider: cloud.provider_name().to_string(),
+            });
+        }
+        Ok(Self {
+            cloud,
+            api,
+            lister,
+            events,
+            metrics,
+        })
+    }
+
+    /// Reconciles one Node (upstream `syncNode`): initialized Nodes only get their GA labels
+    /// reconciled; Nodes with the uninitialized taint get provider ID, labels and addresses from
+    /// the cloud and lose the taint.
+    ///
+    /// A Node that disappears from the cache or the API while this runs ends the sync
+    /// successfully (upstream returns an error and finds the Node gone on the retry).
+    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
+    pub async fn sync_node(&self, name: &str) -> Result<(), NodeSyncError> {
+        let Some(node) = self.lister.get(name) else {
+            return Ok(());
+        };
+        if !has_uninitialized_taint(&node) {
+            return reconcile_node_labels(&self.api, &node)
+                .await
+                .map_err(|source| NodeSyncError::Labels {
+                    node: name.to_string(),
+                    source,
+                });
+        }
+        let metadata = match instance_metadata(&*self.cloud, &node).await {
+            Ok(Some(metadata)) => metadata,
+            Ok(None) => {
+                tracing::info!(
+                    node = name,
+                    "skipping node sync because the cloud provided no metadata"
+                );
+                return Ok(());
+            }
+            Err(source) => {
+                return Err(NodeSyncError::Metadata {
+                    node: name.to_string(),
+                    source,
+                });
+            }
+        };
+        let modifiers =
+            NodeModifiers::new(&node, metadata).map_err(|source| NodeSyncError::InvalidNodeIp {
+                node: name.to_string(),
+                source,
+            })?;
+
+        let updated = retry_on_conflict(UPDATE_NODE_SPEC_BACKOFF, is_conflict, || async {
+            // Re-read the cache on every attempt: a conflict means the cache will soon hold a
+            // newer Node, and the modifiers are idempotent.
+            let Some(current) = self.lister.get(name) else {
+                return Ok(None);
+            };
+            let mut new = (*current).clone();
+            modifiers.apply(&mut new);
+            match self.api.replace(name, &PostParams::default(), &new).await {
+                Ok(stored) => Ok(Some(stored)),
+                Err(err) if is_not_found(&err) => Ok(None),
+                Err(err) => Err(err),
+            }
+        })
+        .await
+        .map_err(|source| NodeSyncError::Update {
+            node: name.to_string(),
+            source,
+        })?;
+        let Some(updated) = updated else {
+            tracing::info!(node = name, "node disappeared during initialization");
+            return Ok(());
+        };
+        if let Some(delay) = seconds_since_creation(&updated, jiff::Timestamp::now()) {
+            self.metrics.taint_removal_delay.observe(delay);
+        }
+        update_node_address(&self.api, &updated, &modifiers.metadata().node_addresses).await;
+        tracing::info!(
+            node = name,
+            "successfully initialized node with cloud provider"
+        );
+
+        self.events.emit(
+            &node_reference(&node),
+            EventType::Normal,
+            "Synced",
+            "Node synced successfully",
+        );
+        if let Some(delay) = seconds_since_creation(&node, jiff::Timestamp::now()) {
+            self.metrics.initial_node_sync_delay.observe(delay);
+        }
+        Ok(())
+    }
+
+    /// One pass of the periodic address refresh (upstream `UpdateNodeStatus`): for every
+    /// initialized Node in the cache, at most `concurrency` at a time, fetch its addresses from the
+    /// cloud and patch them if they changed. Errors are logged per Node; the next pass retries.
+    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
+    pub async fn update_node_status(&self, concurrency: usize) {
+        let nodes = self.lister.list();
+        futures::stream::iter(nodes)
+            .for_each_concurrent(concurrency.max(1), |node| async move {
+                if has_uninitialized_taint(&node) {
+                    return;
+                }
+                let name = node.metadata.name.as_deref().unwrap_or_default();
+                match instance_addresses(&*self.cloud, &node).await {
+                    Ok(Some(addresses)) => {
+                        update_node_address(&self.api, &node, &addresses).await;
+                    }
+                    Ok(None) => {
+                        tracing::debug!(node = name, "cloud provided no metadata; addresses kept");
+                    }
+                    Err(err) => {
+                        tracing::error!(node = name, error = %err, "failed to get node addresses from the cloud");
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// A Node informer notification, as the controller's event handler sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum NodeEvent<'a> {
+    /// A Node appeared (or the initial list delivered it).
+    Added(&'a Node),
+    /// A Node changed, or a resync re-delivered it.
+    Updated {
+        /// The cached object before the change.
+        old: &'a Node,
+        /// The object after the change.
+        new: &'a Node,
+    },
+    /// A Node was deleted.
+    Deleted(&'a Node),
+}
+
+/// The work-queue key an event enqueues: the Node's name on add and on every update (including
+/// resyncs, so label reconciliation and retried initialization happen without a watch change);
+/// nothing on delete, as upstream registers no delete handler.
+pub fn node_key_for_event(event: &NodeEvent<'_>) -> Option<String> {
+    match event {
+        NodeEvent::Added(node) | NodeEvent::Updated { new: node, .. } => node.metadata.name.clone(),
+        NodeEvent::Deleted(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str) -> Node {
+        let mut n = Node::default();
+        n.metadata.name = Some(name.into());
+        n
+    }
+
+    /// Compile-time check: the reconcile futures can be spawned on a multi-threaded runtime.
+    #[allow(dead_code)]
+    fn futures_are_send(c: &NodeController) {
+        fn assert_send<T: Send>(_: T) {}
+        assert_send(c.sync_node("x"));
+        assert_send(c.update_node_status(1));
+    }
+
+    #[test]
+    fn add_and_update_enqueue_the_node_name_delete_enqueues_nothing() {
+        let (a, b) = (named("a"), named("b"));
+        assert_eq!(node_key_for_event(&NodeEvent::Added(&a)), Some("a".into()));
+        assert_eq!(
+            node_key_for_event(&NodeEvent::Updated { old: &a, new: &b }),
+            Some("b".into())
+        );
+        assert_eq!(node_key_for_event(&NodeEvent::Deleted(&a)), None);
+    }
+}

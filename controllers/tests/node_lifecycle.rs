@@ -1,0 +1,423 @@
+//! cloud-node-lifecycle controller end to end against the embedded API server and the fake cloud.
+//!
+//! Timing of the grace period itself is unit-tested with explicit instants in
+//! `node_lifecycle::grace`; here the guard runs with a zero or a one-hour grace period so no test
+//! depends on wall-clock time.
+
+mod node_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Taint;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+
+use cloud_controllers::cloud::fake::{
+    Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method,
+};
+use cloud_controllers::event_sink::{EventType, RecordedEvents};
+use cloud_controllers::node_lifecycle::{
+    DeletionGuard, NodeLifecycleController, SHUTDOWN_TAINT_KEY, shutdown_taint,
+};
+use node_support::*;
+
+const TWO_TICKS: DeletionGuard = DeletionGuard {
+    missing_checks: 2,
+    grace_period: Duration::ZERO,
+};
+
+fn controller(
+    cluster: &Cluster,
+    cloud: &FakeCloud,
+    guard: DeletionGuard,
+) -> (NodeLifecycleController, RecordedEvents) {
+    let events = RecordedEvents::default();
+    let c = NodeLifecycleController::new(
+        Arc::new(cloud.clone()),
+        cluster.api.clone(),
+        cluster.lister.clone(),
+        Arc::new(events.clone()),
+        guard,
+    )
+    .expect("cloud has instances");
+    (c, events)
+}
+
+fn cloud_with(names: &[&str]) -> FakeCloud {
+    let mut b = FakeCloud::builder();
+    for n in names {
+        b = b.instance(FakeInstance::new(*n));
+    }
+    b.build().unwrap()
+}
+
+async fn tick(cluster: &Cluster, c: &NodeLifecycleController) {
+    cluster.refresh().await;
+    c.monitor_nodes().await;
+}
+
+#[tokio::test]
+async fn gone_instance_is_deleted_after_the_grace_period() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1", "node-2"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    cluster
+        .create(with_ready(
+            initialized_node("node-2", "fake://node-2"),
+            "Unknown",
+        ))
+        .await;
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+    cloud
+        .set_instance_state("node-1", InstanceState::Gone)
+        .unwrap();
+
+    tick(&cluster, &c).await;
+    assert!(
+        cluster.get_opt("node-1").await.is_some(),
+        "one 'missing' answer is not enough"
+    );
+    assert!(events.reasons().is_empty());
+
+    tick(&cluster, &c).await;
+    assert!(
+        cluster.get_opt("node-1").await.is_none(),
+        "deleted on the second answer"
+    );
+    assert!(cluster.get_opt("node-2").await.is_some());
+    let all = events.all();
+    assert_eq!(events.reasons(), vec!["DeletingNode"]);
+    assert_eq!(all[0].type_, EventType::Normal);
+    assert_eq!(all[0].object, "node-1");
+    assert_eq!(
+        all[0].message,
+        "Deleting node node-1 because it does not exist in the cloud provider"
+    );
+}
+
+#[tokio::test]
+async fn grace_period_holds_back_deletion() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    let guard = DeletionGuard {
+        missing_checks: 1,
+        grace_period: Duration::from_secs(3600),
+    };
+    let (c, events) = controller(&cluster, &cloud, guard);
+    cloud.remove_instance("node-1");
+    for _ in 0..5 {
+        tick(&cluster, &c).await;
+    }
+    assert!(cluster.get_opt("node-1").await.is_some());
+    assert!(events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn uninitialized_node_is_guarded_too_and_a_blip_resets_the_count() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    // Joining: uninitialized, no provider ID, not Ready yet.
+    cluster
+        .create(with_ready(kubelet_node("node-1"), "False"))
+        .await;
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+
+    // An eventually consistent cloud briefly misses the fresh instance...
+    cloud
+        .set_instance_state("node-1", InstanceState::Gone)
+        .unwrap();
+    tick(&cluster, &c).await;
+    // ...then sees it again...
+    cloud
+        .set_instance_state("node-1", InstanceState::Running)
+        .unwrap();
+    tick(&cluster, &c).await;
+    // ...and misses it once more: still only one consecutive answer.
+    cloud
+        .set_instance_state("node-1", InstanceState::Gone)
+        .unwrap();
+    tick(&cluster, &c).await;
+    assert!(cluster.get_opt("node-1").await.is_some());
+    assert!(events.reasons().is_empty());
+
+    // Really gone: the second consecutive answer deletes it, taint or not (as upstream).
+    tick(&cluster, &c).await;
+    assert!(cluster.get_opt("node-1").await.is_none());
+    assert_eq!(events.reasons(), vec!["DeletingNode"]);
+}
+
+#[tokio::test]
+async fn ready_node_loses_shutdown_taint_and_is_never_deleted() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1", "node-2"]);
+    let mut tainted = with_ready(initialized_node("node-1", "fake://node-1"), "True");
+    tainted.spec.as_mut().unwrap().taints = Some(vec![
+        shutdown_taint(),
+        taint("example.com/keep", "NoExecute"),
+    ]);
+    cluster.create(tainted).await;
+    cluster
+        .create(with_ready(
+            initialized_node("node-2", "fake://node-2"),
+            "True",
+        ))
+        .await;
+    cloud.remove_instance("node-1");
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+
+    for _ in 0..3 {
+        tick(&cluster, &c).await;
+    }
+    let requests = cluster.env.requests();
+    let writes = cluster.node_writes();
+
+    let node = cluster.get("node-1").await;
+    assert_eq!(taints(&node), vec![taint("example.com/keep", "NoExecute")]);
+    assert!(cluster.get_opt("node-2").await.is_some());
+    assert!(events.reasons().is_empty());
+    assert!(cloud.calls().is_empty(), "Ready nodes cost no cloud call");
+    // One patch for node-1; node-2 (no taint) causes no request at all beyond the lists.
+    assert_eq!(writes, vec!["patch"]);
+    assert!(
+        requests.iter().all(|r| r.name.as_deref() != Some("node-2")),
+        "no GET for a Ready node without the taint: {requests:?}"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_instance_gets_taint() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1", "node-2"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    // A same key+effect taint with a value is replaced by the upstream one.
+    let mut odd = with_ready(initialized_node("node-2", "fake://node-2"), "Unknown");
+    odd.spec.as_mut().unwrap().taints = Some(vec![Taint {
+        value: Some("manual".into()),
+        ..shutdown_taint()
+    }]);
+    cluster.create(odd).await;
+    cloud
+        .set_instance_state("node-1", InstanceState::Shutdown)
+        .unwrap();
+    cloud
+        .set_instance_state("node-2", InstanceState::Shutdown)
+        .unwrap();
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+
+    tick(&cluster, &c).await;
+    for name in ["node-1", "node-2"] {
+        let node = cluster.get(name).await;
+        assert_eq!(taints(&node), vec![shutdown_taint()], "{name}");
+    }
+    assert!(events.reasons().is_empty());
+
+    // Already tainted: GET but no PATCH.
+    cluster.env.clear_requests();
+    tick(&cluster, &c).await;
+    assert!(cluster.node_writes().is_empty());
+
+    // Running again but still NotReady: the taint stays until the Node is Ready.
+    cloud
+        .set_instance_state("node-1", InstanceState::Running)
+        .unwrap();
+    tick(&cluster, &c).await;
+    assert_eq!(taints(&cluster.get("node-1").await), vec![shutdown_taint()]);
+    cluster
+        .api
+        .patch_status(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}})),
+        )
+        .await
+        .unwrap();
+    tick(&cluster, &c).await;
+    assert!(
+        !taints(&cluster.get("node-1").await)
+            .iter()
+            .any(|t| t.key == SHUTDOWN_TAINT_KEY)
+    );
+}
+
+#[tokio::test]
+async fn taint_write_retries_conflicts_five_times() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    cloud
+        .set_instance_state("node-1", InstanceState::Shutdown)
+        .unwrap();
+    let (c, _) = controller(&cluster, &cloud, TWO_TICKS);
+    cluster.refresh().await;
+
+    // Five conflicts use up every attempt: the taint is not written (and only logged).
+    cluster.env.clear_requests();
+    cluster.env.faults().fail_next(5, 409, None);
+    c.monitor_nodes().await;
+    assert!(taints(&cluster.get("node-1").await).is_empty());
+    let attempts = cluster
+        .env
+        .requests()
+        .iter()
+        .filter(|r| r.status == 409)
+        .count();
+    assert_eq!(attempts, 5);
+
+    // Four conflicts, then the fifth attempt goes through.
+    cluster.env.faults().fail_next(4, 409, None);
+    c.monitor_nodes().await;
+    assert_eq!(taints(&cluster.get("node-1").await), vec![shutdown_taint()]);
+}
+
+#[tokio::test]
+async fn cloud_errors_skip_the_node() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    cloud
+        .set_instance_state("node-1", InstanceState::Gone)
+        .unwrap();
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+    cloud.fail(Method::InstanceExists, FaultSpec::other("cloud API down"));
+    for _ in 0..3 {
+        tick(&cluster, &c).await;
+    }
+    assert!(cluster.get_opt("node-1").await.is_some());
+    assert!(events.reasons().is_empty());
+    assert!(cloud.calls_to(Method::InstanceShutdown).is_empty());
+
+    // Shutdown check failing: no taint.
+    cloud.clear_faults();
+    cloud
+        .set_instance_state("node-1", InstanceState::Shutdown)
+        .unwrap();
+    cloud.fail(Method::InstanceShutdown, FaultSpec::other("flaky"));
+    tick(&cluster, &c).await;
+    assert!(taints(&cluster.get("node-1").await).is_empty());
+}
+
+#[tokio::test]
+async fn failed_delete_is_reported() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    cloud.remove_instance("node-1");
+    let guard = DeletionGuard {
+        missing_checks: 1,
+        grace_period: Duration::ZERO,
+    };
+    let (c, events) = controller(&cluster, &cloud, guard);
+    cluster.refresh().await;
+    // The only API request of this tick is the DELETE.
+    cluster.env.faults().fail_next(1, 500, None);
+    c.monitor_nodes().await;
+    assert!(cluster.get_opt("node-1").await.is_some());
+    assert_eq!(events.reasons(), vec!["DeletingNode", "DeletingNodeFailed"]);
+    assert_eq!(events.all()[1].type_, EventType::Warning);
+
+    // Next tick succeeds.
+    tick(&cluster, &c).await;
+    assert!(cluster.get_opt("node-1").await.is_none());
+}
+
+#[tokio::test]
+async fn node_recreated_under_the_same_name_is_not_deleted() {
+    let cluster = Cluster::start().await;
+    let cloud = cloud_with(&["node-1"]);
+    let old = cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    cloud.remove_instance("node-1");
+    let guard = DeletionGuard {
+        missing_checks: 1,
+        grace_period: Duration::ZERO,
+    };
+    let (c, events) = controller(&cluster, &cloud, guard);
+    // The cache still has the old Node; the API already has a new one with a new UID.
+    cluster.lister.insert(old);
+    cluster
+        .api
+        .delete("node-1", &Default::default())
+        .await
+        .unwrap();
+    let new = cluster
+        .create(with_ready(
+            initialized_node("node-1", "fake://node-1"),
+            "False",
+        ))
+        .await;
+    c.monitor_nodes().await;
+    let still = cluster.get("node-1").await;
+    assert_eq!(
+        still.metadata.uid, new.metadata.uid,
+        "UID precondition protected the new Node"
+    );
+    assert_eq!(events.reasons(), vec!["DeletingNode", "DeletingNodeFailed"]);
+}
+
+#[tokio::test]
+async fn legacy_instances_path_deletes_by_provider_id() {
+    let cluster = Cluster::start().await;
+    let facets = Facets {
+        instances_v2: false,
+        ..Facets::all()
+    };
+    let cloud = FakeCloud::builder()
+        .facets(facets)
+        .instance(FakeInstance::new("node-1"))
+        .build()
+        .unwrap();
+    // No provider ID on the Node: the lookup by name says "not found" once the instance is gone.
+    cluster
+        .create(with_ready(kubelet_node("node-1"), "False"))
+        .await;
+    let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
+    tick(&cluster, &c).await;
+    assert!(
+        !cloud
+            .calls_to(Method::InstanceExistsByProviderID)
+            .is_empty()
+    );
+    cloud.remove_instance("node-1");
+    tick(&cluster, &c).await;
+    tick(&cluster, &c).await;
+    assert!(cluster.get_opt("node-1").await.is_none());
+    assert_eq!(events.reasons(), vec!["DeletingNode"]);
+}

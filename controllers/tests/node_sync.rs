@@ -1,0 +1,522 @@
+//! cloud-node controller end to end: Nodes created through a real `kube::Client` against the
+//! embedded API server, initialized from the fake cloud, checked through the API.
+
+mod node_support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{DeleteParams, Patch, PatchParams};
+use serde_json::json;
+
+use cloud_controllers::cloud::fake::{Facets, FakeCloud, FakeInstance, FaultSpec, Method};
+use cloud_controllers::cloud::{CloudError, CloudProvider, InstanceMetadata, InstancesV2};
+use cloud_controllers::event_sink::RecordedEvents;
+use cloud_controllers::node::modifiers::{
+    LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE,
+    LABEL_ZONE_BETA,
+};
+use cloud_controllers::node::{
+    NodeController, NodeLister, NodeMetrics, NodeSyncError, PROVIDED_NODE_IP_ANNOTATION,
+    UNINITIALIZED_TAINT_KEY,
+};
+use node_support::*;
+
+fn instance() -> FakeInstance {
+    FakeInstance::new("node-1")
+        .instance_type("fake.large")
+        .zone("zone-a", "region-1")
+        .internal_ip("10.0.0.1")
+        .external_ip("203.0.113.1")
+        .label("pool.example.com/name", "blue")
+        .label("node.kubernetes.io/sneaky", "x")
+}
+
+fn controller(
+    cluster: &Cluster,
+    cloud: Arc<dyn CloudProvider>,
+    lister: Arc<dyn NodeLister>,
+) -> (NodeController, RecordedEvents, NodeMetrics) {
+    let events = RecordedEvents::default();
+    let metrics = NodeMetrics::unregistered();
+    let c = NodeController::new(
+        cloud,
+        cluster.api.clone(),
+        lister,
+        Arc::new(events.clone()),
+        metrics.clone(),
+    )
+    .expect("cloud has instances");
+    (c, events, metrics)
+}
+
+fn fake(instances: Vec<FakeInstance>) -> FakeCloud {
+    let mut b = FakeCloud::builder();
+    for i in instances {
+        b = b.instance(i);
+    }
+    b.build().expect("valid fake cloud")
+}
+
+#[tokio::test]
+async fn initializes_node_end_to_end() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, events, metrics) =
+        controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+
+    c.sync_node("node-1").await.expect("sync succeeds");
+
+    let node = cluster.get("node-1").await;
+    assert_eq!(provider_id(&node).as_deref(), Some("fake://node-1"));
+    let l = labels(&node);
+    assert_eq!(l[LABEL_INSTANCE_TYPE], "fake.large");
+    assert_eq!(l[LABEL_INSTANCE_TYPE_BETA], "fake.large");
+    assert_eq!(l[LABEL_ZONE], "zone-a");
+    assert_eq!(l[LABEL_ZONE_BETA], "zone-a");
+    assert_eq!(l[LABEL_REGION], "region-1");
+    assert_eq!(l[LABEL_REGION_BETA], "region-1");
+    assert_eq!(l["pool.example.com/name"], "blue");
+    assert!(!l.contains_key("node.kubernetes.io/sneaky"));
+    assert_eq!(taints(&node), vec![taint("example.com/keep", "NoExecute")]);
+    assert_eq!(
+        addresses(&node),
+        vec![
+            addr("InternalIP", "10.0.0.1"),
+            addr("ExternalIP", "203.0.113.1"),
+            addr("Hostname", "kubelet-host"),
+        ]
+    );
+    assert_eq!(events.reasons(), vec!["Synced"]);
+    assert_eq!(events.all()[0].object, "node-1");
+    assert_eq!(cluster.node_writes(), vec!["update", "patch status"]);
+    let mut out = String::new();
+    let mut registry = prometheus_client::registry::Registry::default();
+    registry.register("delay", "d", metrics.taint_removal_delay.clone());
+    prometheus_client::encoding::text::encode(&mut out, &registry).unwrap();
+    assert!(out.contains("delay_count 1"), "{out}");
+}
+
+#[tokio::test]
+async fn missing_node_is_done() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    c.sync_node("nope")
+        .await
+        .expect("missing node is not an error");
+    assert!(cloud.calls().is_empty());
+    assert!(cluster.node_writes().is_empty());
+    assert!(events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn initialized_node_gets_ga_labels_only() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    let node = with_label(
+        with_label(
+            initialized_node("node-1", "fake://node-1"),
+            LABEL_ZONE_BETA,
+            "old-zone",
+        ),
+        LABEL_INSTANCE_TYPE_BETA,
+        "t1",
+    );
+    let node = with_label(node, LABEL_INSTANCE_TYPE, "t1");
+    cluster.create(node).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+
+    c.sync_node("node-1").await.expect("sync succeeds");
+
+    let l = labels(&cluster.get("node-1").await);
+    assert_eq!(l[LABEL_ZONE], "old-zone", "GA twin copied from beta");
+    assert!(!l.contains_key(LABEL_REGION));
+    assert!(
+        cloud.calls().is_empty(),
+        "initialized nodes cost no cloud call"
+    );
+    assert_eq!(cluster.node_writes(), vec!["patch"]);
+    assert!(events.reasons().is_empty());
+
+    // Nothing left to reconcile: no write at all.
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    c.sync_node("node-1").await.expect("sync succeeds");
+    assert!(cluster.node_writes().is_empty());
+}
+
+/// An InstancesV2 provider that returns scripted metadata, for the `None` and empty-provider-ID
+/// cases the fake cloud never produces.
+struct ScriptedCloud(Option<InstanceMetadata>);
+
+#[async_trait]
+impl InstancesV2 for ScriptedCloud {
+    async fn instance_exists(&self, _: &Node) -> Result<bool, CloudError> {
+        Ok(true)
+    }
+    async fn instance_shutdown(&self, _: &Node) -> Result<bool, CloudError> {
+        Ok(false)
+    }
+    async fn instance_metadata(&self, _: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
+        Ok(self.0.clone())
+    }
+}
+
+impl CloudProvider for ScriptedCloud {
+    fn instances_v2(&self) -> Option<&dyn InstancesV2> {
+        Some(self)
+    }
+    fn provider_name(&self) -> &str {
+        "scripted"
+    }
+    fn has_cluster_id(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn nil_metadata_leaves_taint() {
+    let cluster = Cluster::start().await;
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, events, _) = controller(
+        &cluster,
+        Arc::new(ScriptedCloud(None)),
+        cluster.lister.clone(),
+    );
+    c.sync_node("node-1")
+        .await
+        .expect("nil metadata is not an error");
+    assert!(cluster.node_writes().is_empty());
+    assert!(events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn node_that_never_gets_a_provider_id_keeps_taint() {
+    let cluster = Cluster::start().await;
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let md = InstanceMetadata {
+        instance_type: "t".into(),
+        ..Default::default()
+    };
+    let (c, events, _) = controller(
+        &cluster,
+        Arc::new(ScriptedCloud(Some(md))),
+        cluster.lister.clone(),
+    );
+    for _ in 0..3 {
+        let err = c.sync_node("node-1").await.expect_err("no provider ID");
+        assert!(
+            err.to_string().contains("does not set node provider ID"),
+            "{err}"
+        );
+    }
+    assert!(cluster.node_writes().is_empty());
+    let node = cluster.get("node-1").await;
+    assert!(
+        taints(&node)
+            .iter()
+            .any(|t| t.key == UNINITIALIZED_TAINT_KEY)
+    );
+    assert!(events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance().internal_ip("10.0.0.2")]);
+    cluster
+        .create(with_annotation(
+            kubelet_node("node-1"),
+            PROVIDED_NODE_IP_ANNOTATION,
+            "10.9.9.9",
+        ))
+        .await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+
+    let err = c
+        .sync_node("node-1")
+        .await
+        .expect_err("node IP matches nothing");
+    assert!(matches!(err, NodeSyncError::InvalidNodeIp { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("provided node ip for node node-1 is not valid")
+    );
+    assert!(cluster.node_writes().is_empty());
+
+    // kubelet fixed: the node IP now matches the second InternalIP, which goes first and
+    // replaces the other InternalIP.
+    cluster
+        .api
+        .patch(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {PROVIDED_NODE_IP_ANNOTATION: "10.0.0.2"}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    cluster.refresh().await;
+    c.sync_node("node-1").await.expect("sync succeeds");
+    let node = cluster.get("node-1").await;
+    assert_eq!(
+        addresses(&node),
+        vec![
+            addr("InternalIP", "10.0.0.2"),
+            addr("ExternalIP", "203.0.113.1"),
+            addr("Hostname", "kubelet-host"),
+        ]
+    );
+}
+
+/// A cache that serves a stale copy first, as an informer that has not yet seen the latest
+/// write does, then the current one.
+struct StaleThenFresh {
+    stale: Arc<Node>,
+    fresh: Arc<Node>,
+    calls: parking_lot::Mutex<u32>,
+}
+
+impl NodeLister for StaleThenFresh {
+    fn get(&self, _: &str) -> Option<Arc<Node>> {
+        let mut calls = self.calls.lock();
+        *calls += 1;
+        Some(if *calls <= 2 {
+            self.stale.clone()
+        } else {
+            self.fresh.clone()
+        })
+    }
+    fn list(&self) -> Vec<Arc<Node>> {
+        vec![self.fresh.clone()]
+    }
+}
+
+#[tokio::test]
+async fn conflict_is_retried_with_a_fresh_cache_read() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    let stale = cluster.create(kubelet_node("node-1")).await;
+    // Someone else writes the Node after our cache saw it.
+    let fresh = cluster
+        .api
+        .patch(
+            "node-1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"team": "a"}}})),
+        )
+        .await
+        .unwrap();
+    let lister = Arc::new(StaleThenFresh {
+        stale: Arc::new(stale),
+        fresh: Arc::new(fresh),
+        calls: Default::default(),
+    });
+    cluster.env.clear_requests();
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), lister.clone());
+
+    c.sync_node("node-1").await.expect("conflict retried");
+
+    assert_eq!(
+        cluster.node_writes(),
+        vec!["update", "update", "patch status"]
+    );
+    let statuses: Vec<u16> = cluster
+        .env
+        .requests()
+        .iter()
+        .filter(|r| r.verb == "update")
+        .map(|r| r.status)
+        .collect();
+    assert_eq!(statuses, vec![409, 200]);
+    let node = cluster.get("node-1").await;
+    assert_eq!(
+        labels(&node)["team"],
+        "a",
+        "the other writer's change survives"
+    );
+    assert_eq!(provider_id(&node).as_deref(), Some("fake://node-1"));
+    assert_eq!(events.reasons(), vec!["Synced"]);
+}
+
+#[tokio::test]
+async fn node_deleted_mid_sync_ends_quietly() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    // Deleted in the API; the cache has not caught up yet.
+    cluster
+        .api
+        .delete("node-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    c.sync_node("node-1").await.expect("deleted node is done");
+    assert!(events.reasons().is_empty());
+    assert!(cluster.get_opt("node-1").await.is_none());
+}
+
+#[tokio::test]
+async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![instance()]);
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+
+    cloud.fail(
+        Method::InstanceMetadata,
+        FaultSpec::other("cloud API down").times(1),
+    );
+    let err = c.sync_node("node-1").await.expect_err("cloud error");
+    assert!(matches!(err, NodeSyncError::Metadata { .. }), "{err}");
+    assert_eq!(err.retry_after(), None);
+
+    cloud.fail(
+        Method::InstanceMetadata,
+        FaultSpec::retry("throttled", Duration::from_secs(7)).times(1),
+    );
+    let err = c
+        .sync_node("node-1")
+        .await
+        .expect_err("cloud asks to retry");
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(7)));
+
+    // Unknown instance: initialization keeps failing; deletion is the lifecycle controller's job.
+    cloud.remove_instance("node-1");
+    assert!(c.sync_node("node-1").await.is_err());
+    assert!(cluster.node_writes().is_empty());
+    assert!(cluster.get_opt("node-1").await.is_some());
+    assert!(events.reasons().is_empty());
+}
+
+#[tokio::test]
+async fn legacy_instances_and_zones_path() {
+    let cluster = Cluster::start().await;
+    let facets = Facets {
+        instances_v2: false,
+        ..Facets::all()
+    };
+    let cloud = FakeCloud::builder()
+        .facets(facets)
+        .instance(instance())
+        .build()
+        .unwrap();
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    c.sync_node("node-1").await.expect("sync succeeds");
+    let node = cluster.get("node-1").await;
+    assert_eq!(provider_id(&node).as_deref(), Some("fake://node-1"));
+    assert_eq!(labels(&node)[LABEL_ZONE], "zone-a");
+    assert_eq!(addresses(&node).len(), 3);
+    assert!(cloud.calls_to(Method::InstanceMetadata).is_empty());
+    assert!(!cloud.calls_to(Method::GetZoneByProviderID).is_empty());
+    assert_eq!(events.reasons(), vec!["Synced"]);
+}
+
+#[tokio::test]
+async fn periodic_refresh_updates_addresses() {
+    let cluster = Cluster::start().await;
+    let cloud = fake(vec![
+        instance(),
+        FakeInstance::new("node-2").internal_ip("10.0.0.2"),
+    ]);
+    let mut ready = initialized_node("node-1", "fake://node-1");
+    ready.status = Some(Default::default());
+    ready.status.as_mut().unwrap().addresses = Some(vec![
+        addr("InternalIP", "10.0.0.1"),
+        addr("InternalIP", "10.0.0.99"),
+        addr("Hostname", "kubelet-host"),
+    ]);
+    cluster.create(ready).await;
+    cluster.create(kubelet_node("node-2")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+
+    c.update_node_status(2).await;
+
+    let node = cluster.get("node-1").await;
+    assert_eq!(
+        addresses(&node),
+        vec![
+            addr("InternalIP", "10.0.0.1"),
+            addr("ExternalIP", "203.0.113.1"),
+            addr("Hostname", "kubelet-host"),
+        ],
+        "the whole list is replaced, not merged"
+    );
+    assert_eq!(cluster.node_writes(), vec!["patch status"]);
+    assert!(
+        cloud.calls().iter().all(|call| call.key != "node-2"),
+        "uninitialized nodes are left to sync_node"
+    );
+
+    // Unchanged addresses: no write.
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    c.update_node_status(2).await;
+    assert!(cluster.node_writes().is_empty());
+
+    // A V2 provider returning no metadata is skipped instead of crashing.
+    let (c, _, _) = controller(
+        &cluster,
+        Arc::new(ScriptedCloud(None)),
+        cluster.lister.clone(),
+    );
+    c.update_node_status(1).await;
+    assert!(cluster.node_writes().is_empty());
+}
+
+#[tokio::test]
+async fn controllers_refuse_a_cloud_without_instances() {
+    let cluster = Cluster::start().await;
+    let cloud = FakeCloud::builder()
+        .facets(Facets {
+            instances_v2: false,
+            instances: false,
+            ..Facets::all()
+        })
+        .build()
+        .unwrap();
+    let err = NodeController::new(
+        Arc::new(cloud.clone()),
+        cluster.api.clone(),
+        cluster.lister.clone(),
+        Arc::new(RecordedEvents::default()),
+        NodeMetrics::unregistered(),
+    )
+    .err()
+    .expect("no instances facet");
+    assert!(
+        err.to_string()
+            .contains("neither InstancesV2 nor Instances"),
+        "{err}"
+    );
+    let lifecycle = cloud_controllers::node_lifecycle::NodeLifecycleController::new(
+        Arc::new(cloud),
+        cluster.api.clone(),
+        cluster.lister.clone(),
+        Arc::new(RecordedEvents::default()),
+        Default::default(),
+    );
+    assert!(lifecycle.is_err());
+}
