@@ -14,6 +14,7 @@
 
 pub mod layers;
 mod outcome;
+mod periodic;
 mod runner;
 
 use std::sync::Arc;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 pub use layers::catch_panic::Panicked;
 pub use outcome::RetryAfter;
+pub use periodic::{Period, run_periodically};
 pub use runner::Controller;
 
 /// What a reconcile is asked to do: bring the object behind `key` to its desired state.

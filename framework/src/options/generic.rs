@@ -234,7 +234,7 @@ pub enum LogFormat {
 /// klog-compatible verbosity and format.
 #[derive(Args, Clone, Debug)]
 pub struct LoggingOptions {
-    /// klog verbosity: 0 info, 2 more detail, 4 debug, 6+ trace.
+    /// klog-style verbosity: 0 info; 1-3 debug for our crates; 4+ trace for ours and debug for kube.
     #[arg(
         short = 'v',
         long = "v",
