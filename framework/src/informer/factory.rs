@@ -41,16 +41,22 @@ struct FactoryInner {
 #[derive(Clone, Debug, Default)]
 struct FactoryConfig {
     default_resync: Option<Duration>,
-    list: ListConfig,
+    list: ListMode,
 }
 
 /// How informers list; chosen per factory because it is a property of the API server and the
 /// deployment, not of the objects wanted.
-#[derive(Clone, Debug, Default)]
-struct ListConfig {
-    streaming: bool,
-    page_size: Option<u32>,
-    consistent: bool,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum ListMode {
+    /// `resourceVersion=0`, unpaged: served from the API server's watch cache, like client-go's
+    /// reflector. kube-client drops `resourceVersion=0` whenever a page size is set, so this
+    /// mode must not page.
+    #[default]
+    WatchCache,
+    /// Quorum reads from etcd in pages of this size.
+    Paged(u32),
+    /// One watch with `sendInitialEvents=true` instead of a LIST.
+    Streaming,
 }
 
 struct Entry {
@@ -81,7 +87,7 @@ impl SharedInformerFactory {
     /// Creates an empty factory whose informers list and watch through `client`.
     ///
     /// Lists use `resourceVersion=0` (served from the API server's watch cache, as client-go's
-    /// reflector does) with pages of 500, and no resync unless configured.
+    /// reflector does), and handlers get no resync unless configured.
     pub fn new(client: Client) -> Self {
         Self {
             inner: Arc::new(FactoryInner {
@@ -100,23 +106,18 @@ impl SharedInformerFactory {
         self
     }
 
-    /// Uses streaming lists (a watch with `sendInitialEvents=true`) instead of paged LISTs, which
-    /// cuts the API server's and this process's memory peak on large clusters (needs 1.32+).
+    /// Uses streaming lists (a watch with `sendInitialEvents=true`) instead of LISTs, which cuts
+    /// the API server's and this process's memory peak on large clusters (needs 1.32+).
     pub fn with_streaming_lists(self) -> Self {
-        self.inner.config.lock().list.streaming = true;
+        self.inner.config.lock().list = ListMode::Streaming;
         self
     }
 
-    /// Sets the LIST page size (default 500, as client-go); ignored with streaming lists.
+    /// Lists with quorum reads from etcd in pages of `page_size` instead of from the watch cache:
+    /// never older than the last write, but heavier on etcd. (kube-client cannot combine paging
+    /// with `resourceVersion=0`, so paging implies quorum reads.)
     pub fn with_page_size(self, page_size: u32) -> Self {
-        self.inner.config.lock().list.page_size = Some(page_size);
-        self
-    }
-
-    /// Lists with a quorum read from etcd instead of the API server's watch cache: slower and
-    /// heavier, but never older than the last write.
-    pub fn with_consistent_lists(self) -> Self {
-        self.inner.config.lock().list.consistent = true;
+        self.inner.config.lock().list = ListMode::Paged(page_size.max(1));
         self
     }
 
@@ -163,10 +164,10 @@ impl SharedInformerFactory {
     /// Starts every informer requested so far and not yet started; call it again after
     /// requesting more (as client-go's `Start`). Informers stop when `shutdown` is cancelled.
     pub fn start(&self, shutdown: CancellationToken) {
-        let list = self.inner.config.lock().list.clone();
+        let list = self.inner.config.lock().list;
         let informers = self.inner.informers.lock();
         for entry in informers.iter().filter(|e| !e.erased.is_started()) {
-            entry.erased.start(&self.inner.client, &list, &shutdown);
+            entry.erased.start(&self.inner.client, list, &shutdown);
         }
     }
 
@@ -225,7 +226,7 @@ fn kind_label<K: InformerResource>() -> String {
 
 /// The type-independent operations the factory needs on each informer.
 trait ErasedInformer: Send + Sync {
-    fn start(&self, client: &Client, list: &ListConfig, shutdown: &CancellationToken);
+    fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken);
     fn is_started(&self) -> bool;
     fn describe(&self) -> String;
     fn sync_state(&self) -> watch::Receiver<SyncState>;
@@ -233,24 +234,24 @@ trait ErasedInformer: Send + Sync {
 }
 
 impl<K: InformerResource> ErasedInformer for Informer<K> {
-    fn start(&self, client: &Client, list: &ListConfig, shutdown: &CancellationToken) {
+    fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken) {
         let scope = &self.shared.scope;
         let mut config = watcher::Config::default();
-        if !list.consistent {
-            config = config.any_semantic();
-        }
         if let Some(labels) = &scope.label_selector {
             config = config.labels(labels);
         }
         if let Some(fields) = &scope.field_selector {
             config = config.fields(fields);
         }
-        if let Some(page_size) = list.page_size {
-            config = config.page_size(page_size);
-        }
-        if list.streaming {
-            config = config.streaming_lists();
-        }
+        config = match list {
+            ListMode::WatchCache => {
+                let mut config = config.any_semantic();
+                config.page_size = None;
+                config
+            }
+            ListMode::Paged(page_size) => config.page_size(page_size),
+            ListMode::Streaming => config.streaming_lists(),
+        };
         let api = <K::Scope as ScopedApi>::api::<K>(client.clone(), scope.namespace.as_deref());
         let stream = watcher(api, config).default_backoff();
         if let Err(error) = self.start_with_stream(stream, shutdown) {

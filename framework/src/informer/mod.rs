@@ -27,7 +27,8 @@
 //! - Resync re-delivers every cached object as `Updated` with old == new, per handler period
 //!   (minimum 1 s; zero disables), queued in order with real events; it never calls the API.
 //! - Lists use `resourceVersion=0` (`any_semantic`, served from the API server's watch cache, as
-//!   client-go's reflector lists); see [`SharedInformerFactory::with_consistent_lists`] and
+//!   client-go's reflector lists), unpaged because kube-client drops `resourceVersion=0` when a
+//!   page size is set; see [`SharedInformerFactory::with_page_size`] (quorum reads, paged) and
 //!   [`SharedInformerFactory::with_streaming_lists`].
 //!
 //! Deliberate differences from client-go:
