@@ -182,6 +182,7 @@ impl SharedInformerFactory {
             .filter(|e| e.erased.is_started())
             .map(|e| (e.erased.describe(), e.erased.sync_state()))
             .collect();
+        tracing::info!(informers = started.len(), "waiting for caches to sync");
         let waits = started.iter().map(|(_, rx)| {
             let mut rx = rx.clone();
             async move {
@@ -197,7 +198,10 @@ impl SharedInformerFactory {
             .map(|(name, _)| name.clone())
             .collect();
         match (unsynced.is_empty(), timed_out) {
-            (true, _) => Ok(()),
+            (true, _) => {
+                tracing::info!("caches are synced");
+                Ok(())
+            }
             (false, true) => Err(SyncError::Timeout { timeout, unsynced }),
             (false, false) => Err(SyncError::Stopped { unsynced }),
         }

@@ -309,7 +309,9 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
         Ok(())
     }
 
-    pub(crate) fn is_started(&self) -> bool {
+    /// Whether [`SharedInformerFactory::start`](super::SharedInformerFactory::start) has started
+    /// it; an informer requested after `start` needs another `start`.
+    pub fn is_started(&self) -> bool {
         self.shared.started.load(Ordering::Acquire)
     }
 }
