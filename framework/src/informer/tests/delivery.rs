@@ -89,9 +89,16 @@ async fn late_registration_during_a_burst_has_no_gap_and_no_duplicate() {
     let (mut late, _reg) = h.record();
     feeder.join().expect("feeder");
 
+    // A sentinel applied after the burst: everything before it is replay or burst.
+    h.send(watcher::Event::Apply(node("sentinel", N + 1)));
     let mut seen = HashSet::new();
-    while seen.len() < N as usize {
-        let event = late.next().await;
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), late.next())
+            .await
+            .expect("no gap: every object arrives");
+        if event.starts_with("add sentinel@") {
+            break;
+        }
         let name = event
             .strip_prefix("add ")
             .unwrap_or_else(|| panic!("only adds expected, got {event}"))
@@ -101,7 +108,12 @@ async fn late_registration_during_a_burst_has_no_gap_and_no_duplicate() {
             .to_string();
         assert!(seen.insert(name), "duplicate delivery: {event}");
     }
-    assert_eq!(h.informer.store().len(), N as usize);
+    assert_eq!(
+        seen.len(),
+        N as usize,
+        "no gap: every object before the sentinel"
+    );
+    assert_eq!(h.informer.store().len(), N as usize + 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
