@@ -36,6 +36,8 @@
 //!   no handler saw it appear, so there is nothing to undo.
 //! - A handler panic is caught and logged and the handler keeps receiving events (client-go
 //!   crashes the process by default).
+//! - Each handler's resync runs on its own timer at exactly its period; client-go instead checks
+//!   all handlers on one informer-wide interval and raises periods requested after start to it.
 //! - Transforms and indexes must be set before start; after start they fail with
 //!   [`InformerError::AlreadyStarted`] (client-go returns the same kind of error).
 

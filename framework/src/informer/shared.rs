@@ -136,6 +136,9 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
 
     /// Subscribes a handler with the factory's default resync period. Registering after start
     /// replays the current contents as `Added` first, like client-go's `AddEventHandler`.
+    ///
+    /// Keep the returned registration (or [`detach`](HandlerRegistration::detach) it): dropping
+    /// it unsubscribes, so `let _ = informer.add_handler(..)` subscribes nothing.
     pub fn add_handler(&self, handler: impl EventHandler<K>) -> HandlerRegistration {
         self.register(Box::new(handler), self.shared.default_resync)
     }
