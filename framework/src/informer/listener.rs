@@ -5,11 +5,10 @@
 //! handler has seen the initial list and through which it unsubscribes.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::Weak;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::event::{Event, EventHandler};
@@ -41,7 +40,7 @@ pub(crate) struct ListenerTask<K> {
     pub(crate) rx: mpsc::UnboundedReceiver<Notification<K>>,
     pub(crate) handler: Box<dyn EventHandler<K>>,
     pub(crate) removed: CancellationToken,
-    pub(crate) synced: Arc<AtomicBool>,
+    pub(crate) synced: watch::Sender<bool>,
     pub(crate) resync: Option<Duration>,
 }
 
@@ -65,7 +64,9 @@ impl<K: Send + Sync + 'static> ListenerTask<K> {
             };
             match next {
                 None => break,
-                Some(Notification::InitialListDelivered) => synced.store(true, Ordering::Release),
+                Some(Notification::InitialListDelivered) => {
+                    synced.send_replace(true);
+                }
                 Some(Notification::Event(event)) => {
                     // A panicking handler must not silently stop receiving: log and go on, the
                     // way a Go handler's panic would be recovered by a controller's crash guard.
@@ -96,7 +97,7 @@ pub(crate) trait RemoveListener: Send + Sync {
 #[must_use = "dropping a HandlerRegistration removes the handler; call detach() to keep it"]
 pub struct HandlerRegistration {
     pub(crate) id: u64,
-    pub(crate) synced: Arc<AtomicBool>,
+    pub(crate) synced: watch::Receiver<bool>,
     pub(crate) removed: CancellationToken,
     pub(crate) informer: Weak<dyn RemoveListener>,
     pub(crate) detached: bool,
@@ -115,13 +116,19 @@ impl HandlerRegistration {
     /// True once this handler has processed every object of the initial list (or of its replay);
     /// controllers gate their workers on it like client-go's `registration.HasSynced`.
     pub fn has_synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
+        *self.synced.borrow()
+    }
+
+    /// Waits until [`has_synced`](Self::has_synced); false if the handler stopped first (removed,
+    /// or the informer shut down before listing).
+    pub async fn wait_for_sync(&self) -> bool {
+        self.synced_flag().wait().await
     }
 
     /// A cheap, cloneable probe of [`has_synced`](Self::has_synced) for readiness checks that
     /// outlive the borrow of the registration.
     pub fn synced_flag(&self) -> HandlerSynced {
-        HandlerSynced(Arc::clone(&self.synced))
+        HandlerSynced(self.synced.clone())
     }
 
     /// Unsubscribes now; events still queued for this handler are discarded, as in client-go's
@@ -153,13 +160,20 @@ impl Drop for HandlerRegistration {
     }
 }
 
-/// Shared view of one handler's "initial list delivered" flag.
+/// Shared view of one handler's "initial list delivered" flag, for gating a controller's workers
+/// on its own handler rather than on the whole informer.
 #[derive(Clone, Debug)]
-pub struct HandlerSynced(Arc<AtomicBool>);
+pub struct HandlerSynced(watch::Receiver<bool>);
 
 impl HandlerSynced {
     /// True once the handler has processed its initial list.
     pub fn get(&self) -> bool {
-        self.0.load(Ordering::Acquire)
+        *self.0.borrow()
+    }
+
+    /// Waits until the handler has processed its initial list; false if it stopped first.
+    pub async fn wait(&self) -> bool {
+        let mut rx = self.0.clone();
+        rx.wait_for(|synced| *synced).await.is_ok()
     }
 }

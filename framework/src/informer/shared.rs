@@ -225,7 +225,7 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
         let resync = resync.filter(|p| !p.is_zero()).map(|p| p.max(MIN_RESYNC));
         let (tx, rx) = mpsc::unbounded_channel();
         let removed = CancellationToken::new();
-        let synced = Arc::new(AtomicBool::new(false));
+        let (synced, synced_rx) = watch::channel(false);
 
         let mut d = self.shared.dispatch.lock();
         let id = d.next_id;
@@ -245,7 +245,7 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
             rx,
             handler,
             removed: removed.clone(),
-            synced: Arc::clone(&synced),
+            synced,
             resync,
         };
         match d.runtime.clone() {
@@ -258,7 +258,7 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
             Arc::downgrade(&self.shared) as Weak<dyn RemoveListener>;
         HandlerRegistration {
             id,
-            synced,
+            synced: synced_rx,
             removed,
             informer,
             detached: false,
