@@ -32,6 +32,7 @@ type Body = BoxBody<Bytes, Infallible>;
 #[derive(Clone, Default)]
 struct FakeApiServer {
     state: Arc<Mutex<State>>,
+    watch_opened: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default)]
@@ -60,6 +61,7 @@ impl FakeApiServer {
         if query.contains("watch=true") {
             let (tx, rx) = fmpsc::unbounded::<Bytes>();
             st.watches.entry(path).or_default().push(tx);
+            self.watch_opened.notify_waiters();
             let body = StreamBody::new(rx.map(|b| Ok::<_, Infallible>(Frame::data(b))));
             return http::Response::new(BodyExt::boxed(body));
         }
@@ -75,6 +77,24 @@ impl FakeApiServer {
             .expect("lock")
             .lists
             .insert(path.to_string(), objects);
+    }
+
+    /// Waits until `path` has an open watch, so pushed events are not lost.
+    async fn watching(&self, path: &str) {
+        loop {
+            let opened = self.watch_opened.notified();
+            let open = self
+                .state
+                .lock()
+                .expect("lock")
+                .watches
+                .get(path)
+                .is_some_and(|w| !w.is_empty());
+            if open {
+                return;
+            }
+            opened.await;
+        }
     }
 
     /// Streams one watch event to every open watch of `path`.
@@ -213,6 +233,8 @@ async fn handlers_share_one_list_and_watch_per_kind_and_see_relist_deletes() {
     for (rx, _) in &mut svc_subs {
         assert_eq!(take(rx, 1).await, ["add s1@3"]);
     }
+    api.watching(NODES).await;
+    api.watching(SERVICES).await;
     // One LIST (from the watch cache) and one WATCH per kind, whatever the number of handlers.
     assert_eq!(
         (api.count(NODES, false), api.count(NODES, true)),
@@ -254,6 +276,7 @@ async fn handlers_share_one_list_and_watch_per_kind_and_see_relist_deletes() {
     // n3 is deleted and n4 created while the watch is down; the 410 forces a relist.
     api.set_list(NODES, vec![node("n1", 4), node("n4", 9)]);
     api.expire(NODES);
+    api.watching(NODES).await;
     for (rx, _) in &mut node_subs {
         assert_eq!(
             take(rx, 3).await,
