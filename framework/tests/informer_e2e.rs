@@ -209,3 +209,32 @@ async fn five_handlers_share_one_watch_per_kind_and_see_relist_deletes() -> anyh
     shutdown.cancel();
     Ok(())
 }
+
+#[tokio::test]
+async fn streaming_lists_sync_from_one_watch_without_a_list() -> anyhow::Result<()> {
+    let env = TestEnv::start().await?;
+    let nodes: Api<Node> = Api::all(env.client());
+    for n in ["n1", "n2"] {
+        nodes.create(&PostParams::default(), &node(n)).await?;
+    }
+    env.clear_requests();
+    let factory = SharedInformerFactory::new(env.client()).with_streaming_lists();
+    let informer = factory.informer::<Node>();
+    let (mut rx, _reg) = subscribe(&informer);
+    factory.start(CancellationToken::new());
+    factory.wait_for_sync(WAIT).await?;
+    assert_eq!(take(&mut rx, 2).await, ["add n1", "add n2"]);
+    nodes.delete("n1", &DeleteParams::default()).await?;
+    assert_eq!(take(&mut rx, 1).await, ["delete n1"]);
+
+    let requests = env.requests();
+    assert_eq!(count(&env, "list", "nodes"), 0, "{requests:#?}");
+    let watches: Vec<_> = requests.iter().filter(|r| r.verb == "watch").collect();
+    assert_eq!(watches.len(), 1, "{requests:#?}");
+    assert!(
+        watches[0].query.contains("sendInitialEvents=true"),
+        "{:?}",
+        watches[0].query
+    );
+    Ok(())
+}
