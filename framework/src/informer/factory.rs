@@ -62,8 +62,7 @@ enum ListMode {
 struct Entry {
     type_id: TypeId,
     scope: InformerScope,
-    typed: Box<dyn Any + Send + Sync>,
-    erased: Box<dyn ErasedInformer>,
+    informer: Box<dyn ErasedInformer>,
 }
 
 /// Health of one informer, for /readyz and for the "waiting for caches" log line.
@@ -146,7 +145,7 @@ impl SharedInformerFactory {
         if let Some(existing) = informers
             .iter()
             .filter(|e| e.type_id == type_id && e.scope == scope)
-            .find_map(|e| e.typed.downcast_ref::<Informer<K>>())
+            .find_map(|e| e.informer.as_any().downcast_ref::<Informer<K>>())
         {
             return existing.clone();
         }
@@ -155,8 +154,7 @@ impl SharedInformerFactory {
         informers.push(Entry {
             type_id,
             scope,
-            typed: Box::new(informer.clone()),
-            erased: Box::new(informer.clone()),
+            informer: Box::new(informer.clone()),
         });
         informer
     }
@@ -166,8 +164,8 @@ impl SharedInformerFactory {
     pub fn start(&self, shutdown: CancellationToken) {
         let list = self.inner.config.lock().list;
         let informers = self.inner.informers.lock();
-        for entry in informers.iter().filter(|e| !e.erased.is_started()) {
-            entry.erased.start(&self.inner.client, list, &shutdown);
+        for entry in informers.iter().filter(|e| !e.informer.is_started()) {
+            entry.informer.start(&self.inner.client, list, &shutdown);
         }
     }
 
@@ -179,8 +177,8 @@ impl SharedInformerFactory {
             .informers
             .lock()
             .iter()
-            .filter(|e| e.erased.is_started())
-            .map(|e| (e.erased.describe(), e.erased.sync_state()))
+            .filter(|e| e.informer.is_started())
+            .map(|e| (e.informer.describe(), e.informer.sync_state()))
             .collect();
         tracing::info!(informers = started.len(), "waiting for caches to sync");
         let waits = started.iter().map(|(_, rx)| {
@@ -213,7 +211,7 @@ impl SharedInformerFactory {
             .informers
             .lock()
             .iter()
-            .map(|e| e.erased.status())
+            .map(|e| e.informer.status())
             .collect()
     }
 }
@@ -230,6 +228,8 @@ fn kind_label<K: InformerResource>() -> String {
 
 /// The type-independent operations the factory needs on each informer.
 trait ErasedInformer: Send + Sync {
+    /// For handing the typed informer back out of the registry.
+    fn as_any(&self) -> &dyn Any;
     fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken);
     fn is_started(&self) -> bool;
     fn describe(&self) -> String;
@@ -238,6 +238,10 @@ trait ErasedInformer: Send + Sync {
 }
 
 impl<K: InformerResource> ErasedInformer for Informer<K> {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
     fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken) {
         let scope = &self.shared.scope;
         let mut config = watcher::Config::default();
