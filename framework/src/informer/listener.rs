@@ -68,8 +68,8 @@ impl<K: Send + Sync + 'static> ListenerTask<K> {
                     synced.send_replace(true);
                 }
                 Some(Notification::Event(event)) => {
-                    // A panicking handler must not silently stop receiving: log and go on, the
-                    // way a Go handler's panic would be recovered by a controller's crash guard.
+                    // One handler's bug must not silently end its subscription or take down the
+                    // process (client-go would crash it): log, skip the event, go on.
                     let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
                         handler.on_event(&event);
                     }));
