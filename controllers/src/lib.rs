@@ -5,7 +5,13 @@
 //! under the upstream canonical names and aliases.
 
 pub mod cloud;
+pub mod context;
 pub mod event_sink;
+mod initializers;
 pub mod node;
 pub mod node_lifecycle;
 pub mod options;
+pub mod wiring;
+
+pub use context::CloudContext;
+pub use initializers::cloud_initializers;

@@ -59,6 +59,9 @@ pub mod metrics;
 pub mod modifiers;
 pub mod retry;
 pub mod sync;
+mod init;
+
+pub use init::initializer;
 
 #[cfg(test)]
 pub(crate) mod test_cloud;

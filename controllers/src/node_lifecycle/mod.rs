@@ -45,6 +45,9 @@
 pub mod cloud_state;
 pub mod grace;
 pub mod taints;
+mod init;
+
+pub use init::initializer;
 
 use std::sync::Arc;
 

@@ -1,0 +1,82 @@
+//! Registers the cloud-node controller with the manager: Node handler → `Nodes` queue →
+//! `sync_node` workers, plus the periodic address refresh.
+
+use std::sync::Arc;
+
+use controller_manager::controller::{
+    Action, Controller, Period, Request, layers, run_periodically,
+};
+use controller_manager::informer::Event;
+use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+
+use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeEvent, NodeMetrics, node_key_for_event};
+use crate::context::CloudContext;
+use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
+
+/// The `cloud-node-controller` entry of the initializer map.
+pub fn initializer() -> Initializer<CloudContext> {
+    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+}
+
+async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
+    let cloud = ctx.extra.cloud.clone();
+    if cloud.instances_v2().is_none() && cloud.instances().is_none() {
+        return Ok(InitOutcome::NotStarted(format!(
+            "cloud provider {:?} supports neither Instances nor InstancesV2",
+            cloud.provider_name()
+        )));
+    }
+    let options = &ctx.extra.options;
+    let informer = ctx.factory.informer::<Node>();
+    let queue = ctx.queue::<String>("Nodes", ctx.default_rate_limiter());
+    let q = queue.clone();
+    informer
+        .add_handler(move |event: &Event<Node>| {
+            let event = match event {
+                Event::Added(n) => NodeEvent::Added(n),
+                Event::Updated { old, new } => NodeEvent::Updated { old, new },
+                Event::Deleted(n) => NodeEvent::Deleted(n),
+            };
+            if let Some(key) = node_key_for_event(&event) {
+                q.add(key);
+            }
+        })
+        .detach();
+
+    let controller = Arc::new(NodeController::new(
+        cloud,
+        Api::all(ctx.client.clone()),
+        Arc::new(informer.store()),
+        Arc::new(RecorderSink(ctx.event_recorder(CONTROLLER_NAME))),
+        ctx.register_metrics(NodeMetrics::new),
+    )?);
+
+    let reconciler = controller.clone();
+    let service = layers::standard(CONTROLLER_ALIAS, &ctx.controller_metrics(), RECONCILE_TIMEOUT)
+        .service_fn(move |req: Request<String>| {
+            let c = reconciler.clone();
+            async move {
+                c.sync_node(&req.key)
+                    .await
+                    .map(|()| Action::Done)
+                    .map_err(|e| {
+                        let after = e.retry_after();
+                        queue_error(e, after)
+                    })
+            }
+        });
+    let workers = Controller::new(CONTROLLER_ALIAS, queue, service)
+        .workers(options.concurrent_node_syncs as usize);
+
+    let period = Period::Sliding(options.node_status_update_frequency.get());
+    let status_workers = options.node_status_update_workers();
+    let shutdown = ctx.shutdown.clone();
+    Ok(InitOutcome::Started(Box::pin(async move {
+        let refresh = run_periodically(period, shutdown.clone(), || {
+            controller.update_node_status(status_workers)
+        });
+        tokio::join!(workers.run(shutdown.clone()), refresh);
+    })))
+}

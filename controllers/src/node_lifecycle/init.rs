@@ -1,0 +1,47 @@
+//! Registers the cloud-node-lifecycle controller: a `monitor_nodes` pass every
+//! `--node-monitor-period` over the shared Node cache (no queue, as upstream).
+
+use std::sync::Arc;
+
+use controller_manager::controller::{Period, run_periodically};
+use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+
+use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, DeletionGuard, NodeLifecycleController};
+use crate::context::CloudContext;
+use crate::wiring::RecorderSink;
+
+/// The `cloud-node-lifecycle-controller` entry of the initializer map.
+pub fn initializer() -> Initializer<CloudContext> {
+    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+}
+
+async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
+    let cloud = ctx.extra.cloud.clone();
+    if cloud.instances_v2().is_none() && cloud.instances().is_none() {
+        return Ok(InitOutcome::NotStarted(format!(
+            "cloud provider {:?} supports neither Instances nor InstancesV2",
+            cloud.provider_name()
+        )));
+    }
+    let options = &ctx.extra.options;
+    let grace = options.node_deletion_grace_period.get();
+    let guard = DeletionGuard {
+        missing_checks: if grace.is_zero() { 1 } else { 2 },
+        grace_period: grace,
+    };
+    let informer = ctx.factory.informer::<Node>();
+    let controller = NodeLifecycleController::new(
+        cloud,
+        Api::all(ctx.client.clone()),
+        Arc::new(informer.store()),
+        Arc::new(RecorderSink(ctx.event_recorder(CONTROLLER_NAME))),
+        guard,
+    )?;
+    let period = Period::Sliding(options.node_monitor_period.get());
+    let shutdown = ctx.shutdown.clone();
+    Ok(InitOutcome::Started(Box::pin(async move {
+        run_periodically(period, shutdown, || controller.monitor_nodes()).await;
+    })))
+}
