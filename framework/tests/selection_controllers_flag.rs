@@ -7,7 +7,11 @@ use proptest::prelude::*;
 fn ccm() -> KnownControllers {
     KnownControllers::new()
         .with("cloud-node-controller", &["cloud-node"], false)
-        .with("cloud-node-lifecycle-controller", &["cloud-node-lifecycle"], false)
+        .with(
+            "cloud-node-lifecycle-controller",
+            &["cloud-node-lifecycle"],
+            false,
+        )
         .with("service-lb-controller", &["service"], false)
         .with("node-route-controller", &["route"], false)
         .with("node-ipam-controller", &["nodeipam"], true)
@@ -48,7 +52,10 @@ fn star_minus_alias_disables_the_canonical_controller() {
 #[test]
 fn without_star_only_named_controllers_run() {
     let s = parse(&["cloud-node", "service-lb-controller"]);
-    assert_eq!(s.enabled(), vec!["cloud-node-controller", "service-lb-controller"]);
+    assert_eq!(
+        s.enabled(),
+        vec!["cloud-node-controller", "service-lb-controller"]
+    );
 }
 
 #[test]
@@ -79,8 +86,14 @@ fn unknown_names_are_all_reported_with_upstream_text_and_the_known_list() {
         r#""bogus" is not in the list of known controllers"#
     );
     let text = err.to_string();
-    assert!(text.contains(r#""nope" is not in the list of known controllers"#), "{text}");
-    assert!(text.contains(r#""*" is not in the list of known controllers"#), "{text}");
+    assert!(
+        text.contains(r#""nope" is not in the list of known controllers"#),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""*" is not in the list of known controllers"#),
+        "{text}"
+    );
     for known in ccm().names() {
         assert!(text.contains(known), "{text} should list {known}");
     }
@@ -114,7 +127,9 @@ fn upstream_model(entries: &[String], known: &KnownControllers, name: &str) -> O
             return Some(false);
         }
     }
-    let disabled_by_default = known.iter().any(|c| c.name == name && c.disabled_by_default);
+    let disabled_by_default = known
+        .iter()
+        .any(|c| c.name == name && c.disabled_by_default);
     Some(normalised.iter().any(|e| e == "*") && !disabled_by_default)
 }
 
