@@ -15,7 +15,7 @@ use super::*;
 enum Call {
     Create {
         at: Instant,
-        event: Event,
+        event: Box<Event>,
     },
     Patch {
         at: Instant,
@@ -72,7 +72,7 @@ impl EventWriter for ScriptedWriter {
     fn create(&self, event: Event) -> BoxFuture<'_, Result<Event, kube::Error>> {
         self.calls.lock().push(Call::Create {
             at: Instant::now(),
-            event: event.clone(),
+            event: Box::new(event.clone()),
         });
         self.answer(event)
     }
