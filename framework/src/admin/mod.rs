@@ -1,10 +1,10 @@
 //! The admin HTTP server: `/healthz`, `/readyz`, `/livez` with the Kubernetes health output format,
 //! and `/metrics` in OpenMetrics text, so probes and scrapers written for upstream components work.
 //!
-//! - [`health`]: named checks and the upstream rendering (`ok`, `[+]name ok`, `[-]name failed:
+//! - `health`: named checks and the upstream rendering (`ok`, `[+]name ok`, `[-]name failed:
 //!   reason withheld`, `?verbose`, `?exclude=`), independent of HTTP so it is unit-tested directly.
-//! - [`listener`]: the one place a listening socket is made (plain TCP today; TLS goes here).
-//! - [`server`]: the axum routes and the serve loop with graceful shutdown.
+//! - `listener`: the one place a listening socket is made (plain TCP today; TLS goes here).
+//! - `server`: the axum routes and the serve loop with graceful shutdown.
 //!
 //! Differences from upstream: upstream CCM serves only `/healthz` over HTTPS with delegated
 //! authentication and authorization; this serves `/healthz`, `/readyz` and `/livez` over plain HTTP

@@ -45,7 +45,7 @@ impl EventWriter for KubeEventWriter {
     ) -> BoxFuture<'_, Result<Event, kube::Error>> {
         Box::pin(async move {
             let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            api.patch(&name, &PatchParams::default(), &Patch::Strategic(&patch))
                 .await
         })
     }

@@ -1,12 +1,12 @@
 //! Leader election on a `coordination.k8s.io/v1` Lease, with client-go's `leaderelection` semantics,
 //! so that of several replicas exactly one runs the controllers.
 //!
-//! - [`config`]: durations, identity and their validation (`lease > renew deadline > 1.2 × retry`).
-//! - [`record`]: the leader record kept in the Lease spec and how it maps to and from the object.
-//! - [`store`]: the three Lease calls the elector makes (get, create, replace), behind a trait so the
+//! - `config`: durations, identity and their validation (`lease > renew deadline > 1.2 × retry`).
+//! - `record`: the leader record kept in the Lease spec and how it maps to and from the object.
+//! - `store`: the three Lease calls the elector makes (get, create, replace), behind a trait so the
 //!   algorithm can be tested against injected lease states with a paused clock.
-//! - [`elector`]: acquire, renew, release and the [`LeaderElector::run`] loop.
-//! - [`status`]: what the rest of the process sees — a health check and the
+//! - `elector`: acquire, renew, release and the [`LeaderElector::run`] loop.
+//! - `status`: what the rest of the process sees — a health check and the
 //!   `leader_election_master_status` gauge.
 //!
 //! Like client-go, expiry is judged by the *local* monotonic clock at the moment the record was last
