@@ -245,7 +245,11 @@ impl LeaderElector {
         let now = Instant::now();
         match &mut self.observed {
             Some(obs) if obs.record == old => obs.lease = current.clone(),
-            _ => {
+            previous => {
+                if previous.is_none_or(|p| p.record.holder != old.holder) && !old.holder.is_empty()
+                {
+                    info!(lease = %self.cfg.lease_name, holder = %old.holder, "new leader observed");
+                }
                 self.observed = Some(Observed {
                     lease: current.clone(),
                     record: old.clone(),
