@@ -246,7 +246,10 @@ impl LeaderElector {
         match &mut self.observed {
             Some(obs) if obs.record == old => obs.lease = current.clone(),
             previous => {
-                if previous.is_none_or(|p| p.record.holder != old.holder) && !old.holder.is_empty()
+                if previous
+                    .as_ref()
+                    .is_none_or(|p| p.record.holder != old.holder)
+                    && !old.holder.is_empty()
                 {
                     info!(lease = %self.cfg.lease_name, holder = %old.holder, "new leader observed");
                 }
