@@ -51,7 +51,10 @@ impl std::fmt::Debug for EventRecorder {
 
 impl EventRecorder {
     /// Starts the writer task and returns a recorder whose events carry `source.component =
-    /// component` and `source.host = host`. Must be called inside a Tokio runtime.
+    /// component` and `source.host = host`.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the writer task is spawned here).
     pub fn new(client: kube::Client, component: &str, host: Option<String>) -> Self {
         Self::with_writer(Arc::new(KubeEventWriter::new(client)), component, host)
     }
