@@ -346,3 +346,102 @@ fn micro_time_is_written() {
     let spec = lease.spec.unwrap();
     assert_eq!(spec.renew_time, rec.renew_time.map(MicroTime));
 }
+
+/// One replica's view of the shared fake store, which can be cut off from it.
+struct Partitionable {
+    inner: Arc<FakeStore>,
+    cut: AtomicBool,
+}
+
+impl Partitionable {
+    fn new(inner: &Arc<FakeStore>) -> Arc<Self> {
+        Arc::new(Self {
+            inner: inner.clone(),
+            cut: AtomicBool::new(false),
+        })
+    }
+
+    fn check(&self) -> Result<(), kube::Error> {
+        if self.cut.load(Ordering::SeqCst) {
+            Err(kube::Error::Service("connection refused".into()))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl LeaseStore for Partitionable {
+    fn get(&self) -> BoxFuture<'_, Result<Option<Lease>, kube::Error>> {
+        match self.check() {
+            Ok(()) => self.inner.get(),
+            Err(e) => async move { Err(e) }.boxed(),
+        }
+    }
+    fn create(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
+        match self.check() {
+            Ok(()) => self.inner.create(lease),
+            Err(e) => async move { Err(e) }.boxed(),
+        }
+    }
+    fn replace(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
+        match self.check() {
+            Ok(()) => self.inner.replace(lease),
+            Err(e) => async move { Err(e) }.boxed(),
+        }
+    }
+}
+
+/// The safety argument of client-go's design: `renew_deadline < lease_duration` makes a leader that
+/// cannot reach the API server stop acting before any standby may take over.
+#[tokio::test(start_paused = true)]
+async fn a_partitioned_leader_steps_down_before_a_standby_takes_over() {
+    let store = Arc::new(FakeStore::default());
+    let view_a = Partitionable::new(&store);
+    let view_b = Partitionable::new(&store);
+    let a = LeaderElector::with_store(view_a.clone(), cfg("a")).unwrap();
+    let status_a = a.status();
+    let (a_stopped_tx, a_stopped) = tokio::sync::oneshot::channel();
+    let task_a = tokio::spawn(a.run(CancellationToken::new(), move |token| {
+        async move {
+            token.cancelled().await;
+            let _ = a_stopped_tx.send(Instant::now());
+        }
+        .boxed()
+    }));
+    status_a.wait_for(|s| s.is_leader).await.unwrap();
+
+    let b = LeaderElector::with_store(view_b.clone(), cfg("b")).unwrap();
+    let status_b = b.status();
+    let shutdown_b = CancellationToken::new();
+    let task_b = tokio::spawn(b.run(shutdown_b.clone(), |t| {
+        async move { t.cancelled().await }.boxed()
+    }));
+    // B sees A holding the lease.
+    status_b
+        .wait_for(|s| s.holder.as_deref() == Some("a"))
+        .await
+        .unwrap();
+
+    let cut_at = Instant::now();
+    view_a.cut.store(true, Ordering::SeqCst);
+    status_b.wait_for(|s| s.is_leader).await.unwrap();
+    let b_leads_at = Instant::now();
+
+    let a_stopped_at = a_stopped.await.unwrap();
+    assert!(matches!(
+        task_a.await.unwrap(),
+        Err(LeaderError::LeadershipLost { .. })
+    ));
+    assert!(
+        a_stopped_at < b_leads_at,
+        "A acted until {:?}, B led from {:?} after the cut",
+        a_stopped_at - cut_at,
+        b_leads_at - cut_at
+    );
+    assert!(
+        b_leads_at - cut_at >= Duration::from_secs(13),
+        "B respected A's 15 s lease"
+    );
+    shutdown_b.cancel();
+    task_b.await.unwrap().unwrap();
+}
