@@ -1,0 +1,230 @@
+//! The admin routes on axum and the serve loop; one listener, shut down with the process token.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+
+use super::health::HealthChecks;
+use super::{AdminError, listener};
+
+/// OpenMetrics text exposition, what prometheus-client encodes.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const TEXT: &str = "text/plain; charset=utf-8";
+
+#[derive(Clone)]
+struct Endpoints {
+    healthz: HealthChecks,
+    readyz: HealthChecks,
+    livez: HealthChecks,
+    registry: Arc<Registry>,
+}
+
+impl Endpoints {
+    fn checks(&self, endpoint: &str) -> &HealthChecks {
+        match endpoint {
+            "readyz" => &self.readyz,
+            "livez" => &self.livez,
+            _ => &self.healthz,
+        }
+    }
+}
+
+/// Serves probes and metrics for the whole process; bound at construction so `--secure-port=0`
+/// style callers and tests learn the port before serving.
+pub struct AdminServer {
+    listener: std::net::TcpListener,
+    local_addr: SocketAddr,
+    router: Router,
+}
+
+impl std::fmt::Debug for AdminServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminServer")
+            .field("local_addr", &self.local_addr)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdminServer {
+    /// Binds `addr` and prepares `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`)
+    /// and `/metrics`.
+    pub fn new(
+        addr: SocketAddr,
+        health: HealthChecks,
+        ready: HealthChecks,
+        live: HealthChecks,
+        registry: Arc<Registry>,
+    ) -> Result<Self, AdminError> {
+        let listener = listener::bind(addr)?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| AdminError::Bind { addr, source })?;
+        let endpoints = Endpoints {
+            healthz: health,
+            readyz: ready,
+            livez: live,
+            registry,
+        };
+        let mut router = Router::new().route("/metrics", get(metrics));
+        for endpoint in ["healthz", "readyz", "livez"] {
+            router = router
+                .route(
+                    &format!("/{endpoint}"),
+                    get(move |state, query| all_checks(state, query, endpoint)),
+                )
+                .route(
+                    &format!("/{endpoint}/{{check}}"),
+                    get(move |state, check| one_check(state, check, endpoint)),
+                );
+        }
+        Ok(Self {
+            listener,
+            local_addr,
+            router: router.with_state(endpoints),
+        })
+    }
+
+    /// The bound address (the real port when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
+    pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
+        let listener = listener::into_tokio(self.listener)?;
+        tracing::info!(addr = %self.local_addr, "admin server listening");
+        axum::serve(listener, self.router)
+            .with_graceful_shutdown(shutdown.cancelled_owned())
+            .await
+            .map_err(AdminError::Serve)
+    }
+}
+
+fn text(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// `?verbose` (with or without a value) and every `?exclude=name`.
+fn parse_query(query: Option<&str>) -> (bool, Vec<String>) {
+    let mut verbose = false;
+    let mut exclude = Vec::new();
+    for pair in query
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "verbose" => verbose = true,
+            "exclude" => exclude.push(percent_decode(value)),
+            _ => {}
+        }
+    }
+    (verbose, exclude)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+async fn all_checks(
+    State(endpoints): State<Endpoints>,
+    RawQuery(query): RawQuery,
+    endpoint: &'static str,
+) -> Response {
+    let (verbose, exclude) = parse_query(query.as_deref());
+    let report = endpoints
+        .checks(endpoint)
+        .run(endpoint, &exclude, verbose)
+        .await;
+    let status = if report.healthy {
+        StatusCode::OK
+    } else {
+        StatusCode::INTERNAL_SERVER_ERROR
+    };
+    text(status, report.body)
+}
+
+async fn one_check(
+    State(endpoints): State<Endpoints>,
+    Path(check): Path<String>,
+    endpoint: &'static str,
+) -> Response {
+    match endpoints.checks(endpoint).run_one(&check).await {
+        Some(Ok(())) => text(StatusCode::OK, "ok".to_string()),
+        Some(Err(reason)) => text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("internal server error: {reason}\n"),
+        ),
+        None => text(StatusCode::NOT_FOUND, "404 page not found\n".to_string()),
+    }
+}
+
+async fn metrics(State(endpoints): State<Endpoints>) -> Response {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &endpoints.registry) {
+        Ok(()) => {
+            let mut response = (StatusCode::OK, body).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS));
+            response
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "failed to encode metrics");
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "failed to encode metrics\n".into(),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_parsing() {
+        assert_eq!(parse_query(None), (false, vec![]));
+        assert_eq!(parse_query(Some("verbose")), (true, vec![]));
+        assert_eq!(
+            parse_query(Some("exclude=a&verbose=1&exclude=b%2Dc")),
+            (true, vec!["a".to_string(), "b-c".to_string()])
+        );
+        assert_eq!(percent_decode("100%"), "100%");
+    }
+}

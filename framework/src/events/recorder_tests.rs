@@ -1,0 +1,241 @@
+//! The recorder's queue and retry loop against a scripted writer, on tokio's paused clock.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use kube::core::Status;
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+use super::*;
+
+#[derive(Clone, Debug, PartialEq)]
+enum Call {
+    Create {
+        at: Instant,
+        event: Box<Event>,
+    },
+    Patch {
+        at: Instant,
+        name: String,
+        patch: serde_json::Value,
+    },
+}
+
+/// Answers each call with the next scripted error, or success (echo with a resourceVersion).
+#[derive(Default)]
+struct ScriptedWriter {
+    calls: Mutex<Vec<Call>>,
+    errors: Mutex<VecDeque<u16>>,
+    block: AtomicBool,
+    entered: Notify,
+}
+
+fn status(code: u16) -> kube::Error {
+    let reason = match code {
+        404 => "NotFound",
+        409 => "AlreadyExists",
+        422 => "Invalid",
+        _ => "InternalError",
+    };
+    kube::Error::Api(Status::failure(reason, reason).with_code(code).boxed())
+}
+
+impl ScriptedWriter {
+    fn answer(&self, mut event: Event) -> BoxFuture<'_, Result<Event, kube::Error>> {
+        let err = self.errors.lock().pop_front();
+        let block = self.block.load(Ordering::SeqCst);
+        self.entered.notify_one();
+        async move {
+            if block {
+                futures::future::pending::<()>().await;
+            }
+            match err {
+                Some(code) => Err(status(code)),
+                None => {
+                    event.metadata.resource_version = Some("1".into());
+                    Ok(event)
+                }
+            }
+        }
+        .boxed()
+    }
+
+    fn calls(&self) -> Vec<Call> {
+        self.calls.lock().clone()
+    }
+}
+
+impl EventWriter for ScriptedWriter {
+    fn create(&self, event: Event) -> BoxFuture<'_, Result<Event, kube::Error>> {
+        self.calls.lock().push(Call::Create {
+            at: Instant::now(),
+            event: Box::new(event.clone()),
+        });
+        self.answer(event)
+    }
+
+    fn patch(
+        &self,
+        namespace: String,
+        name: String,
+        patch: serde_json::Value,
+    ) -> BoxFuture<'_, Result<Event, kube::Error>> {
+        self.calls.lock().push(Call::Patch {
+            at: Instant::now(),
+            name: name.clone(),
+            patch: patch.clone(),
+        });
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name),
+                namespace: Some(namespace),
+                ..ObjectMeta::default()
+            },
+            ..Event::default()
+        };
+        self.answer(event)
+    }
+}
+
+fn node(name: &str) -> ObjectReference {
+    ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(name.into()),
+        api_version: Some("v1".into()),
+        ..ObjectReference::default()
+    }
+}
+
+fn recorder(writer: &Arc<ScriptedWriter>) -> EventRecorder {
+    EventRecorder::with_writer(
+        writer.clone(),
+        "cloud-node-controller",
+        Some("host-a".into()),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn writes_upstream_fields_in_the_objects_namespace_or_default() {
+    let writer = Arc::new(ScriptedWriter::default());
+    let rec = recorder(&writer);
+    rec.event(
+        &node("n1"),
+        EventType::Normal,
+        "Synced",
+        "Node synced successfully",
+    );
+    let mut svc = node("web");
+    svc.kind = Some("Service".into());
+    svc.namespace = Some("shop".into());
+    rec.for_component("service-controller").event(
+        &svc,
+        EventType::Warning,
+        "SyncLoadBalancerFailed",
+        "boom",
+    );
+    rec.flush().await;
+
+    let calls = writer.calls();
+    assert_eq!(calls.len(), 2);
+    let Call::Create { event: e, .. } = &calls[0] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(e.metadata.namespace.as_deref(), Some("default"));
+    assert!(e.metadata.name.as_deref().unwrap().starts_with("n1."));
+    assert_eq!(e.type_.as_deref(), Some("Normal"));
+    assert_eq!(e.count, Some(1));
+    let source = e.source.clone().unwrap();
+    assert_eq!(source.component.as_deref(), Some("cloud-node-controller"));
+    assert_eq!(source.host.as_deref(), Some("host-a"));
+    let Call::Create { event: e, .. } = &calls[1] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(e.metadata.namespace.as_deref(), Some("shop"));
+    assert_eq!(
+        e.source.clone().unwrap().component.as_deref(),
+        Some("service-controller")
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_repeat_is_patched_and_recreated_if_the_event_is_gone() {
+    let writer = Arc::new(ScriptedWriter::default());
+    let rec = recorder(&writer);
+    rec.event(&node("n1"), EventType::Normal, "Synced", "same");
+    rec.flush().await;
+    writer.errors.lock().push_back(404);
+    rec.event(&node("n1"), EventType::Normal, "Synced", "same");
+    rec.flush().await;
+    let calls = writer.calls();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    let Call::Create { event: first, .. } = &calls[0] else {
+        panic!()
+    };
+    let Call::Patch { name, patch, .. } = &calls[1] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(Some(name), first.metadata.name.as_ref());
+    assert_eq!(patch["count"], 2);
+    let Call::Create { event: again, .. } = &calls[2] else {
+        panic!("{calls:?}")
+    };
+    assert_eq!(again.count, Some(2));
+    assert_eq!(again.metadata.resource_version, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn server_errors_are_retried_twelve_times_ten_seconds_apart() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.errors.lock().extend([500; 20]);
+    let rec = recorder(&writer);
+    let start = Instant::now();
+    rec.event(&node("n1"), EventType::Warning, "DeletingNodeFailed", "x");
+    rec.flush().await;
+    let at: Vec<Instant> = writer
+        .calls()
+        .into_iter()
+        .map(|c| match c {
+            Call::Create { at, .. } | Call::Patch { at, .. } => at,
+        })
+        .collect();
+    assert_eq!(at.len(), MAX_TRIES as usize);
+    assert!(
+        at[1] - at[0] <= RETRY_SLEEP,
+        "first wait is randomised below 10 s"
+    );
+    for pair in at[1..].windows(2) {
+        assert_eq!(pair[1] - pair[0], RETRY_SLEEP);
+    }
+    assert!(at[0] - start < Duration::from_millis(1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rejected_event_is_not_retried() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.errors.lock().push_back(422);
+    let rec = recorder(&writer);
+    rec.event(&node("n1"), EventType::Normal, "Synced", "x");
+    rec.flush().await;
+    assert_eq!(writer.calls().len(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_queue_drops_and_counts_without_blocking() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.block.store(true, Ordering::SeqCst);
+    let rec = recorder(&writer);
+    let mut registry = Registry::default();
+    rec.register_metrics(&mut registry);
+    rec.event(&node("first"), EventType::Normal, "R", "in flight");
+    writer.entered.notified().await;
+    for i in 0..QUEUE_SIZE + 5 {
+        rec.event(&node(&format!("n{i}")), EventType::Normal, "R", "queued");
+    }
+    assert_eq!(rec.dropped(), 5);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains("events_dropped_total 5"), "{text}");
+}

@@ -1,0 +1,192 @@
+//! The admin server over real HTTP/1.1, with a raw TCP client so the bytes on the wire are checked.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use controller_manager::admin::{AdminError, AdminServer, HealthChecks};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+struct Reply {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+async fn get(addr: SocketAddr, path: &str) -> Reply {
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    stream.read_to_string(&mut raw).await.unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    Reply {
+        status,
+        headers: head.to_ascii_lowercase(),
+        body: body.to_string(),
+    }
+}
+
+struct Running {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<Result<(), AdminError>>,
+}
+
+fn start(health: HealthChecks, ready: HealthChecks, live: HealthChecks) -> Running {
+    let mut registry = Registry::default();
+    let counter = Counter::<u64>::default();
+    registry.register("reconcile", "Reconciles run", counter.clone());
+    counter.inc_by(3);
+    let server = AdminServer::new(
+        "127.0.0.1:0".parse().unwrap(),
+        health,
+        ready,
+        live,
+        Arc::new(registry),
+    )
+    .unwrap();
+    let addr = server.local_addr();
+    assert_ne!(addr.port(), 0);
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(server.serve(shutdown.clone()));
+    Running {
+        addr,
+        shutdown,
+        task,
+    }
+}
+
+#[tokio::test]
+async fn healthz_is_plain_ok_when_everything_passes() {
+    let s = start(
+        HealthChecks::new(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+    );
+    let r = get(s.addr, "/healthz").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, "ok");
+    assert!(
+        r.headers
+            .contains("content-type: text/plain; charset=utf-8"),
+        "{}",
+        r.headers
+    );
+    assert!(r.headers.contains("x-content-type-options: nosniff"));
+    let r = get(s.addr, "/healthz?verbose").await;
+    assert_eq!(r.body, "[+]ping ok\nhealthz check passed\n");
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_failing_check_turns_healthz_500_and_can_be_excluded() {
+    let health = HealthChecks::new();
+    let broken = Arc::new(AtomicBool::new(true));
+    let flag = broken.clone();
+    health.add_check("leaderElection", || Ok(()));
+    health.add_check("service-lb-controller", move || {
+        if flag.load(Ordering::SeqCst) {
+            Err("queue stalled".into())
+        } else {
+            Ok(())
+        }
+    });
+    let s = start(health, HealthChecks::new(), HealthChecks::new());
+
+    let r = get(s.addr, "/healthz").await;
+    assert_eq!(r.status, 500);
+    assert_eq!(
+        r.body,
+        "[+]leaderElection ok\n[-]service-lb-controller failed: reason withheld\nhealthz check failed\n"
+    );
+
+    let r = get(s.addr, "/healthz?exclude=service-lb-controller").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, "ok");
+
+    let r = get(s.addr, "/healthz/service-lb-controller").await;
+    assert_eq!(r.status, 500);
+    assert_eq!(r.body, "internal server error: queue stalled\n");
+    let r = get(s.addr, "/healthz/leaderElection").await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    let r = get(s.addr, "/healthz/nope").await;
+    assert_eq!(r.status, 404);
+
+    broken.store(false, Ordering::SeqCst);
+    let r = get(s.addr, "/healthz").await;
+    assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn readyz_and_livez_have_their_own_checks_added_after_start() {
+    let ready = HealthChecks::new();
+    let s = start(HealthChecks::new(), ready.clone(), HealthChecks::new());
+    assert_eq!(get(s.addr, "/readyz").await.status, 200);
+    ready.add_async_check("informer-sync", || async { Err("not synced".to_string()) });
+    let r = get(s.addr, "/readyz?verbose").await;
+    assert_eq!(r.status, 500);
+    assert_eq!(
+        r.body,
+        "[-]informer-sync failed: reason withheld\nreadyz check failed\n"
+    );
+    let r = get(s.addr, "/livez?verbose").await;
+    assert_eq!(
+        (r.status, r.body.as_str()),
+        (200, "[+]ping ok\nlivez check passed\n")
+    );
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn metrics_are_openmetrics_text() {
+    let s = start(
+        HealthChecks::new(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+    );
+    let r = get(s.addr, "/metrics").await;
+    assert_eq!(r.status, 200);
+    assert!(
+        r.headers
+            .contains("content-type: application/openmetrics-text; version=1.0.0; charset=utf-8"),
+        "{}",
+        r.headers
+    );
+    assert!(r.body.contains("reconcile_total 3"), "{}", r.body);
+    assert!(r.body.ends_with("# EOF\n"), "{}", r.body);
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn binding_a_taken_port_says_what_to_change() {
+    let s = start(
+        HealthChecks::new(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+    );
+    let err = AdminServer::new(
+        s.addr,
+        HealthChecks::new(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+        Arc::new(Registry::default()),
+    )
+    .unwrap_err();
+    assert!(matches!(err, AdminError::Bind { .. }));
+    assert!(
+        err.to_string()
+            .contains("choose another bind address or port")
+    );
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
