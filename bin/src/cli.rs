@@ -1,7 +1,7 @@
 //! The binary's flag set: the framework's generic flags, the cloud flags, tracing, and `--dev`.
 
-use std::path::PathBuf;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use clap::{Args, Parser};
 use cloud_controllers::{CloudContext, options::CloudOptions};
@@ -80,7 +80,10 @@ impl Cli {
         config.controller_start_interval = g.controller_start_interval.get();
         config.min_resync_period = Some(g.min_resync_period.get());
         if g.serving.secure_port != 0 {
-            config.admin_addr = Some(SocketAddr::new(g.serving.bind_address, g.serving.secure_port));
+            config.admin_addr = Some(SocketAddr::new(
+                g.serving.bind_address,
+                g.serving.secure_port,
+            ));
         }
         let le = &g.leader_election;
         if le.leader_elect {

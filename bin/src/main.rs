@@ -25,7 +25,10 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = Cli::parse_from(&args);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -46,7 +49,10 @@ async fn run(mut cli: Cli) -> ExitCode {
         for e in &errors {
             eprintln!("error: {e}");
         }
-        eprintln!("{} invalid flag value(s); nothing was started", errors.len());
+        eprintln!(
+            "{} invalid flag value(s); nothing was started",
+            errors.len()
+        );
         return ExitCode::from(2);
     }
 
@@ -104,7 +110,9 @@ async fn run(mut cli: Cli) -> ExitCode {
     };
     if !cloud.has_cluster_id() {
         if cli.cloud.allow_untagged_cloud {
-            warn!("detected a cluster without a ClusterID; a ClusterID will be required in the future");
+            warn!(
+                "detected a cluster without a ClusterID; a ClusterID will be required in the future"
+            );
         } else {
             error!(
                 "no ClusterID found; a ClusterID is required for the cloud provider to function properly. \
@@ -115,12 +123,8 @@ async fn run(mut cli: Cli) -> ExitCode {
     }
 
     let config = cli.manager_config();
-    let manager = Manager::new(
-        config,
-        client,
-        CloudContext::new(cloud, cli.cloud.clone()),
-    )
-    .with_initializers(initializers);
+    let manager = Manager::new(config, client, CloudContext::new(cloud, cli.cloud.clone()))
+        .with_initializers(initializers);
     info!(provider = %cli.cloud.cloud_provider, "starting cloud-controller-manager");
     match manager.run(shutdown).await {
         Ok(()) => {

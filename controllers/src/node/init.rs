@@ -11,7 +11,9 @@ use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializ
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
-use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeEvent, NodeMetrics, node_key_for_event};
+use super::{
+    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeEvent, NodeMetrics, node_key_for_event,
+};
 use crate::context::CloudContext;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 
@@ -54,19 +56,23 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     )?);
 
     let reconciler = controller.clone();
-    let service = layers::standard(CONTROLLER_ALIAS, &ctx.controller_metrics(), RECONCILE_TIMEOUT)
-        .service_fn(move |req: Request<String>| {
-            let c = reconciler.clone();
-            async move {
-                c.sync_node(&req.key)
-                    .await
-                    .map(|()| Action::Done)
-                    .map_err(|e| {
-                        let after = e.retry_after();
-                        queue_error(e, after)
-                    })
-            }
-        });
+    let service = layers::standard(
+        CONTROLLER_ALIAS,
+        &ctx.controller_metrics(),
+        RECONCILE_TIMEOUT,
+    )
+    .service_fn(move |req: Request<String>| {
+        let c = reconciler.clone();
+        async move {
+            c.sync_node(&req.key)
+                .await
+                .map(|()| Action::Done)
+                .map_err(|e| {
+                    let after = e.retry_after();
+                    queue_error(e, after)
+                })
+        }
+    });
     let workers = Controller::new(CONTROLLER_ALIAS, queue, service)
         .workers(options.concurrent_node_syncs as usize);
 

@@ -53,13 +53,13 @@
 //! * The periodic loop skips a V2 provider's `None` metadata instead of dereferencing it.
 
 pub mod addresses;
+mod init;
 pub mod labels;
 pub mod metadata;
 pub mod metrics;
 pub mod modifiers;
 pub mod retry;
 pub mod sync;
-mod init;
 
 pub use init::initializer;
 

@@ -44,8 +44,8 @@
 
 pub mod cloud_state;
 pub mod grace;
-pub mod taints;
 mod init;
+pub mod taints;
 
 pub use init::initializer;
 

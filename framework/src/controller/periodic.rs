@@ -36,7 +36,8 @@ where
             }
         },
         Period::NonSliding(every) => {
-            let mut interval = tokio::time::interval_at(Instant::now(), every.max(Duration::from_millis(1)));
+            let mut interval =
+                tokio::time::interval_at(Instant::now(), every.max(Duration::from_millis(1)));
             interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
             loop {
                 tokio::select! {

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
-use crate::controller::ControllerMetrics;
+use crate::controller::layers::ControllerMetrics;
 use crate::events::EventRecorder;
 use crate::informer::SharedInformerFactory;
 use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
@@ -81,7 +81,11 @@ impl<C> InitContext<C> {
 
     /// An event recorder whose events carry `component` as their source.
     pub fn event_recorder(&self, component: &str) -> EventRecorder {
-        EventRecorder::new(self.client.clone(), component, Some(self.shared.host.clone()))
+        EventRecorder::new(
+            self.client.clone(),
+            component,
+            Some(self.shared.host.clone()),
+        )
     }
 
     /// Registers controller-specific metrics in the process registry served on `/metrics`.

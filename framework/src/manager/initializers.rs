@@ -95,7 +95,9 @@ pub enum InitializersError {
     #[error("controller name or alias {0:?} is registered twice")]
     Duplicate(String),
     /// A name that `--controllers` could never select.
-    #[error("controller name or alias {0:?} is not valid: it must be non-empty, not '*', and not start with '-'")]
+    #[error(
+        "controller name or alias {0:?} is not valid: it must be non-empty, not '*', and not start with '-'"
+    )]
     InvalidName(String),
 }
 

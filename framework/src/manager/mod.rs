@@ -13,7 +13,9 @@ mod selection;
 mod signals;
 
 pub use context::InitContext;
-pub use initializers::{InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError};
+pub use initializers::{
+    InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError,
+};
 pub use run::{Manager, ManagerConfig, ManagerError};
 pub use selection::*;
 pub use signals::shutdown_on_signals;

@@ -19,9 +19,9 @@ use super::context::{InitContext, Shared};
 use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
-use crate::controller::ControllerMetrics;
+use crate::controller::layers::ControllerMetrics;
 use crate::informer::{SharedInformerFactory, SyncError};
-use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError};
+use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
 use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
@@ -155,14 +155,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
             Some(addr) => {
-                let server = AdminServer::bind(
+                let server = AdminServer::new(
                     addr,
                     this.health.clone(),
                     this.ready.clone(),
                     this.live.clone(),
                     this.registry.clone(),
-                )
-                .await?;
+                )?;
                 info!(addr = %server.local_addr(), "serving health and metrics");
                 Some(tokio::spawn(server.serve(admin_stop.clone())))
             }
@@ -170,11 +169,16 @@ impl<C: Send + Sync + 'static> Manager<C> {
         };
 
         let result = match this.config.leader_election.clone() {
-            None => this.clone().run_controllers(selection, shutdown.clone()).await,
+            None => {
+                this.clone()
+                    .run_controllers(selection, shutdown.clone())
+                    .await
+            }
             Some(cfg) => {
-                let elector = LeaderElector::new(this.client.clone(), cfg)?;
-                elector.register_health(&this.health);
-                elector.register_metrics(&mut this.registry.lock());
+                let metrics = LeaderMetrics::register(&mut this.registry.lock());
+                let elector = LeaderElector::new(this.client.clone(), cfg)?.with_metrics(metrics);
+                this.health
+                    .add_check("leaderElection", elector.status().health_check());
                 let outcome = Arc::new(Mutex::new(Ok(())));
                 let slot = outcome.clone();
                 let me = this.clone();
@@ -266,7 +270,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                     .informers_status()
                     .into_iter()
                     .filter(|s| !s.synced)
-                    .map(|s| s.to_string())
+                    .map(|s| s.kind)
                     .collect();
                 if unsynced.is_empty() {
                     Ok(())
