@@ -6,3 +6,5 @@
 
 pub mod cloud;
 pub mod event_sink;
+pub mod route;
+pub mod service;

@@ -1,0 +1,1 @@
+//! The node-route controller (placeholder while being written).

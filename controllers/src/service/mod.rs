@@ -1,0 +1,72 @@
+//! The service (LoadBalancer) controller, `service-lb-controller` (alias `service`): gives every
+//! Service of type LoadBalancer a cloud load balancer, publishes its ingress points, keeps its
+//! backends in step with the eligible nodes, and deletes it when the Service goes.
+//!
+//! This module is the controller's logic only; the framework wires it to the shared informers
+//! and work queues. The caller's contract, from upstream (kubernetes/cloud-provider
+//! `controllers/service/controller.go`):
+//! - Service Add/Update events map to keys with [`ServiceController::service_event_keys`]
+//!   (handler resync 30 s, so pending cleanups are retried); Node events trigger a node sync
+//!   when [`ServiceController::node_event_triggers`] says so.
+//! - Service keys go to [`ServiceController::sync_service`]: success ⇒ forget; an error whose
+//!   [`ServiceSyncError::retry_after`] is set ⇒ requeue after exactly that; other errors ⇒
+//!   rate-limited requeue (per-item exponential 5 s → 300 s, no token bucket).
+//! - Node keys (identity irrelevant) run one [`ServiceController::sync_nodes`] pass with
+//!   `--concurrent-service-syncs` parallelism; each returned key is added to the service queue.
+//!
+//! Submodules: [`predicates`] (pure rules), `patch` (finalizer and status writes),
+//! `sync` (one Service), `node_sync` (backend updates), [`metrics`], `error`.
+//!
+//! # Differences from upstream (deliberate, safe)
+//! - A Service with a `deletionTimestamp` is always taken down the cleanup path, never the ensure
+//!   path, so the cleanup finalizer is never re-added to a deleting Service and no load balancer
+//!   is (re)created for it (upstream re-adds it, cloud-provider-gcp #981).
+//! - The finalizer is removed only after `EnsureLoadBalancerDeleted` succeeded, returned
+//!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
+//!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
+//! - Not ported: the Normal events upstream `needsUpdate` emits per changed field (`Type`,
+//!   `LoadBalancerSourceRanges`, ...): the handler filter is a pure function here and returns the
+//!   cause as [`predicates::UpdateCause`] for logs instead. A nil status from `EnsureLoadBalancer`
+//!   cannot happen (the trait returns a value), and listers cannot fail, so "listing failures
+//!   count as retry" has no counterpart.
+//!
+//! # Upstream behaviour → test
+//! | Behaviour (reference §3.3) | Test |
+//! |---|---|
+//! | wantsLoadBalancer / needsCleanup | `predicates::tests::{wants_load_balancer_table, needs_cleanup_table}` |
+//! | needsUpdate, all 11 rules and ignored fields | `predicates::tests::update_cause_table` |
+//! | exclusion label (ParseBool, unparsable ⇒ excluded), autoscaler taint, readiness ignored | `predicates::tests::{exclusion_label_table, stable_node_predicate_table}` |
+//! | shouldSyncUpdatedNode | `predicates::tests::should_sync_updated_node_table`, `node_sync::tests::node_event_triggers_table` |
+//! | nodes sufficiently equal | `predicates::tests::nodes_sufficiently_equal_table` |
+//! | two-way SMP bodies for finalizer and status | `patch::tests::{finalizers_patch_table, status_patch_table}` |
+//! | RetryError stays detectable | `error::tests::retry_after_survives_wrapping` |
+//! | UpdateLoadBalancerFailed lists ≤ 20 names | `node_sync::tests::node_names_are_limited` |
+//! | metric names | `metrics::tests::registers_upstream_names` |
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Service};
+
+mod error;
+pub mod metrics;
+mod node_sync;
+pub mod patch;
+pub mod predicates;
+mod sync;
+
+pub use error::ServiceSyncError;
+pub use metrics::ServiceMetrics;
+pub use sync::{NewServiceControllerError, ServiceController, service_key};
+
+/// Read access to the Service cache, so the controller works on any informer store (and on a
+/// vector in tests) without knowing which.
+pub trait ServiceLister: Send + Sync {
+    /// The cached Service `ns/name`, if the cache has it.
+    fn get(&self, ns: &str, name: &str) -> Option<Arc<Service>>;
+}
+
+/// Read access to the Node cache; shared by the service and route controllers.
+pub trait NodeLister: Send + Sync {
+    /// Every cached Node.
+    fn list(&self) -> Vec<Arc<Node>>;
+}
