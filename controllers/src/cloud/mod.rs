@@ -3,14 +3,17 @@
 //! Modelled on upstream `k8s.io/cloud-provider`'s `cloudprovider.Interface`. A provider implements
 //! only the facets its cloud has; each accessor returns `None` by default, and the controller that
 //! needs a missing facet reports "not started" instead of running. Providers register a factory
-//! under a name in a [`registry::CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
+//! under a name in a [`CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
 mod error;
+pub mod fake;
 mod provider;
+mod registry;
 mod types;
 
 pub use error::{BoxError, CloudError};
 pub use provider::{
     CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes, Zones,
 };
+pub use registry::{CloudProviderRegistry, ProviderFactory, RegistryError};
 pub use types::{InstanceMetadata, Route, Zone};

@@ -1,0 +1,302 @@
+//! The fake cloud's `--cloud-config` file: YAML describing the world it starts with.
+//!
+//! ```yaml
+//! providerName: fake          # default "fake"; used in provider IDs and logs
+//! hasClusterID: true          # default true; false tests --allow-untagged-cloud
+//! facets:                     # every facet defaults to true
+//!   loadBalancer: true
+//!   instancesV2: true
+//!   instances: false
+//!   zones: false
+//!   routes: true
+//!   clusters: false
+//! instances:
+//!   - name: node-1            # the Node name; unique
+//!     providerID: fake://node-1   # default <providerName>://<name>; unique
+//!     instanceType: m1.small  # default fake.small
+//!     zone: zone-a
+//!     region: region-1
+//!     addresses:
+//!       - {type: InternalIP, address: 10.0.0.1}
+//!     state: running          # running | shutdown | gone
+//!     additionalLabels: {example.com/pool: blue}
+//! loadBalancerPool:           # default 192.0.2.0/24
+//!   cidr: 198.51.100.0/29
+//!   addresses: [203.0.113.7]
+//! clusters:
+//!   - {name: kubernetes, master: 10.0.0.10}
+//! ```
+//!
+//! Unknown fields are rejected, and every error says which field and line to fix.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use super::load_balancers::IpPool;
+use super::world::{self, Facets, FakeInstance, InstanceState};
+use super::{FakeCloudBuilder, PROVIDER_NAME};
+use k8s_openapi::api::core::v1::NodeAddress;
+
+/// Where in the config file a problem is; empty for clouds built in code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct At(pub Option<u64>);
+
+impl At {
+    fn of<T>(spanned: &Spanned<T>) -> Self {
+        At(Some(spanned.referenced.line()))
+    }
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(line) => write!(f, " (line {line})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a fake cloud description was rejected; each message says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The YAML does not parse or does not match the format (unknown field, bad state, ...).
+    #[error("invalid fake cloud config: {0}")]
+    Yaml(#[from] serde_saphyr::Error),
+    /// `providerName` is empty.
+    #[error("providerName must not be empty (omit it for the default \"fake\")")]
+    EmptyProviderName,
+    /// An instance has an empty `name`.
+    #[error("instance name must not be empty{at}")]
+    EmptyInstanceName {
+        /// Where.
+        at: At,
+    },
+    /// Two instances share a `name`.
+    #[error("duplicate instance name {name:?}{at}: node names must be unique")]
+    DuplicateInstanceName {
+        /// The repeated name.
+        name: String,
+        /// Where the second one is.
+        at: At,
+    },
+    /// Two instances share a `providerID`.
+    #[error("duplicate providerID {provider_id:?}{at}: provider IDs must be unique")]
+    DuplicateProviderId {
+        /// The repeated provider ID.
+        provider_id: String,
+        /// Where the second one is.
+        at: At,
+    },
+    /// An address `type` Kubernetes does not know.
+    #[error(
+        "instance {instance:?}: address type {type_:?}{at} is not one of Hostname, InternalIP, ExternalIP, InternalDNS, ExternalDNS"
+    )]
+    InvalidAddressType {
+        /// The instance.
+        instance: String,
+        /// The bad type.
+        type_: String,
+        /// Where.
+        at: At,
+    },
+    /// An `InternalIP` / `ExternalIP` address that is not an IP.
+    #[error("instance {instance:?}: address {address:?}{at} is not an IP address")]
+    InvalidNodeAddress {
+        /// The instance.
+        instance: String,
+        /// The bad address.
+        address: String,
+        /// Where.
+        at: At,
+    },
+    /// `loadBalancerPool.cidr` does not parse.
+    #[error("loadBalancerPool.cidr {cidr:?}{at} is invalid: {reason}")]
+    InvalidCidr {
+        /// The bad CIDR.
+        cidr: String,
+        /// What is wrong with it.
+        reason: String,
+        /// Where.
+        at: At,
+    },
+    /// An entry of `loadBalancerPool.addresses` is not an IP.
+    #[error("loadBalancerPool.addresses: {address:?}{at} is not an IP address")]
+    InvalidPoolAddress {
+        /// The bad address.
+        address: String,
+        /// Where.
+        at: At,
+    },
+    /// `loadBalancerPool` is present but empty.
+    #[error(
+        "loadBalancerPool has neither cidr nor addresses: give one, or omit loadBalancerPool for the default 192.0.2.0/24"
+    )]
+    EmptyPool,
+    /// A cluster has an empty name.
+    #[error("clusters: name must not be empty{at}")]
+    EmptyClusterName {
+        /// Where.
+        at: At,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    provider_name: Option<String>,
+    #[serde(rename = "hasClusterID", default)]
+    has_cluster_id: Option<bool>,
+    #[serde(default)]
+    facets: Option<Facets>,
+    #[serde(default)]
+    instances: Vec<FileInstance>,
+    #[serde(default)]
+    load_balancer_pool: Option<FilePool>,
+    #[serde(default)]
+    clusters: Vec<FileCluster>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileInstance {
+    name: Spanned<String>,
+    #[serde(rename = "providerID", default)]
+    provider_id: Option<Spanned<String>>,
+    #[serde(default)]
+    instance_type: Option<String>,
+    #[serde(default)]
+    zone: String,
+    #[serde(default)]
+    region: String,
+    #[serde(default)]
+    addresses: Vec<FileAddress>,
+    #[serde(default)]
+    state: InstanceState,
+    #[serde(default)]
+    additional_labels: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAddress {
+    #[serde(rename = "type")]
+    type_: Spanned<String>,
+    address: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FilePool {
+    #[serde(default)]
+    cidr: Option<Spanned<String>>,
+    #[serde(default)]
+    addresses: Vec<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileCluster {
+    name: Spanned<String>,
+    #[serde(default)]
+    master: String,
+}
+
+/// Parses and validates a config file into a builder; [`FakeCloudBuilder::build`] finishes it.
+pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
+    let file: FileConfig = if yaml.iter().all(u8::is_ascii_whitespace) {
+        // An empty file means "all defaults", like no file at all.
+        serde_saphyr::from_str("{}")?
+    } else {
+        serde_saphyr::from_slice(yaml)?
+    };
+
+    let provider_name = file
+        .provider_name
+        .unwrap_or_else(|| PROVIDER_NAME.to_owned());
+    if provider_name.trim().is_empty() {
+        return Err(ConfigError::EmptyProviderName);
+    }
+    let mut builder = FakeCloudBuilder::default()
+        .provider_name(provider_name.clone())
+        .has_cluster_id(file.has_cluster_id.unwrap_or(true))
+        .facets(file.facets.unwrap_or_default());
+
+    let mut names = BTreeMap::new();
+    let mut provider_ids = BTreeMap::new();
+    for inst in file.instances {
+        let name = inst.name.value.clone();
+        if name.trim().is_empty() {
+            return Err(ConfigError::EmptyInstanceName {
+                at: At::of(&inst.name),
+            });
+        }
+        if names.insert(name.clone(), ()).is_some() {
+            return Err(ConfigError::DuplicateInstanceName {
+                name,
+                at: At::of(&inst.name),
+            });
+        }
+        let (provider_id, id_at) = match &inst.provider_id {
+            Some(id) if !id.value.is_empty() => (id.value.clone(), At::of(id)),
+            _ => (format!("{provider_name}://{name}"), At::of(&inst.name)),
+        };
+        if provider_ids.insert(provider_id.clone(), ()).is_some() {
+            return Err(ConfigError::DuplicateProviderId {
+                provider_id,
+                at: id_at,
+            });
+        }
+        let mut addresses = Vec::with_capacity(inst.addresses.len());
+        for a in inst.addresses {
+            let address = NodeAddress {
+                type_: a.type_.value.clone(),
+                address: a.address.value.clone(),
+            };
+            let at = if world::ADDRESS_TYPES.contains(&address.type_.as_str()) {
+                At::of(&a.address)
+            } else {
+                At::of(&a.type_)
+            };
+            world::validate_address(&name, &address, at)?;
+            addresses.push(address);
+        }
+        builder = builder.instance(FakeInstance {
+            name,
+            provider_id,
+            instance_type: inst
+                .instance_type
+                .unwrap_or_else(|| FakeInstance::new("").instance_type),
+            zone: inst.zone,
+            region: inst.region,
+            addresses,
+            state: inst.state,
+            additional_labels: inst.additional_labels,
+        });
+    }
+
+    if let Some(pool) = file.load_balancer_pool {
+        // Parse here for line numbers; the builder parses the same strings again.
+        IpPool::parse_at(
+            pool.cidr.iter().map(|c| (c.value.as_str(), At::of(c))),
+            pool.addresses.iter().map(|a| (a.value.as_str(), At::of(a))),
+        )?;
+        if let Some(cidr) = pool.cidr {
+            builder = builder.lb_pool_cidr(cidr.value);
+        }
+        builder = builder.lb_pool_addresses(pool.addresses.into_iter().map(|a| a.value));
+    }
+
+    for cluster in file.clusters {
+        if cluster.name.value.trim().is_empty() {
+            return Err(ConfigError::EmptyClusterName {
+                at: At::of(&cluster.name),
+            });
+        }
+        builder = builder.cluster(cluster.name.value, cluster.master);
+    }
+    Ok(builder)
+}

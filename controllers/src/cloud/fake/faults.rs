@@ -1,0 +1,392 @@
+//! The fake cloud's call log and fault injection.
+//!
+//! Controller tests assert on what the controllers asked the cloud ("EnsureLoadBalancer was called
+//! once for default/web, by the leader"), and make the cloud misbehave on purpose: return an error
+//! for the next `n` calls of one method (optionally only for one key), or answer slowly. Latency
+//! uses `tokio::time::sleep`, so tests on a paused clock stay instant and deterministic.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::cloud::CloudError;
+
+/// Names every provider call the fake records, so tests select calls and faults without typos.
+///
+/// [`Method::as_str`] gives the upstream Go method name (`"EnsureLoadBalancer"`), which is also
+/// what appears in logs and in [`CloudCall`]'s `Display`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(missing_docs)] // each variant is the upstream method of the same name
+pub enum Method {
+    Initialize,
+    GetLoadBalancer,
+    GetLoadBalancerName,
+    EnsureLoadBalancer,
+    UpdateLoadBalancer,
+    EnsureLoadBalancerDeleted,
+    NodeAddresses,
+    NodeAddressesByProviderID,
+    InstanceID,
+    InstanceType,
+    InstanceTypeByProviderID,
+    InstanceExistsByProviderID,
+    InstanceShutdownByProviderID,
+    InstanceExists,
+    InstanceShutdown,
+    InstanceMetadata,
+    GetZoneByProviderID,
+    GetZoneByNodeName,
+    ListClusters,
+    Master,
+    ListRoutes,
+    CreateRoute,
+    DeleteRoute,
+}
+
+impl Method {
+    /// The upstream (Go) name of the method, as operators know it from k8s.io/cloud-provider.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Initialize => "Initialize",
+            Method::GetLoadBalancer => "GetLoadBalancer",
+            Method::GetLoadBalancerName => "GetLoadBalancerName",
+            Method::EnsureLoadBalancer => "EnsureLoadBalancer",
+            Method::UpdateLoadBalancer => "UpdateLoadBalancer",
+            Method::EnsureLoadBalancerDeleted => "EnsureLoadBalancerDeleted",
+            Method::NodeAddresses => "NodeAddresses",
+            Method::NodeAddressesByProviderID => "NodeAddressesByProviderID",
+            Method::InstanceID => "InstanceID",
+            Method::InstanceType => "InstanceType",
+            Method::InstanceTypeByProviderID => "InstanceTypeByProviderID",
+            Method::InstanceExistsByProviderID => "InstanceExistsByProviderID",
+            Method::InstanceShutdownByProviderID => "InstanceShutdownByProviderID",
+            Method::InstanceExists => "InstanceExists",
+            Method::InstanceShutdown => "InstanceShutdown",
+            Method::InstanceMetadata => "InstanceMetadata",
+            Method::GetZoneByProviderID => "GetZoneByProviderID",
+            Method::GetZoneByNodeName => "GetZoneByNodeName",
+            Method::ListClusters => "ListClusters",
+            Method::Master => "Master",
+            Method::ListRoutes => "ListRoutes",
+            Method::CreateRoute => "CreateRoute",
+            Method::DeleteRoute => "DeleteRoute",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a recorded call ended, kept as text so the log stays `Clone` and comparable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CallOutcome {
+    /// The call succeeded.
+    Ok,
+    /// The call failed with this error message.
+    Err(String),
+}
+
+impl CallOutcome {
+    /// Whether the call succeeded; the common assertion in tests.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, CallOutcome::Ok)
+    }
+}
+
+/// One provider call, as the controllers made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudCall {
+    /// Which method was called.
+    pub method: Method,
+    /// What it was called for: `namespace/name` of a Service, a node name, a provider ID, or a
+    /// cluster name (see the method's docs on [`super::FakeCloud`]).
+    pub key: String,
+    /// The caller tag of the handle that made the call (see [`super::FakeCloud::set_caller`]);
+    /// lets leader-failover tests see which replica talked to the cloud.
+    pub caller: Option<String>,
+    /// Whether the call succeeded.
+    pub outcome: CallOutcome,
+}
+
+impl fmt::Display for CloudCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}({})", self.method, self.key)?;
+        if let Some(caller) = &self.caller {
+            write!(f, " by {caller}")?;
+        }
+        match &self.outcome {
+            CallOutcome::Ok => f.write_str(" -> ok"),
+            CallOutcome::Err(msg) => write!(f, " -> error: {msg}"),
+        }
+    }
+}
+
+/// The error an injected fault returns; a template, because [`CloudError`] is not `Clone`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultError {
+    /// Returns [`CloudError::InstanceNotFound`].
+    InstanceNotFound,
+    /// Returns [`CloudError::NotImplemented`].
+    NotImplemented,
+    /// Returns [`CloudError::ImplementedElsewhere`].
+    ImplementedElsewhere,
+    /// Returns [`CloudError::Retry`] with this message and delay.
+    Retry {
+        /// What the cloud says.
+        message: String,
+        /// The delay the cloud asks for.
+        after: Duration,
+    },
+    /// Returns [`CloudError::Other`] with this message.
+    Other(String),
+}
+
+impl FaultError {
+    fn to_cloud_error(&self) -> CloudError {
+        match self {
+            FaultError::InstanceNotFound => CloudError::InstanceNotFound,
+            FaultError::NotImplemented => CloudError::NotImplemented,
+            FaultError::ImplementedElsewhere => CloudError::ImplementedElsewhere,
+            FaultError::Retry { message, after } => CloudError::Retry {
+                message: message.clone(),
+                after: *after,
+            },
+            FaultError::Other(message) => CloudError::other(message.clone()),
+        }
+    }
+}
+
+/// A fault to inject into one method: which error, how many times, and for which key.
+///
+/// ```
+/// # use std::time::Duration;
+/// # use cloud_controllers::cloud::fake::FaultSpec;
+/// // The next two calls for default/web fail with "quota exceeded"; other services are unaffected.
+/// let spec = FaultSpec::other("quota exceeded").times(2).only_for("default/web");
+/// // Every call asks to be retried in 30 s, until the fault is cleared.
+/// let spec = FaultSpec::retry("busy", Duration::from_secs(30));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FaultSpec {
+    error: FaultError,
+    remaining: Option<u32>,
+    only_for_key: Option<String>,
+}
+
+impl FaultSpec {
+    /// A fault returning `error` on every call until cleared.
+    pub fn new(error: FaultError) -> Self {
+        Self {
+            error,
+            remaining: None,
+            only_for_key: None,
+        }
+    }
+
+    /// Fails with [`CloudError::Other`] carrying `message`.
+    pub fn other(message: impl Into<String>) -> Self {
+        Self::new(FaultError::Other(message.into()))
+    }
+
+    /// Fails with [`CloudError::Retry`], to test that controllers honour the cloud's delay.
+    pub fn retry(message: impl Into<String>, after: Duration) -> Self {
+        Self::new(FaultError::Retry {
+            message: message.into(),
+            after,
+        })
+    }
+
+    /// Fails with [`CloudError::InstanceNotFound`].
+    pub fn instance_not_found() -> Self {
+        Self::new(FaultError::InstanceNotFound)
+    }
+
+    /// Fails with [`CloudError::NotImplemented`].
+    pub fn not_implemented() -> Self {
+        Self::new(FaultError::NotImplemented)
+    }
+
+    /// Fails with [`CloudError::ImplementedElsewhere`].
+    pub fn implemented_elsewhere() -> Self {
+        Self::new(FaultError::ImplementedElsewhere)
+    }
+
+    /// Fires only for the next `n` matching calls, then the method behaves normally again.
+    pub fn times(mut self, n: u32) -> Self {
+        self.remaining = Some(n);
+        self
+    }
+
+    /// Fires only for calls whose key (Service `ns/name`, node name, provider ID) equals `key`.
+    pub fn only_for(mut self, key: impl Into<String>) -> Self {
+        self.only_for_key = Some(key.into());
+        self
+    }
+
+    fn matches(&self, key: &str) -> bool {
+        self.only_for_key.as_deref().is_none_or(|k| k == key)
+    }
+}
+
+/// Call log, faults and latencies of one fake cloud, shared by all its handles.
+#[derive(Default)]
+pub(super) struct Faults {
+    state: Mutex<FaultState>,
+}
+
+#[derive(Default)]
+struct FaultState {
+    faults: HashMap<Method, Vec<FaultSpec>>,
+    latency: HashMap<Method, Duration>,
+    calls: Vec<CloudCall>,
+}
+
+impl Faults {
+    pub(super) fn add_fault(&self, method: Method, spec: FaultSpec) {
+        if spec.remaining == Some(0) {
+            return;
+        }
+        self.state
+            .lock()
+            .faults
+            .entry(method)
+            .or_default()
+            .push(spec);
+    }
+
+    pub(super) fn clear_faults(&self, method: Option<Method>) {
+        let mut state = self.state.lock();
+        match method {
+            Some(method) => {
+                state.faults.remove(&method);
+            }
+            None => state.faults.clear(),
+        }
+    }
+
+    pub(super) fn set_latency(&self, method: Method, latency: Duration) {
+        let mut state = self.state.lock();
+        if latency.is_zero() {
+            state.latency.remove(&method);
+        } else {
+            state.latency.insert(method, latency);
+        }
+    }
+
+    pub(super) fn latency(&self, method: Method) -> Option<Duration> {
+        self.state.lock().latency.get(&method).copied()
+    }
+
+    /// The error of the first fault (in the order they were added) that matches this call,
+    /// consuming one of its remaining uses.
+    pub(super) fn take_fault(&self, method: Method, key: &str) -> Option<CloudError> {
+        let mut state = self.state.lock();
+        let specs = state.faults.get_mut(&method)?;
+        let index = specs.iter().position(|s| s.matches(key))?;
+        let error = specs[index].error.to_cloud_error();
+        if let Some(remaining) = &mut specs[index].remaining {
+            *remaining -= 1;
+            if *remaining == 0 {
+                specs.remove(index);
+            }
+        }
+        Some(error)
+    }
+
+    pub(super) fn record(&self, call: CloudCall) {
+        tracing::debug!(call = %call, "fake cloud call");
+        self.state.lock().calls.push(call);
+    }
+
+    pub(super) fn calls(&self) -> Vec<CloudCall> {
+        self.state.lock().calls.clone()
+    }
+
+    pub(super) fn clear_calls(&self) {
+        self.state.lock().calls.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counted_fault_fires_n_times_then_stops() {
+        let faults = Faults::default();
+        faults.add_fault(Method::CreateRoute, FaultSpec::other("boom").times(2));
+        assert!(faults.take_fault(Method::CreateRoute, "n1").is_some());
+        assert!(faults.take_fault(Method::DeleteRoute, "n1").is_none());
+        assert!(faults.take_fault(Method::CreateRoute, "n2").is_some());
+        assert!(faults.take_fault(Method::CreateRoute, "n1").is_none());
+    }
+
+    #[test]
+    fn keyed_fault_only_hits_its_key_and_keeps_its_count() {
+        let faults = Faults::default();
+        faults.add_fault(
+            Method::EnsureLoadBalancer,
+            FaultSpec::instance_not_found().times(1).only_for("ns/a"),
+        );
+        assert!(
+            faults
+                .take_fault(Method::EnsureLoadBalancer, "ns/b")
+                .is_none()
+        );
+        let err = faults.take_fault(Method::EnsureLoadBalancer, "ns/a");
+        assert!(matches!(err, Some(CloudError::InstanceNotFound)));
+        assert!(
+            faults
+                .take_fault(Method::EnsureLoadBalancer, "ns/a")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn unlimited_fault_persists_until_cleared() {
+        let faults = Faults::default();
+        faults.add_fault(
+            Method::ListRoutes,
+            FaultSpec::retry("busy", Duration::from_secs(7)),
+        );
+        for _ in 0..3 {
+            let err = faults.take_fault(Method::ListRoutes, "c");
+            assert_eq!(
+                err.and_then(|e| e.retry_after()),
+                Some(Duration::from_secs(7))
+            );
+        }
+        faults.clear_faults(Some(Method::ListRoutes));
+        assert!(faults.take_fault(Method::ListRoutes, "c").is_none());
+    }
+
+    #[test]
+    fn zero_times_fault_is_ignored_and_zero_latency_clears() {
+        let faults = Faults::default();
+        faults.add_fault(Method::Master, FaultSpec::other("x").times(0));
+        assert!(faults.take_fault(Method::Master, "c").is_none());
+        faults.set_latency(Method::Master, Duration::from_secs(1));
+        assert_eq!(faults.latency(Method::Master), Some(Duration::from_secs(1)));
+        faults.set_latency(Method::Master, Duration::ZERO);
+        assert_eq!(faults.latency(Method::Master), None);
+    }
+
+    #[test]
+    fn call_displays_method_key_caller_and_outcome() {
+        let call = CloudCall {
+            method: Method::EnsureLoadBalancer,
+            key: "default/web".into(),
+            caller: Some("ccm-0".into()),
+            outcome: CallOutcome::Err("boom".into()),
+        };
+        assert_eq!(
+            call.to_string(),
+            "EnsureLoadBalancer(default/web) by ccm-0 -> error: boom"
+        );
+    }
+}

@@ -1,0 +1,361 @@
+//! The fake cloud's world: its instances, load balancers, routes and clusters, and the lookups
+//! the facets share. Everything here is plain data behind one mutex in [`super::FakeCloud`].
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
+use serde::Deserialize;
+
+use super::config::{At, ConfigError};
+use super::load_balancers::{FakeLoadBalancer, IpPool};
+use crate::cloud::Route;
+
+/// Which parts of the provider contract the fake offers, so tests can check how controllers
+/// behave on clouds that lack one (upstream: the accessor returns `false`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[allow(missing_docs)] // each field switches the facet of the same name
+pub struct Facets {
+    pub load_balancer: bool,
+    #[serde(rename = "instancesV2")]
+    pub instances_v2: bool,
+    pub instances: bool,
+    pub zones: bool,
+    pub routes: bool,
+    pub clusters: bool,
+}
+
+impl Facets {
+    /// Every facet; the default.
+    pub fn all() -> Self {
+        Self {
+            load_balancer: true,
+            instances_v2: true,
+            instances: true,
+            zones: true,
+            routes: true,
+            clusters: true,
+        }
+    }
+
+    /// No facet; start from here to offer only a few.
+    pub fn none() -> Self {
+        Self {
+            load_balancer: false,
+            instances_v2: false,
+            instances: false,
+            zones: false,
+            routes: false,
+            clusters: false,
+        }
+    }
+}
+
+impl Default for Facets {
+    fn default() -> Self {
+        Self::all()
+    }
+}
+
+/// Whether the machine behind a Node runs; drives the node-lifecycle controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstanceState {
+    /// The instance exists and runs.
+    #[default]
+    Running,
+    /// The instance exists but is stopped: exists=true, shutdown=true.
+    Shutdown,
+    /// The instance was deleted: exists=false, lookups fail with `InstanceNotFound`.
+    Gone,
+}
+
+/// A machine in the fake cloud; what `InstanceMetadata` reports for its Node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FakeInstance {
+    /// Node name the instance registers as.
+    pub name: String,
+    /// `<provider>://<id>`; empty means `<provider>://<name>` when added to a cloud.
+    pub provider_id: String,
+    /// Instance type label value.
+    pub instance_type: String,
+    /// Zone label value.
+    pub zone: String,
+    /// Region label value.
+    pub region: String,
+    /// Addresses reported for the Node.
+    pub addresses: Vec<NodeAddress>,
+    /// Running, shut down or gone.
+    pub state: InstanceState,
+    /// Extra labels reported in `InstanceMetadata`.
+    pub additional_labels: BTreeMap<String, String>,
+}
+
+impl FakeInstance {
+    /// A running instance called `name`, with type `fake.small` and nothing else set.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            instance_type: "fake.small".to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the provider ID instead of the default `<provider>://<name>`.
+    pub fn provider_id(mut self, provider_id: impl Into<String>) -> Self {
+        self.provider_id = provider_id.into();
+        self
+    }
+
+    /// Sets the instance type.
+    pub fn instance_type(mut self, instance_type: impl Into<String>) -> Self {
+        self.instance_type = instance_type.into();
+        self
+    }
+
+    /// Sets zone and region.
+    pub fn zone(mut self, zone: impl Into<String>, region: impl Into<String>) -> Self {
+        self.zone = zone.into();
+        self.region = region.into();
+        self
+    }
+
+    /// Adds an address of any type (`InternalIP`, `ExternalIP`, `Hostname`, ...).
+    pub fn address(mut self, type_: impl Into<String>, address: impl Into<String>) -> Self {
+        self.addresses.push(NodeAddress {
+            type_: type_.into(),
+            address: address.into(),
+        });
+        self
+    }
+
+    /// Adds an `InternalIP` address.
+    pub fn internal_ip(self, address: impl Into<String>) -> Self {
+        self.address("InternalIP", address)
+    }
+
+    /// Adds an `ExternalIP` address.
+    pub fn external_ip(self, address: impl Into<String>) -> Self {
+        self.address("ExternalIP", address)
+    }
+
+    /// Sets the state.
+    pub fn state(mut self, state: InstanceState) -> Self {
+        self.state = state;
+        self
+    }
+
+    /// Adds an extra label.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.additional_labels.insert(key.into(), value.into());
+        self
+    }
+
+    pub(super) fn with_default_provider_id(mut self, provider_name: &str) -> Self {
+        if self.provider_id.is_empty() {
+            self.provider_id = format!("{provider_name}://{}", self.name);
+        }
+        self
+    }
+
+    /// The instance unless it is gone; what every lookup sees.
+    fn existing(&self) -> Option<&FakeInstance> {
+        (self.state != InstanceState::Gone).then_some(self)
+    }
+}
+
+/// Returned by the test API when it names an instance the cloud does not have, so a typo in a
+/// test fails loudly instead of silently changing nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("the fake cloud has no instance named {0:?}")]
+pub struct UnknownInstance(pub String);
+
+/// The address types the API server accepts for `NodeAddress.type`.
+pub(super) const ADDRESS_TYPES: [&str; 5] = [
+    "Hostname",
+    "InternalIP",
+    "ExternalIP",
+    "InternalDNS",
+    "ExternalDNS",
+];
+
+/// Checks one instance on its own (uniqueness is checked by the caller, which knows the rest).
+pub(super) fn validate_instance(instance: &FakeInstance) -> Result<(), ConfigError> {
+    if instance.name.trim().is_empty() {
+        return Err(ConfigError::EmptyInstanceName { at: At::default() });
+    }
+    for address in &instance.addresses {
+        validate_address(&instance.name, address, At::default())?;
+    }
+    Ok(())
+}
+
+/// Checks an address type is one Kubernetes knows and that `*IP` addresses parse as IPs.
+pub(super) fn validate_address(
+    instance: &str,
+    address: &NodeAddress,
+    at: At,
+) -> Result<(), ConfigError> {
+    if !ADDRESS_TYPES.contains(&address.type_.as_str()) {
+        return Err(ConfigError::InvalidAddressType {
+            instance: instance.to_owned(),
+            type_: address.type_.clone(),
+            at,
+        });
+    }
+    if address.type_.ends_with("IP") && address.address.parse::<IpAddr>().is_err() {
+        return Err(ConfigError::InvalidNodeAddress {
+            instance: instance.to_owned(),
+            address: address.address.clone(),
+            at,
+        });
+    }
+    Ok(())
+}
+
+/// Everything the fake cloud holds.
+pub(super) struct World {
+    instances: Vec<FakeInstance>,
+    pub(super) load_balancers: BTreeMap<String, FakeLoadBalancer>,
+    pub(super) pool: IpPool,
+    /// cluster name -> destination CIDR -> route.
+    routes: BTreeMap<String, BTreeMap<String, Route>>,
+    /// cluster name -> control-plane address.
+    clusters: BTreeMap<String, String>,
+}
+
+impl World {
+    pub(super) fn new(pool: IpPool) -> Self {
+        Self {
+            instances: Vec::new(),
+            load_balancers: BTreeMap::new(),
+            pool,
+            routes: BTreeMap::new(),
+            clusters: BTreeMap::new(),
+        }
+    }
+
+    // ---- instances ----
+
+    pub(super) fn instances(&self) -> &[FakeInstance] {
+        &self.instances
+    }
+
+    pub(super) fn upsert_instance(&mut self, instance: FakeInstance) {
+        match self.instances.iter_mut().find(|i| i.name == instance.name) {
+            Some(existing) => *existing = instance,
+            None => self.instances.push(instance),
+        }
+    }
+
+    pub(super) fn remove_instance(&mut self, name: &str) -> Option<FakeInstance> {
+        let index = self.instances.iter().position(|i| i.name == name)?;
+        Some(self.instances.remove(index))
+    }
+
+    pub(super) fn instance_mut(&mut self, name: &str) -> Option<&mut FakeInstance> {
+        self.instances.iter_mut().find(|i| i.name == name)
+    }
+
+    /// By name, including gone instances (for the test API).
+    pub(super) fn instance_by_name(&self, name: &str) -> Option<&FakeInstance> {
+        self.instances.iter().find(|i| i.name == name)
+    }
+
+    /// By provider ID, including gone instances (for the test API).
+    pub(super) fn instance_by_provider_id(&self, provider_id: &str) -> Option<&FakeInstance> {
+        self.instances.iter().find(|i| i.provider_id == provider_id)
+    }
+
+    /// The existing instance called `name`, or `InstanceNotFound`.
+    pub(super) fn lookup_name(&self, name: &str) -> Option<&FakeInstance> {
+        self.instance_by_name(name).and_then(FakeInstance::existing)
+    }
+
+    /// The existing instance with `provider_id`, or `InstanceNotFound`.
+    pub(super) fn lookup_provider_id(&self, provider_id: &str) -> Option<&FakeInstance> {
+        self.instance_by_provider_id(provider_id)
+            .and_then(FakeInstance::existing)
+    }
+
+    /// The existing instance behind `node`: by `spec.providerID` when set, else by node name,
+    /// as real providers do. A provider ID that matches nothing does not fall back to the name.
+    pub(super) fn lookup_node(&self, node: &Node) -> Option<&FakeInstance> {
+        match node.spec.as_ref().and_then(|s| s.provider_id.as_deref()) {
+            Some(id) if !id.is_empty() => self.lookup_provider_id(id),
+            _ => self.lookup_name(node.metadata.name.as_deref().unwrap_or_default()),
+        }
+    }
+
+    // ---- load balancers ----
+
+    pub(super) fn load_balancers(&self) -> Vec<FakeLoadBalancer> {
+        let mut lbs: Vec<_> = self.load_balancers.values().cloned().collect();
+        lbs.sort_by(|a, b| a.name.cmp(&b.name));
+        lbs
+    }
+
+    // ---- routes ----
+
+    pub(super) fn routes(&self, cluster_name: &str) -> Vec<Route> {
+        self.routes
+            .get(cluster_name)
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn route_by_cidr(&self, cluster_name: &str, cidr: &str) -> Option<&Route> {
+        self.routes.get(cluster_name)?.get(cidr)
+    }
+
+    pub(super) fn put_route(&mut self, cluster_name: &str, route: Route) {
+        self.routes
+            .entry(cluster_name.to_owned())
+            .or_default()
+            .insert(route.destination_cidr.clone(), route);
+    }
+
+    /// Removes the route called `name`; returns whether there was one.
+    pub(super) fn remove_route(&mut self, cluster_name: &str, name: &str) -> bool {
+        let Some(routes) = self.routes.get_mut(cluster_name) else {
+            return false;
+        };
+        let before = routes.len();
+        routes.retain(|_, r| r.name != name);
+        routes.len() != before
+    }
+
+    pub(super) fn set_route_blackhole(
+        &mut self,
+        cluster_name: &str,
+        cidr: &str,
+        blackhole: bool,
+    ) -> bool {
+        match self
+            .routes
+            .get_mut(cluster_name)
+            .and_then(|r| r.get_mut(cidr))
+        {
+            Some(route) => {
+                route.blackhole = blackhole;
+                true
+            }
+            None => false,
+        }
+    }
+
+    // ---- clusters ----
+
+    pub(super) fn add_cluster(&mut self, name: String, master: String) {
+        self.clusters.insert(name, master);
+    }
+
+    pub(super) fn cluster_names(&self) -> Vec<String> {
+        self.clusters.keys().cloned().collect()
+    }
+
+    pub(super) fn cluster_master(&self, name: &str) -> Option<&str> {
+        self.clusters.get(name).map(String::as_str)
+    }
+}
