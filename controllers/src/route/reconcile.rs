@@ -229,3 +229,7 @@ impl RouteController {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "reconcile_tests.rs"]
+mod tests;
