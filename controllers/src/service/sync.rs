@@ -350,7 +350,78 @@ impl ServiceController {
 
 #[cfg(test)]
 mod tests {
+    use k8s_openapi::api::core::v1::ServiceSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
     use super::*;
+    use crate::service::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
+
+    fn svc(type_: &str, finalizer: bool, deleting: bool) -> Service {
+        let mut s = Service {
+            spec: Some(ServiceSpec {
+                type_: Some(type_.into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        s.metadata.namespace = Some("ns".into());
+        s.metadata.name = Some("web".into());
+        if finalizer {
+            s.metadata.finalizers = Some(vec![LOAD_BALANCER_CLEANUP_FINALIZER.into()]);
+        }
+        if deleting {
+            s.metadata.deletion_timestamp = Some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
+        }
+        s
+    }
+
+    #[test]
+    fn service_event_keys_table() {
+        let key = Some("ns/web".to_string());
+        let lb = svc("LoadBalancer", false, false);
+        let lb_fin = svc("LoadBalancer", true, false);
+        let cases: Vec<(&str, Option<Service>, Service, Option<String>)> = vec![
+            ("add LB", None, lb.clone(), key.clone()),
+            ("add ClusterIP", None, svc("ClusterIP", false, false), None),
+            (
+                "add ClusterIP with finalizer (needs cleanup)",
+                None,
+                svc("ClusterIP", true, false),
+                key.clone(),
+            ),
+            (
+                "resync of settled LB",
+                Some(lb_fin.clone()),
+                lb_fin.clone(),
+                None,
+            ),
+            (
+                "resync of pending cleanup",
+                Some(svc("LoadBalancer", true, true)),
+                svc("LoadBalancer", true, true),
+                key.clone(),
+            ),
+            (
+                "type change",
+                Some(lb_fin.clone()),
+                svc("ClusterIP", true, false),
+                key.clone(),
+            ),
+            (
+                "ClusterIP label change",
+                Some(svc("ClusterIP", false, false)),
+                svc("ClusterIP", false, false),
+                None,
+            ),
+        ];
+        for (name, old, new, want) in cases {
+            assert_eq!(
+                ServiceController::service_event_keys(old.as_ref(), &new),
+                want,
+                "{name}"
+            );
+        }
+    }
 
     #[test]
     fn split_key_table() {
