@@ -30,6 +30,22 @@
 //! | NetworkUnavailable per node, empty map ⇒ True, none for untouched nodes | `plan::tests::network_unavailable_follows_creations` |
 //! | condition skip-check compares status and reason; patch body | `condition::tests::{condition_current_table, patch_bodies}` |
 //! | metric name | `metrics::tests::registers_upstream_name` |
+//! | at most 200 cloud operations in flight | `reconcile::tests::at_most_200_cloud_operations_in_flight` |
+//! | only a ListRoutes failure fails a pass; metric counted per pass | `reconcile::tests::list_failure_fails_the_pass_and_counts_it` |
+//! | not started without Routes facet or cluster CIDRs | `reconcile::tests::needs_routes_facet_and_cidrs` |
+//! | non-sliding period, first pass immediate, stops on shutdown | `reconcile::tests::run_is_non_sliding_and_stops_on_shutdown` |
+//!
+//! End to end (`tests/route_reconcile.rs`, kube-testenv + fake cloud):
+//!
+//! | Behaviour | Test |
+//! |---|---|
+//! | dual-stack routes created with the node UID as name hint; `RouteCreated`; idle pass writes nothing | `creates_dual_stack_routes_and_reports_route_created` |
+//! | stale, empty-target and blackholed routes deleted; foreign routes untouched | `deletes_stale_and_blackholed_routes_and_leaves_foreign_ones` |
+//! | failed create ⇒ `FailedToCreateRoute` on the Node, `NoRouteCreated`; recovers next pass | `failed_create_emits_event_and_marks_network_unavailable` |
+//! | condition from a CNI with another reason is overwritten | `cni_condition_with_another_reason_is_overwritten` |
+//! | nodes without pod CIDRs: True when routes target them, else no write | `nodes_without_pod_cidrs` |
+//! | list failure fails the pass, nothing written | `list_failure_fails_the_pass` |
+//! | node deleted mid-pass: condition 404 only logged | `deleted_node_mid_pass_is_only_logged` |
 
 pub mod cidrs;
 pub mod condition;

@@ -118,7 +118,7 @@ impl RouteController {
     /// [`MAX_CONCURRENT_ROUTE_OPERATIONS`] cloud calls in flight), then write NetworkUnavailable.
     /// Individual cloud and API failures are logged (creates also as `FailedToCreateRoute`
     /// events) and retried by the next pass; only a failed `ListRoutes` fails the pass.
-    #[tracing::instrument(skip(self), fields(controller = "node-route-controller"))]
+    #[tracing::instrument(skip_all, fields(controller = "node-route-controller"))]
     pub async fn reconcile_node_routes(&self) -> Result<(), RouteError> {
         self.metrics.route_sync.inc();
         let routes_api = self.routes()?;

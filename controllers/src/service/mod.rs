@@ -42,6 +42,27 @@
 //! | RetryError stays detectable | `error::tests::retry_after_survives_wrapping` |
 //! | UpdateLoadBalancerFailed lists ≤ 20 names | `node_sync::tests::node_names_are_limited` |
 //! | metric names | `metrics::tests::registers_upstream_names` |
+//! | handler key filter (Add/Update, resync retries pending cleanup) | `sync::tests::service_event_keys_table` |
+//!
+//! End to end (`tests/service_lb.rs`, kube-testenv + fake cloud, real `kube::Client`):
+//!
+//! | Behaviour | Test |
+//! |---|---|
+//! | finalizer patched (status subresource) before the cloud call, then ingress status; events `EnsuringLoadBalancer`, `EnsuredLoadBalancer`; idle resync writes nothing | `creates_lb_with_finalizer_first_then_ingress_status` |
+//! | cloud error: finalizer stays, `SyncLoadBalancerFailed` with upstream wording | `cloud_error_leaves_finalizer_and_reports_event` |
+//! | `Retry{after}` detectable through the sync error | `retry_after_from_the_cloud_is_detectable`, `delete_cloud_errors_keep_the_finalizer` |
+//! | `ImplementedElsewhere` on ensure: success, no status write | `implemented_elsewhere_keeps_finalizer_and_skips_status` |
+//! | no eligible nodes: `UnAvailableLoadBalancer`, ensure still called | `no_eligible_nodes_warns_but_still_ensures` |
+//! | delete: `EnsureLoadBalancerDeleted` then finalizer removed; status-patch 404 ignored | `delete_runs_cloud_delete_then_removes_finalizer` |
+//! | GetLoadBalancer / delete errors keep the finalizer | `delete_cloud_errors_keep_the_finalizer` |
+//! | type change LoadBalancer → ClusterIP cleans up | `type_change_deletes_lb_and_clears_status` |
+//! | deleting Service never regains the finalizer (safe difference) | `deleting_service_never_regains_the_finalizer` |
+//! | Service deleted mid-reconcile: cache-driven non-finalizer delete | `service_deleted_mid_reconcile_cleans_up_from_the_cache` |
+//! | recreated Service (new UID): old LB deleted first | `recreated_service_deletes_the_old_load_balancer_first` |
+//! | node-set change ⇒ one `UpdateLoadBalancer`, exclusion label, no call when equal | `node_set_change_updates_backends_once` |
+//! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, key returned, error metric | `node_sync_failure_hands_the_service_back` |
+//! | update error with LB gone is success | `node_sync_ignores_update_errors_when_lb_is_gone` |
+//! | not started without the LoadBalancer facet | `not_started_without_load_balancer_facet` |
 
 use std::sync::Arc;
 

@@ -137,7 +137,7 @@ impl ServiceController {
     }
 
     /// Reconciles the load balancer of the Service `key` (`namespace/name`) once.
-    #[tracing::instrument(skip(self), fields(controller = "service-lb-controller"))]
+    #[tracing::instrument(skip_all, fields(controller = "service-lb-controller", object.ref = %key))]
     pub async fn sync_service(&self, key: &str) -> Result<(), ServiceSyncError> {
         let (ns, name) = split_key(key)?;
         match self.services.get(ns, name) {
