@@ -46,6 +46,7 @@
 //! | nodes without pod CIDRs: True when routes target them, else no write | `nodes_without_pod_cidrs` |
 //! | list failure fails the pass, nothing written | `list_failure_fails_the_pass` |
 //! | node deleted mid-pass: condition 404 only logged | `deleted_node_mid_pass_is_only_logged` |
+//! | condition write: 409 retried, other errors logged and left to the next pass | `condition_write_conflicts_are_retried_other_errors_logged` |
 
 pub mod cidrs;
 pub mod condition;

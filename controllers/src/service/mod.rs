@@ -63,6 +63,8 @@
 //! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, key returned, error metric | `node_sync_failure_hands_the_service_back` |
 //! | update error with LB gone is success | `node_sync_ignores_update_errors_when_lb_is_gone` |
 //! | not started without the LoadBalancer facet | `not_started_without_load_balancer_facet` |
+//! | API conflict on the finalizer patch: error before any cloud call | `api_conflict_on_finalizer_patch_stops_before_the_cloud` |
+//! | failed status write returned; retry re-ensures idempotently and writes status | `failed_status_write_is_retried_without_a_second_load_balancer` |
 
 use std::sync::Arc;
 
