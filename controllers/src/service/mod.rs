@@ -44,7 +44,7 @@
 //! | metric names | `metrics::tests::registers_upstream_names` |
 //! | handler key filter (Add/Update, resync retries pending cleanup) | `sync::tests::service_event_keys_table` |
 //!
-//! End to end (`tests/service_lb.rs`, kube-testenv + fake cloud, real `kube::Client`):
+//! End to end (`tests/service_lb.rs` and `tests/service_node_sync.rs`, kube-testenv + fake cloud, real `kube::Client`):
 //!
 //! | Behaviour | Test |
 //! |---|---|
