@@ -30,6 +30,7 @@
 //! | NetworkUnavailable per node, empty map ⇒ True, none for untouched nodes | `plan::tests::network_unavailable_follows_creations` |
 //! | condition skip-check compares status and reason; patch body | `condition::tests::{condition_current_table, patch_bodies}` |
 //! | metric name | `metrics::tests::registers_upstream_name` |
+//! | property: foreign routes never deleted; a pass converges (blackholes: two passes) | `plan::tests::properties::foreign_routes_survive_and_plans_converge` |
 //! | at most 200 cloud operations in flight | `reconcile::tests::at_most_200_cloud_operations_in_flight` |
 //! | only a ListRoutes failure fails a pass; metric counted per pass | `reconcile::tests::list_failure_fails_the_pass_and_counts_it` |
 //! | not started without Routes facet or cluster CIDRs | `reconcile::tests::needs_routes_facet_and_cidrs` |

@@ -350,3 +350,118 @@ fn ownership_table() {
         assert_eq!(owned(&route("n", cidr), &cidrs), want, "{cidr}");
     }
 }
+
+mod properties {
+    //! Invariants over random clusters: foreign routes are never deleted, and applying the plan
+    //! converges (blackholed routes of live nodes take one extra pass, as upstream).
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const POOL: &[&str] = &[
+        "10.244.0.0/24",
+        "10.244.1.0/24",
+        "10.244.2.0/24",
+        "10.244.3.0/24",
+        "fd00:10:244::/64",
+        "fd00:10:244:1::/64",
+        "192.168.0.0/24",
+        "fd99::/64",
+        "10.0.0.0/8",
+    ];
+    const TARGETS: &[&str] = &["n0", "n1", "n2", "gone", ""];
+
+    fn arb_route() -> impl Strategy<Value = Route> {
+        (
+            0..POOL.len(),
+            0..TARGETS.len(),
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        )
+            .prop_map(|(c, t, black, track, stale)| {
+                let mut r = route(TARGETS[t], POOL[c]);
+                r.blackhole = black;
+                if track {
+                    r = with_addrs(
+                        r,
+                        if stale {
+                            &["192.168.9.9"]
+                        } else {
+                            &["192.168.0.1"]
+                        },
+                    );
+                }
+                r
+            })
+    }
+
+    /// Three nodes; node i may own pool entries i and i+4 (unique per node, both families).
+    fn arb_nodes() -> impl Strategy<Value = Vec<Arc<Node>>> {
+        proptest::collection::vec((any::<bool>(), any::<bool>()), 3).prop_map(|picks| {
+            picks
+                .iter()
+                .enumerate()
+                .map(|(i, (v4, v6))| {
+                    let mut cidrs = vec![];
+                    if *v4 {
+                        cidrs.push(POOL[i]);
+                    }
+                    if *v6 && i < 2 {
+                        cidrs.push(POOL[i + 4]);
+                    }
+                    node(&format!("n{i}"), &cidrs, &["192.168.0.1"])
+                })
+                .collect()
+        })
+    }
+
+    fn apply(routes: &[Route], p: &RoutePlan) -> Vec<Route> {
+        let mut out: Vec<Route> = routes
+            .iter()
+            .filter(|r| !p.deletions.contains(r))
+            .cloned()
+            .collect();
+        out.extend(p.creations.iter().map(|c| c.route.clone()));
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn foreign_routes_survive_and_plans_converge(
+            nodes in arb_nodes(),
+            routes in proptest::collection::vec(arb_route(), 0..8),
+        ) {
+            let cidrs = parse_cluster_cidrs("10.244.0.0/16,fd00:10:244::/56").unwrap();
+            let p = plan(&nodes, &routes, &cidrs);
+            for r in &p.deletions {
+                prop_assert_eq!(owned(r, &cidrs), Some(true), "deleted a foreign route {:?}", r);
+            }
+            for c in &p.creations {
+                let node = nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&c.node)).unwrap();
+                prop_assert!(pod_cidrs(node).contains(&c.route.destination_cidr));
+            }
+            let once = apply(&routes, &p);
+            // One pass converges, except that a blackholed route of a live node is only
+            // recreated by the next pass.
+            let next = plan(&nodes, &once, &cidrs);
+            prop_assert!(next.deletions.is_empty(), "still deleting {:?}", next.deletions);
+            for c in &next.creations {
+                prop_assert!(
+                    routes.iter().any(|r| r.blackhole && r.destination_cidr == c.route.destination_cidr),
+                    "creation deferred without a blackhole: {:?}", c
+                );
+            }
+            let twice = apply(&once, &plan(&nodes, &once, &cidrs));
+            let last = plan(&nodes, &twice, &cidrs);
+            prop_assert!(last.deletions.is_empty(), "still deleting {:?}", last.deletions);
+            prop_assert!(last.creations.is_empty(), "still creating {:?}", last.creations);
+            // Converged: only nodes without pod CIDRs (targeted by foreign routes) are unavailable.
+            for (name, unavailable) in last.network_unavailable() {
+                let node = nodes.iter().find(|n| n.metadata.name.as_deref() == Some(&name)).unwrap();
+                prop_assert_eq!(unavailable, pod_cidrs(node).is_empty(), "node {}", name);
+            }
+        }
+    }
+}
