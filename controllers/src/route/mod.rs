@@ -15,6 +15,8 @@
 //!
 //! # Differences from upstream
 //! - `--cluster-cidr` errors are actionable messages instead of a terse fatal exit.
+//! - [`RouteController::run`] raises a period below [`MIN_RECONCILIATION_PERIOD`] (1 s) to it;
+//!   upstream would spin on `--route-reconciliation-period=0`.
 //! - The `FailedToCreateRoute` event references the Node by its real UID (upstream puts the node
 //!   name in the UID field).
 //!
@@ -35,6 +37,7 @@
 //! | only a ListRoutes failure fails a pass; metric counted per pass | `reconcile::tests::list_failure_fails_the_pass_and_counts_it` |
 //! | not started without Routes facet or cluster CIDRs | `reconcile::tests::needs_routes_facet_and_cidrs` |
 //! | non-sliding period, first pass immediate, stops on shutdown | `reconcile::tests::run_is_non_sliding_and_stops_on_shutdown` |
+//! | zero period raised to 1 s (safe difference) | `reconcile::tests::zero_period_is_raised_to_the_minimum` |
 //!
 //! End to end (`tests/route_reconcile.rs`, kube-testenv + fake cloud):
 //!
@@ -56,4 +59,6 @@ pub mod plan;
 mod reconcile;
 
 pub use metrics::RouteMetrics;
-pub use reconcile::{MAX_CONCURRENT_ROUTE_OPERATIONS, RouteController, RouteError};
+pub use reconcile::{
+    MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD, RouteController, RouteError,
+};

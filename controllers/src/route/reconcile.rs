@@ -22,6 +22,9 @@ use crate::service::NodeLister;
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
 pub const MAX_CONCURRENT_ROUTE_OPERATIONS: usize = 200;
 
+/// The shortest period [`RouteController::run`] accepts.
+pub const MIN_RECONCILIATION_PERIOD: Duration = Duration::from_secs(1);
+
 /// Why the route controller cannot be built or a pass failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RouteError {
@@ -100,7 +103,13 @@ impl RouteController {
 
     /// Runs [`Self::reconcile_node_routes`] now and then every `period`, measured from the start
     /// of each pass (upstream `wait.NonSlidingUntil`), until `shutdown`; errors are only logged.
+    /// A zero period would be a hot loop against the cloud (anchors §C); it is raised to
+    /// [`MIN_RECONCILIATION_PERIOD`].
     pub async fn run(&self, period: Duration, shutdown: CancellationToken) {
+        if period < MIN_RECONCILIATION_PERIOD {
+            tracing::warn!(?period, min = ?MIN_RECONCILIATION_PERIOD, "route reconciliation period too short; using the minimum");
+        }
+        let period = period.max(MIN_RECONCILIATION_PERIOD);
         let mut ticker = tokio::time::interval_at(Instant::now(), period);
         ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {

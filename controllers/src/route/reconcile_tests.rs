@@ -180,3 +180,19 @@ async fn run_is_non_sliding_and_stops_on_shutdown() {
     shutdown.cancel();
     task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn zero_period_is_raised_to_the_minimum() {
+    let cloud = FakeCloud::new();
+    let ctl = Arc::new(controller(Arc::new(cloud.clone()), vec![]));
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
+        async move { ctl.run(Duration::ZERO, shutdown).await }
+    });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Passes at 0, 1 and 2 s: no hot loop.
+    assert_eq!(cloud.calls_to(Method::ListRoutes).len(), 3);
+    shutdown.cancel();
+    task.await.unwrap();
+}

@@ -12,7 +12,7 @@ use super::ServiceController;
 use super::predicates::{
     filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
 };
-use crate::cloud::CloudError;
+use crate::cloud::{CloudError, LoadBalancer};
 use crate::event_sink::EventType;
 
 /// How many node names an `UpdateLoadBalancerFailed` event lists before eliding the rest.
@@ -90,7 +90,11 @@ impl ServiceController {
         if nodes_sufficiently_equal(&old_nodes, &new_nodes) {
             return true;
         }
-        match self.update_load_balancer_hosts(svc, &new_nodes).await {
+        let Ok(lb) = self.lb() else {
+            // Unreachable: `new` refuses a cloud without load balancers.
+            return false;
+        };
+        match self.update_load_balancer_hosts(lb, svc, &new_nodes).await {
             Ok(()) => true,
             Err(err) => {
                 tracing::warn!(service = key, error = %err, "failed to update load balancer hosts");
@@ -102,13 +106,10 @@ impl ServiceController {
 
     async fn update_load_balancer_hosts(
         &self,
+        lb: &dyn LoadBalancer,
         svc: &Service,
         hosts: &[Arc<Node>],
     ) -> Result<(), CloudError> {
-        let lb = match self.lb() {
-            Ok(lb) => lb,
-            Err(err) => return Err(CloudError::other(err.to_string())),
-        };
         self.metrics.loadbalancer_sync.inc();
         let start = Instant::now();
         let result = lb
