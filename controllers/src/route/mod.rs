@@ -52,6 +52,8 @@
 //! | node deleted mid-pass: condition 404 only logged | `deleted_node_mid_pass_is_only_logged` |
 //! | condition write: 409 retried, other errors logged and left to the next pass | `condition_write_conflicts_are_retried_other_errors_logged` |
 
+use std::time::Duration;
+
 pub mod cidrs;
 pub mod condition;
 pub mod metrics;
@@ -62,3 +64,10 @@ pub use metrics::RouteMetrics;
 pub use reconcile::{
     MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD, RouteController, RouteError,
 };
+
+/// Canonical controller name; `route` stays a permanent alias.
+pub const CONTROLLER_NAME: &str = "node-route-controller";
+/// Event source component, as upstream's recorder names it.
+pub const EVENT_COMPONENT: &str = "route_controller";
+/// Default of `--route-reconciliation-period`.
+pub const DEFAULT_RECONCILIATION_PERIOD: Duration = Duration::from_secs(10);

@@ -67,6 +67,7 @@
 //! | failed status write returned; retry re-ensures idempotently and writes status | `failed_status_write_is_retried_without_a_second_load_balancer` |
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 
@@ -80,6 +81,21 @@ mod sync;
 pub use error::ServiceSyncError;
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
+
+/// Resync period of the Service event handler; a resync can only enqueue pending cleanups, so
+/// this is how often a stuck cleanup is retried (upstream `serviceSyncPeriod`).
+pub const SERVICE_RESYNC_PERIOD: Duration = Duration::from_secs(30);
+/// Resync period of the Node event handler; resyncs never trigger a node sync (upstream
+/// `nodeSyncPeriod`).
+pub const NODE_RESYNC_PERIOD: Duration = Duration::from_secs(100);
+/// First delay of the per-item exponential retry of a Service key (upstream `minRetryDelay`).
+pub const MIN_RETRY_DELAY: Duration = Duration::from_secs(5);
+/// Cap of the per-item exponential retry of a Service key (upstream `maxRetryDelay`).
+pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+/// Canonical controller name; `service` stays a permanent alias.
+pub const CONTROLLER_NAME: &str = "service-lb-controller";
+/// Event source component, as upstream's recorder names it.
+pub const EVENT_COMPONENT: &str = "service-controller";
 
 /// Read access to the Service cache, so the controller works on any informer store (and on a
 /// vector in tests) without knowing which.
