@@ -17,6 +17,8 @@
 //! - `--cluster-cidr` errors are actionable messages instead of a terse fatal exit.
 //! - [`RouteController::run`] raises a period below [`MIN_RECONCILIATION_PERIOD`] (1 s) to it;
 //!   upstream would spin on `--route-reconciliation-period=0`.
+//! - NetworkUnavailable writes of one pass are bounded to [`MAX_CONCURRENT_CONDITION_UPDATES`]
+//!   in flight (upstream: one goroutine per node behind client-go's QPS limiter).
 //! - The `FailedToCreateRoute` event references the Node by its real UID (upstream puts the node
 //!   name in the UID field).
 //!
@@ -62,7 +64,8 @@ mod reconcile;
 
 pub use metrics::RouteMetrics;
 pub use reconcile::{
-    MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD, RouteController, RouteError,
+    MAX_CONCURRENT_CONDITION_UPDATES, MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD,
+    RouteController, RouteError,
 };
 
 /// Canonical controller name; `route` stays a permanent alias.

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use tokio::sync::Semaphore;
@@ -21,6 +22,11 @@ use crate::service::NodeLister;
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
 pub const MAX_CONCURRENT_ROUTE_OPERATIONS: usize = 200;
+
+/// At most this many NetworkUnavailable writes are in flight at once. Upstream starts one
+/// goroutine per node and relies on client-go's QPS limit; our client has none, so the first
+/// pass on a large cluster is bounded here instead.
+pub const MAX_CONCURRENT_CONDITION_UPDATES: usize = 50;
 
 /// The shortest period [`RouteController::run`] accepts.
 pub const MIN_RECONCILIATION_PERIOD: Duration = Duration::from_secs(1);
@@ -167,12 +173,19 @@ impl RouteController {
         }
 
         let unavailable = plan.network_unavailable();
-        let updates = nodes.iter().filter_map(|node| {
-            let name = node.metadata.name.as_deref()?;
-            let unavailable = *unavailable.get(name)?;
-            Some(self.update_condition(node, unavailable))
-        });
-        join_all(updates).await;
+        // Collected first: a lazy iterator held across the await would make the future !Send.
+        let updates: Vec<_> = nodes
+            .iter()
+            .filter_map(|node| {
+                let name = node.metadata.name.as_deref()?;
+                let unavailable = *unavailable.get(name)?;
+                Some(self.update_condition(node, unavailable))
+            })
+            .collect();
+        futures::stream::iter(updates)
+            .buffer_unordered(MAX_CONCURRENT_CONDITION_UPDATES)
+            .collect::<()>()
+            .await;
         Ok(())
     }
 

@@ -196,3 +196,14 @@ async fn zero_period_is_raised_to_the_minimum() {
     shutdown.cancel();
     task.await.unwrap();
 }
+
+/// Compile-time check: the wiring spawns these futures on a multi-threaded runtime.
+#[test]
+fn futures_are_send() {
+    fn assert_send<T: Send>(_: T) {}
+    fn check(ctl: &RouteController) {
+        assert_send(ctl.reconcile_node_routes());
+        assert_send(ctl.run(Duration::from_secs(1), CancellationToken::new()));
+    }
+    let _ = check;
+}

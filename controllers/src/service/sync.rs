@@ -375,6 +375,17 @@ mod tests {
         s
     }
 
+    /// Compile-time check: the wiring spawns these futures on a multi-threaded runtime.
+    #[test]
+    fn futures_are_send() {
+        fn assert_send<T: Send>(_: T) {}
+        fn check(ctl: &ServiceController) {
+            assert_send(ctl.sync_service("a/b"));
+            assert_send(ctl.sync_nodes(1));
+        }
+        let _ = check;
+    }
+
     #[test]
     fn service_event_keys_table() {
         let key = Some("ns/web".to_string());
