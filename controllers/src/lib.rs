@@ -11,6 +11,8 @@ mod initializers;
 pub mod node;
 pub mod node_lifecycle;
 pub mod options;
+pub mod route;
+pub mod service;
 pub mod wiring;
 
 pub use context::CloudContext;

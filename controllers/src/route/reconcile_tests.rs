@@ -1,0 +1,209 @@
+//! Unit tests of the reconcile pass that need no API server: concurrency bound, list failures,
+//! and the non-sliding loop under tokio's paused clock.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
+
+use super::*;
+use crate::cloud::fake::{FakeCloud, FaultSpec, Method};
+use crate::event_sink::RecordedEvents;
+use crate::route::cidrs::parse_cluster_cidrs;
+use crate::route::condition::{NETWORK_UNAVAILABLE, REASON_ROUTE_CREATED};
+
+struct Nodes(Vec<Arc<Node>>);
+
+impl NodeLister for Nodes {
+    fn list(&self) -> Vec<Arc<Node>> {
+        self.0.clone()
+    }
+}
+
+/// A client that is never reached: every node in these tests already has a current condition.
+fn unused_client() -> kube::Client {
+    let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+    kube::Client::try_from(config).unwrap()
+}
+
+/// A node with one pod CIDR whose condition already says `RouteCreated`, so no API write happens.
+fn routed_node(i: usize) -> Arc<Node> {
+    let mut n = Node {
+        spec: Some(NodeSpec {
+            pod_cidrs: Some(vec![format!("10.{}.{}.0/24", 100 + i / 256, i % 256)]),
+            ..Default::default()
+        }),
+        status: Some(NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: NETWORK_UNAVAILABLE.into(),
+                status: "False".into(),
+                reason: Some(REASON_ROUTE_CREATED.into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    n.metadata.name = Some(format!("n{i}"));
+    n.metadata.uid = Some(format!("uid-{i}"));
+    Arc::new(n)
+}
+
+/// Routes facet that measures how many creates run at once.
+#[derive(Default)]
+struct CountingRoutes {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    created: AtomicUsize,
+}
+
+#[async_trait]
+impl Routes for CountingRoutes {
+    async fn list_routes(&self, _: &str) -> Result<Vec<Route>, CloudError> {
+        Ok(vec![])
+    }
+    async fn create_route(&self, _: &str, _: &str, _: &Route) -> Result<(), CloudError> {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        self.created.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+    async fn delete_route(&self, _: &str, _: &Route) -> Result<(), CloudError> {
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl CloudProvider for CountingRoutes {
+    fn routes(&self) -> Option<&dyn Routes> {
+        Some(self)
+    }
+    fn provider_name(&self) -> &str {
+        "counting"
+    }
+    fn has_cluster_id(&self) -> bool {
+        true
+    }
+}
+
+fn controller(cloud: Arc<dyn CloudProvider>, nodes: Vec<Arc<Node>>) -> RouteController {
+    RouteController::new(
+        cloud,
+        unused_client(),
+        "k",
+        parse_cluster_cidrs("10.0.0.0/8").unwrap(),
+        Arc::new(Nodes(nodes)),
+        Arc::new(RecordedEvents::default()),
+    )
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn at_most_200_cloud_operations_in_flight() {
+    let cloud = Arc::new(CountingRoutes::default());
+    let nodes: Vec<_> = (0..450).map(routed_node).collect();
+    let ctl = controller(cloud.clone(), nodes);
+    ctl.reconcile_node_routes().await.unwrap();
+    assert_eq!(cloud.created.load(Ordering::SeqCst), 450);
+    assert_eq!(
+        cloud.max_in_flight.load(Ordering::SeqCst),
+        MAX_CONCURRENT_ROUTE_OPERATIONS
+    );
+}
+
+#[tokio::test]
+async fn list_failure_fails_the_pass_and_counts_it() {
+    let cloud = FakeCloud::new();
+    cloud.fail(Method::ListRoutes, FaultSpec::other("throttled"));
+    let metrics = RouteMetrics::default();
+    let ctl =
+        controller(Arc::new(cloud.clone()), vec![routed_node(1)]).with_metrics(metrics.clone());
+    let err = ctl.reconcile_node_routes().await.unwrap_err();
+    assert_eq!(err.to_string(), "error listing routes: throttled");
+    assert_eq!(metrics.route_sync.get(), 1);
+    assert!(cloud.calls_to(Method::CreateRoute).is_empty());
+}
+
+#[tokio::test]
+async fn needs_routes_facet_and_cidrs() {
+    use crate::cloud::fake::Facets;
+    let no_routes = FakeCloud::builder().facets(Facets::none()).build().unwrap();
+    let events: Arc<dyn EventSink> = Arc::new(RecordedEvents::default());
+    let nodes: Arc<dyn NodeLister> = Arc::new(Nodes(vec![]));
+    let cidrs = parse_cluster_cidrs("10.0.0.0/8").unwrap();
+    let err = RouteController::new(
+        Arc::new(no_routes),
+        unused_client(),
+        "k",
+        cidrs,
+        nodes.clone(),
+        events.clone(),
+    );
+    assert!(matches!(err, Err(RouteError::RoutesUnsupported)));
+    let err = RouteController::new(
+        Arc::new(FakeCloud::new()),
+        unused_client(),
+        "k",
+        vec![],
+        nodes,
+        events,
+    );
+    assert!(matches!(err, Err(RouteError::NoClusterCidrs)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_is_non_sliding_and_stops_on_shutdown() {
+    let cloud = FakeCloud::new();
+    let ctl = Arc::new(controller(Arc::new(cloud.clone()), vec![]));
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
+        async move { ctl.run(Duration::from_secs(10), shutdown).await }
+    });
+    let start = Instant::now();
+    // Passes at 0, 10, 20, 30 s.
+    tokio::time::sleep_until(start + Duration::from_secs(35)).await;
+    assert_eq!(cloud.calls_to(Method::ListRoutes).len(), 4);
+
+    // A pass slower than the period is followed immediately by the next one, not a full period
+    // later: passes start at 40 (takes 15 s), 55, 70 with the latency in place.
+    cloud.set_latency(Method::ListRoutes, Duration::from_secs(15));
+    tokio::time::sleep_until(start + Duration::from_secs(71)).await;
+    assert_eq!(
+        cloud.calls_to(Method::ListRoutes).len(),
+        6,
+        "passes finished at 55 and 70"
+    );
+
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn zero_period_is_raised_to_the_minimum() {
+    let cloud = FakeCloud::new();
+    let ctl = Arc::new(controller(Arc::new(cloud.clone()), vec![]));
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn({
+        let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
+        async move { ctl.run(Duration::ZERO, shutdown).await }
+    });
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Passes at 0, 1 and 2 s: no hot loop.
+    assert_eq!(cloud.calls_to(Method::ListRoutes).len(), 3);
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+/// Compile-time check: the wiring spawns these futures on a multi-threaded runtime.
+#[test]
+fn futures_are_send() {
+    fn assert_send<T: Send>(_: T) {}
+    fn check(ctl: &RouteController) {
+        assert_send(ctl.reconcile_node_routes());
+        assert_send(ctl.run(Duration::from_secs(1), CancellationToken::new()));
+    }
+    let _ = check;
+}

@@ -1,0 +1,125 @@
+//! End-to-end tests of the service controller's node-triggered backend updates, against
+//! kube-testenv and the fake cloud (harness in `service_support`).
+
+mod service_support;
+
+use std::sync::Arc;
+
+use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
+use cloud_controllers::cloud::{CloudProvider, LoadBalancer};
+use cloud_controllers::event_sink::{EventType, RecordedEvents};
+use cloud_controllers::service::predicates::EXCLUDE_FROM_LOAD_BALANCERS_LABEL;
+use cloud_controllers::service::{NodeLister, ServiceController};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube_testenv::TestEnv;
+use serde_json::json;
+use service_support::*;
+
+#[tokio::test]
+async fn node_set_change_updates_backends_once() {
+    let h = harness(&["n1"]).await;
+    h.provision().await;
+    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 0, "node set unchanged");
+
+    let n2 = Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node("n2"))
+        .await
+        .unwrap();
+    assert!(ServiceController::node_event_triggers(None, Some(&n2)));
+    h.cache.refresh(&h.client).await;
+    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 1);
+    assert_eq!(h.events.reasons().last().unwrap(), "UpdatedLoadBalancer");
+    assert_eq!(h.metrics.loadbalancer_sync.get(), 1);
+
+    // Excluding a node by label is a node-set change too.
+    let label = json!({"metadata": {"labels": {EXCLUDE_FROM_LOAD_BALANCERS_LABEL: "true"}}});
+    let excluded = Api::<Node>::all(h.client.clone())
+        .patch("n1", &PatchParams::default(), &Patch::Merge(&label))
+        .await
+        .unwrap();
+    let before = h
+        .cache
+        .list()
+        .into_iter()
+        .find(|n| n.metadata.name.as_deref() == Some("n1"))
+        .unwrap();
+    assert!(ServiceController::node_event_triggers(
+        Some(&before),
+        Some(&excluded)
+    ));
+    h.cache.refresh(&h.client).await;
+    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n2"]);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
+
+    // A second pass with the same set costs nothing.
+    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
+}
+
+#[tokio::test]
+async fn node_sync_failure_hands_the_service_back() {
+    let h = harness(&["n1"]).await;
+    h.provision().await;
+    Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node("n2"))
+        .await
+        .unwrap();
+    h.cache.refresh(&h.client).await;
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("backend busy").times(1),
+    );
+
+    assert_eq!(h.ctl.sync_nodes(2).await, [KEY]);
+    let last = h.events.all().pop().unwrap();
+    assert_eq!(last.reason, "UpdateLoadBalancerFailed");
+    assert_eq!(last.type_, EventType::Warning);
+    assert!(last.message.contains("[n1 n2]"), "{}", last.message);
+    assert_eq!(h.metrics.nodesync_error.get(), 1);
+
+    // The retry is a full sync, which ensures with the new set.
+    h.ctl.sync_service(KEY).await.unwrap();
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+}
+
+#[tokio::test]
+async fn node_sync_ignores_update_errors_when_lb_is_gone() {
+    let h = harness(&["n1"]).await;
+    h.provision().await;
+    // The load balancer vanished in the cloud behind our back.
+    let svc = h.get("web").await.unwrap();
+    h.cloud
+        .ensure_load_balancer_deleted(CLUSTER, &svc)
+        .await
+        .unwrap();
+    Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node("n2"))
+        .await
+        .unwrap();
+    h.cache.refresh(&h.client).await;
+    assert!(h.ctl.sync_nodes(2).await.is_empty());
+    assert_eq!(h.calls(Method::GetLoadBalancer), 1);
+}
+
+#[tokio::test]
+async fn not_started_without_load_balancer_facet() {
+    use cloud_controllers::cloud::fake::Facets;
+    let env = TestEnv::start().await.unwrap();
+    let cloud = FakeCloud::builder().facets(Facets::none()).build().unwrap();
+    assert!(cloud.load_balancer().is_none());
+    let cache = Arc::new(Cache::default());
+    let result = ServiceController::new(
+        Arc::new(cloud),
+        env.client(),
+        CLUSTER,
+        cache.clone(),
+        cache,
+        Arc::new(RecordedEvents::default()),
+    );
+    assert!(result.is_err());
+}
