@@ -102,7 +102,7 @@ impl Harness {
 
     fn cidrs(&self) -> Vec<(String, String)> {
         self.cloud
-            .routes(CLUSTER)
+            .route_table(CLUSTER)
             .into_iter()
             .map(|r| (r.target_node, r.destination_cidr))
             .collect()
@@ -178,7 +178,7 @@ async fn creates_dual_stack_routes_and_reports_route_created() {
         .uid
         .unwrap();
     assert!(
-        h.cloud.routes(CLUSTER)[0].name.contains(&n1_uid),
+        h.cloud.route_table(CLUSTER)[0].name.contains(&n1_uid),
         "node UID is the name hint"
     );
     for n in ["n1", "n2"] {
@@ -222,7 +222,7 @@ async fn deletes_stale_and_blackholed_routes_and_leaves_foreign_ones() {
         h.cidrs(),
         pairs(&[("n1", "10.244.1.0/24"), ("gone", "192.168.0.0/24")])
     );
-    assert!(!h.cloud.routes(CLUSTER).iter().any(|r| r.blackhole));
+    assert!(!h.cloud.route_table(CLUSTER).iter().any(|r| r.blackhole));
 }
 
 #[tokio::test]

@@ -90,8 +90,13 @@ pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node
 /// Read access to cached Nodes, so controller logic does not depend on the informer
 /// implementation (the framework's `Store<Node>` in production, [`MemoryNodeLister`] in tests).
 pub trait NodeLister: Send + Sync {
-    /// The cached Node called `name`, if any.
-    fn get(&self, name: &str) -> Option<Arc<Node>>;
+    /// The cached Node called `name`, if any; the default scans [`Self::list`], so listers
+    /// without an index (test vectors) only implement `list`.
+    fn get(&self, name: &str) -> Option<Arc<Node>> {
+        self.list()
+            .into_iter()
+            .find(|n| n.metadata.name.as_deref() == Some(name))
+    }
     /// Every cached Node.
     fn list(&self) -> Vec<Arc<Node>>;
 }

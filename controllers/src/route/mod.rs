@@ -58,10 +58,12 @@ use std::time::Duration;
 
 pub mod cidrs;
 pub mod condition;
+mod init;
 pub mod metrics;
 pub mod plan;
 mod reconcile;
 
+pub use init::{CONTROLLER_ALIAS, initializer};
 pub use metrics::RouteMetrics;
 pub use reconcile::{
     MAX_CONCURRENT_CONDITION_UPDATES, MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD,

@@ -69,9 +69,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 
 mod error;
+mod init;
 pub mod metrics;
 mod node_sync;
 pub mod patch;
@@ -79,6 +80,7 @@ pub mod predicates;
 mod sync;
 
 pub use error::ServiceSyncError;
+pub use init::{CONTROLLER_ALIAS, initializer};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 
@@ -104,8 +106,5 @@ pub trait ServiceLister: Send + Sync {
     fn get(&self, ns: &str, name: &str) -> Option<Arc<Service>>;
 }
 
-/// Read access to the Node cache; shared by the service and route controllers.
-pub trait NodeLister: Send + Sync {
-    /// Every cached Node.
-    fn list(&self) -> Vec<Arc<Node>>;
-}
+/// Read access to the Node cache; one trait for every controller that reads Nodes.
+pub use crate::node::NodeLister;
