@@ -63,6 +63,7 @@ impl Cli {
     pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
         let mut errors = self.cloud.validate();
         errors.extend(self.generic.validate());
+        errors.extend(self.telemetry.validate());
         if let Err(e) = controller_manager::manager::ControllerSelection::parse(
             &self.generic.controllers,
             &initializers.known(),

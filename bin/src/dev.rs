@@ -23,9 +23,9 @@ pub struct DevEnv {
 }
 
 impl DevEnv {
-    /// A client for the embedded API server.
-    pub fn client(&self) -> kube::Client {
-        self.env.client()
+    /// Where the embedded API server is, for the manager's own client stack.
+    pub fn config(&self) -> kube::Config {
+        self.env.config()
     }
 
     /// The fake cloud the controllers talk to.

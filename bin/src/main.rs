@@ -6,11 +6,18 @@ mod cli;
 mod dev;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
-use cloud_controllers::{CloudContext, cloud::CloudProviderRegistry, cloud_initializers};
+use cloud_controllers::cloud::{
+    CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext, InstrumentedCloud,
+};
+use cloud_controllers::{CloudContext, cloud_initializers};
+use controller_manager::client::{ClientMetrics, build_client, client_from_config};
 use controller_manager::manager::{Manager, ManagerError, shutdown_on_signals};
 use controller_manager::telemetry;
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
 use tracing::{error, info, warn};
 
 use crate::cli::Cli;
@@ -42,7 +49,7 @@ async fn run(mut cli: Cli) -> ExitCode {
     if cli.dev.dev {
         cli.apply_dev_defaults();
     }
-    let registry = CloudProviderRegistry::with_builtin();
+    let providers = CloudProviderRegistry::with_builtin();
     let initializers = cloud_initializers();
     let errors = cli.validate(&initializers);
     if !errors.is_empty() {
@@ -81,32 +88,38 @@ async fn run(mut cli: Cli) -> ExitCode {
         None
     };
 
+    let registry = Arc::new(Mutex::new(Registry::default()));
+    let client_metrics = ClientMetrics::new(&mut registry.lock());
+    let opts = &cli.generic.client;
     let client = match &dev_env {
-        Some(env) => env.client(),
-        None => match controller_manager::client::build_client(
-            &cli.generic.client,
-            "cloud-controller-manager",
-            None,
-        )
-        .await
-        {
-            Ok(c) => c,
-            Err(e) => {
-                error!("cannot build the API client: {e}");
-                return ExitCode::FAILURE;
-            }
-        },
+        Some(env) => client_from_config(
+            env.config(),
+            opts.kube_api_qps,
+            opts.kube_api_burst,
+            cli::NAME,
+            Some(&client_metrics),
+        ),
+        None => build_client(opts, cli::NAME, Some(&client_metrics)).await,
+    };
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            error!("cannot build the API client: {e}");
+            return ExitCode::FAILURE;
+        }
     };
 
     let cloud = match &dev_env {
         Some(env) => env.cloud(),
-        None => match registry.init(&cli.cloud.cloud_provider, cli.cloud.cloud_config.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                error!("{e}");
-                return ExitCode::FAILURE;
+        None => {
+            match providers.init(&cli.cloud.cloud_provider, cli.cloud.cloud_config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    error!("{e}");
+                    return ExitCode::FAILURE;
+                }
             }
-        },
+        }
     };
     if !cloud.has_cluster_id() {
         if cli.cloud.allow_untagged_cloud {
@@ -122,8 +135,24 @@ async fn run(mut cli: Cli) -> ExitCode {
         }
     }
 
+    let cloud_metrics = CloudMetrics::new(&mut registry.lock());
+    let cloud: Arc<dyn CloudProvider> =
+        Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
+    let initialize = InitializeContext {
+        client: client.clone(),
+        shutdown: shutdown.clone(),
+    };
+    if let Err(e) = cloud.initialize(initialize).await {
+        error!(
+            "cloud provider {:?} failed to initialize: {e}",
+            cli.cloud.cloud_provider
+        );
+        return ExitCode::FAILURE;
+    }
+
     let config = cli.manager_config();
     let manager = Manager::new(config, client, CloudContext::new(cloud, cli.cloud.clone()))
+        .with_registry(registry)
         .with_initializers(initializers);
     info!(provider = %cli.cloud.cloud_provider, "starting cloud-controller-manager");
     match manager.run(shutdown).await {

@@ -122,6 +122,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
     }
 
+    /// Uses `registry` for `/metrics`, so metrics the embedder registered before building the
+    /// manager (API client, cloud provider) are served with the manager's own.
+    pub fn with_registry(mut self, registry: Arc<Mutex<Registry>>) -> Self {
+        self.registry = registry;
+        self
+    }
+
     /// Replaces the initializer map (stock controllers plus the embedder's own).
     pub fn with_initializers(mut self, initializers: Initializers<C>) -> Self {
         self.initializers = initializers;
