@@ -33,7 +33,10 @@ async fn kube_client_retries_injected_429_after_retry_after() {
     env.faults().fail_next(2, 429, Some(Duration::from_secs(3)));
     let t0 = tokio::time::Instant::now();
     nodes.list(&ListParams::default()).await.unwrap();
-    assert!(t0.elapsed() >= Duration::from_secs(6), "two Retry-After: 3 waits");
+    assert!(
+        t0.elapsed() >= Duration::from_secs(6),
+        "two Retry-After: 3 waits"
+    );
     let statuses: Vec<u16> = env.requests().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [429, 429, 200]);
 }
@@ -44,17 +47,35 @@ async fn fail_next_fails_exactly_n_requests_with_status_and_retry_after() {
     let nodes: Api<Node> = Api::all(no_retry_client(&env));
     env.faults().fail_next(2, 429, Some(Duration::from_secs(3)));
     let raw = no_retry_client(&env)
-        .send(http::Request::get("/api/v1/nodes").body(kube::client::Body::empty()).unwrap())
+        .send(
+            http::Request::get("/api/v1/nodes")
+                .body(kube::client::Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(raw.status().as_u16(), 429);
     assert_eq!(raw.headers()["retry-after"], "3");
-    assert_eq!(code(nodes.list(&ListParams::default()).await.unwrap_err()), (429, "TooManyRequests".into()));
+    assert_eq!(
+        code(nodes.list(&ListParams::default()).await.unwrap_err()),
+        (429, "TooManyRequests".into())
+    );
     assert!(nodes.list(&ListParams::default()).await.is_ok());
 
     env.faults().fail_next(1, 500, None);
-    assert_eq!(code(nodes.create(&PostParams::default(), &node("x")).await.unwrap_err()), (500, "InternalError".into()));
-    assert!(nodes.get("x").await.is_err(), "the failed create stored nothing");
+    assert_eq!(
+        code(
+            nodes
+                .create(&PostParams::default(), &node("x"))
+                .await
+                .unwrap_err()
+        ),
+        (500, "InternalError".into())
+    );
+    assert!(
+        nodes.get("x").await.is_err(),
+        "the failed create stored nothing"
+    );
     let statuses: Vec<u16> = env.requests().iter().map(|r| r.status).collect();
     assert_eq!(statuses, [429, 429, 200, 500, 404]);
 }
@@ -64,7 +85,10 @@ async fn fail_ratio_fails_some_and_zero_turns_it_off() {
     let env = TestEnv::start().await.unwrap();
     let nodes: Api<Node> = Api::all(no_retry_client(&env));
     env.faults().fail_ratio(1.0, 503);
-    assert_eq!(code(nodes.list(&ListParams::default()).await.unwrap_err()).0, 503);
+    assert_eq!(
+        code(nodes.list(&ListParams::default()).await.unwrap_err()).0,
+        503
+    );
     env.faults().fail_ratio(0.5, 500);
     let mut failures = 0;
     for _ in 0..60 {
@@ -72,7 +96,10 @@ async fn fail_ratio_fails_some_and_zero_turns_it_off() {
             failures += 1;
         }
     }
-    assert!((5..=55).contains(&failures), "{failures} of 60 failed at ratio 0.5");
+    assert!(
+        (5..=55).contains(&failures),
+        "{failures} of 60 failed at ratio 0.5"
+    );
     env.faults().fail_ratio(0.0, 500);
     for _ in 0..10 {
         nodes.list(&ListParams::default()).await.unwrap();
@@ -97,21 +124,46 @@ async fn latency_delays_responses() {
 async fn request_log_records_verbs_resources_and_user_agent() {
     let env = TestEnv::start().await.unwrap();
     let nodes: Api<Node> = Api::all(env.client());
-    nodes.create(&PostParams::default(), &node("a")).await.unwrap();
+    nodes
+        .create(&PostParams::default(), &node("a"))
+        .await
+        .unwrap();
     nodes.get("a").await.unwrap();
-    nodes.list(&ListParams::default().labels("x=y")).await.unwrap();
+    nodes
+        .list(&ListParams::default().labels("x=y"))
+        .await
+        .unwrap();
     let status: Api<Node> = Api::all(env.client());
-    status.patch_status("a", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({"status": {"phase": "Running"}}))).await.unwrap();
+    status
+        .patch_status(
+            "a",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"status": {"phase": "Running"}})),
+        )
+        .await
+        .unwrap();
     nodes.delete("a", &Default::default()).await.unwrap();
     let log = env.requests();
-    let verbs: Vec<(&str, &str, Option<&str>)> = log.iter().map(|r| (r.verb.as_str(), r.resource.as_str(), r.subresource.as_deref())).collect();
-    assert_eq!(verbs, [
-        ("create", "nodes", None),
-        ("get", "nodes", None),
-        ("list", "nodes", None),
-        ("patch", "nodes", Some("status")),
-        ("delete", "nodes", None)
-    ]);
+    let verbs: Vec<(&str, &str, Option<&str>)> = log
+        .iter()
+        .map(|r| {
+            (
+                r.verb.as_str(),
+                r.resource.as_str(),
+                r.subresource.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        verbs,
+        [
+            ("create", "nodes", None),
+            ("get", "nodes", None),
+            ("list", "nodes", None),
+            ("patch", "nodes", Some("status")),
+            ("delete", "nodes", None)
+        ]
+    );
     assert_eq!(log[2].query, "&labelSelector=x%3Dy");
     assert_eq!(log[1].name.as_deref(), Some("a"));
     env.clear_requests();
