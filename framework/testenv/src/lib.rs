@@ -1,1 +1,368 @@
-//! x
+//! kube-testenv: an embedded Kubernetes API server for tests, examples and no-cluster dev runs.
+//!
+//! It serves the real wire protocol over HTTP on loopback, so a real [`kube::Client`], kube-runtime
+//! watchers and `kubectl` talk to it exactly as they talk to kube-apiserver: JSON objects, one
+//! global resourceVersion, `Status` errors, chunked watches with bookmarks and 410s, patches,
+//! status subresources, finalizers and the objects and defaults a real server adds on its own.
+//! Tests additionally get a request log and fault injection.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kube_testenv::Error> {
+//! let env = kube_testenv::TestEnv::start().await?;
+//! let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(env.client());
+//! # let _ = nodes; Ok(()) }
+//! ```
+
+mod admission;
+mod continue_token;
+mod discovery;
+mod faults;
+mod handlers;
+mod patch;
+mod resources;
+mod router;
+mod selectors;
+mod server;
+mod service;
+mod status;
+mod store;
+mod watch;
+
+use std::net::SocketAddr;
+use std::ops::RangeInclusive;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+
+pub use faults::Faults;
+
+use admission::AdmissionConfig;
+use store::Store;
+
+/// Why the server could not start or a client could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The listening socket could not be bound (port in use, no loopback).
+    #[error("binding 127.0.0.1:{port}: {source}")]
+    Bind {
+        /// Requested port (0 = random).
+        port: u16,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// `service_cluster_ip_range` is not an IPv4 CIDR between /8 and /30.
+    #[error("invalid service cluster IP range {0:?}: want an IPv4 CIDR like 10.96.0.0/12")]
+    ServiceRange(String),
+    /// The node port range is empty.
+    #[error("invalid node port range {0}-{1}")]
+    NodePortRange(u16, u16),
+    /// The server URL did not parse as a URI (cannot happen for loopback addresses).
+    #[error("server URL {0:?} is not a valid URI")]
+    Url(String),
+}
+
+/// One served request, for assertions like "exactly one LIST and one WATCH".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestRecord {
+    /// kube-apiserver verb: get, list, watch, create, update, patch, delete, deletecollection
+    /// (non-resource requests such as discovery: the lower-case HTTP method).
+    pub verb: String,
+    /// Plural resource, e.g. `nodes` (empty for non-resource requests).
+    pub resource: String,
+    /// Subresource, e.g. `status`.
+    pub subresource: Option<String>,
+    /// Namespace from the URL.
+    pub namespace: Option<String>,
+    /// Name from the URL.
+    pub name: Option<String>,
+    /// Raw query string.
+    pub query: String,
+    /// `User-Agent` header.
+    pub user_agent: Option<String>,
+    /// HTTP status sent.
+    pub status: u16,
+    /// URL path (tells discovery requests apart).
+    pub path: String,
+}
+
+/// State shared by the accept loop, every connection and the handles.
+pub(crate) struct Shared {
+    pub(crate) store: Arc<Store>,
+    pub(crate) log: Mutex<Vec<RequestRecord>>,
+    pub(crate) faults: Faults,
+    pub(crate) admission: AdmissionConfig,
+    pub(crate) watch: watch::WatchConfig,
+    pub(crate) address: String,
+}
+
+/// Options for [`TestEnv`]; start with [`TestEnv::builder`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    port: u16,
+    history_window: usize,
+    service_range: String,
+    node_ports: RangeInclusive<u16>,
+    bookmark_interval: Duration,
+    watch_buffer: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            port: 0,
+            history_window: 10_000,
+            service_range: "10.96.0.0/12".into(),
+            node_ports: 30000..=32767,
+            bookmark_interval: Duration::from_secs(60),
+            watch_buffer: 10_000,
+        }
+    }
+}
+
+impl Builder {
+    /// Listen on this port of 127.0.0.1 (default: a random free port).
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+
+    /// How many events (of all types together) a watch can resume across; older resourceVersions
+    /// get 410 Gone, like etcd compaction on a real cluster (default 10,000).
+    pub fn history_window(mut self, events: usize) -> Self {
+        self.history_window = events;
+        self
+    }
+
+    /// ClusterIP range for Services (default `10.96.0.0/12`, the kubeadm default).
+    pub fn service_cluster_ip_range(mut self, cidr: &str) -> Self {
+        self.service_range = cidr.to_string();
+        self
+    }
+
+    /// NodePort range (default 30000-32767).
+    pub fn node_port_range(mut self, range: RangeInclusive<u16>) -> Self {
+        self.node_ports = range;
+        self
+    }
+
+    /// How often a watch with `allowWatchBookmarks` gets a BOOKMARK (default 60 s, about what
+    /// kube-apiserver does); shorten it to test bookmark handling under a paused clock.
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.bookmark_interval = every;
+        self
+    }
+
+    /// Events a watch may fall behind before the server closes it as too slow (default 10,000).
+    pub fn watch_buffer(mut self, events: usize) -> Self {
+        self.watch_buffer = events;
+        self
+    }
+
+    /// Binds, seeds the objects a fresh cluster has, and starts serving.
+    pub async fn start(self) -> Result<TestEnv, Error> {
+        let service_net = AdmissionConfig::parse_cidr(&self.service_range)
+            .ok_or_else(|| Error::ServiceRange(self.service_range.clone()))?;
+        if self.node_ports.is_empty() {
+            return Err(Error::NodePortRange(
+                *self.node_ports.start(),
+                *self.node_ports.end(),
+            ));
+        }
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .map_err(|source| Error::Bind {
+                port: self.port,
+                source,
+            })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            port: self.port,
+            source,
+        })?;
+        let store = Arc::new(Store::new(self.history_window, self.watch_buffer));
+        let admission = AdmissionConfig {
+            service_net,
+            node_ports: self.node_ports.clone(),
+        };
+        seed(&store, &admission, addr);
+        let shared = Arc::new(Shared {
+            faults: Faults::new(store.clone()),
+            store,
+            log: Mutex::new(Vec::new()),
+            admission,
+            watch: watch::WatchConfig {
+                bookmark_interval: self.bookmark_interval,
+            },
+            address: addr.to_string(),
+        });
+        let (ctl, rx) = mpsc::channel(4);
+        tokio::spawn(server::run(listener, shared.clone(), rx));
+        tracing::info!(%addr, "kube-testenv serving");
+        Ok(TestEnv {
+            inner: Arc::new(Inner { addr, shared, ctl }),
+        })
+    }
+}
+
+/// What a fresh cluster has before anyone writes: the system namespaces and the `kubernetes`
+/// Service and Endpoints in `default`.
+fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
+    store.with(|s| {
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            let t = handlers::Target { res: handlers::core("namespaces"), ns: None, name: None, sub: None };
+            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            if let Err(e) = handlers::create(s, cfg, &t, obj, false) {
+                tracing::error!(error = ?e, ns, "seeding namespace");
+            }
+        }
+        let svc = json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+            "spec": {"clusterIP": cfg.kubernetes_ip(), "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]}
+        });
+        let t = handlers::Target { res: handlers::core("services"), ns: Some("default".into()), name: None, sub: None };
+        if let Err(e) = handlers::create(s, cfg, &t, svc, false) {
+            tracing::error!(error = ?e, "seeding the kubernetes Service");
+        }
+        let ep = json!({
+            "apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+            "subsets": [{"addresses": [{"ip": addr.ip().to_string()}], "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]}]
+        });
+        let t = handlers::Target { res: handlers::core("endpoints"), ns: Some("default".into()), name: None, sub: None };
+        if let Err(e) = handlers::create(s, cfg, &t, ep, false) {
+            tracing::error!(error = ?e, "seeding the kubernetes Endpoints");
+        }
+    });
+}
+
+struct Inner {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    ctl: mpsc::Sender<server::Control>,
+}
+
+/// A running embedded API server. Clones share it; dropping the last clone stops it.
+#[derive(Clone)]
+pub struct TestEnv {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TestEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestEnv")
+            .field("addr", &self.inner.addr)
+            .finish()
+    }
+}
+
+impl TestEnv {
+    /// Starts a server with default options on a random loopback port.
+    pub async fn start() -> Result<TestEnv, Error> {
+        Builder::default().start().await
+    }
+
+    /// Options: port, history window, Service ranges, bookmark interval.
+    pub fn builder() -> Builder {
+        Builder::default()
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.inner.addr)
+    }
+
+    /// The socket address served.
+    pub fn addr(&self) -> SocketAddr {
+        self.inner.addr
+    }
+
+    /// A kube config pointing at this server (default namespace `default`).
+    pub fn config(&self) -> kube::Config {
+        let uri: http::Uri = match self.url().parse() {
+            Ok(u) => u,
+            Err(_) => http::Uri::from_static("http://127.0.0.1"),
+        };
+        kube::Config::new(uri)
+    }
+
+    /// A real `kube::Client` over HTTP to this server.
+    ///
+    /// # Panics
+    /// Never for a loopback HTTP config (kube only fails on TLS or proxy set-up, which this config
+    /// does not have); a failure would be a kube bug and is reported by panicking.
+    pub fn client(&self) -> kube::Client {
+        match kube::Client::try_from(self.config()) {
+            Ok(c) => c,
+            Err(e) => panic!("building a kube::Client for {}: {e}", self.url()),
+        }
+    }
+
+    /// Writes a kubeconfig that kubectl (and any client-go program) can use.
+    pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
+        std::fs::write(path, kubeconfig_yaml(&self.url()))
+    }
+
+    /// Every request served so far, in arrival order.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.inner.shared.log.lock().clone()
+    }
+
+    /// Forgets the request log (e.g. after test set-up).
+    pub fn clear_requests(&self) {
+        self.inner.shared.log.lock().clear();
+    }
+
+    /// The fault-injection handle.
+    pub fn faults(&self) -> Faults {
+        self.inner.shared.faults.clone()
+    }
+
+    /// The latest resourceVersion (for asserting on watch progress).
+    pub fn resource_version(&self) -> u64 {
+        self.inner.shared.store.with(|s| s.rv())
+    }
+
+    /// Number of open watch streams.
+    pub fn open_watches(&self) -> usize {
+        self.inner.shared.store.with(|s| s.watch_count())
+    }
+
+    /// Drops every connection and watch (as an apiserver restart does) and keeps the data.
+    pub async fn restart(&self) {
+        let (ack, done) = oneshot::channel();
+        if self
+            .inner
+            .ctl
+            .send(server::Control::Restart(ack))
+            .await
+            .is_ok()
+        {
+            let _ = done.await;
+        }
+    }
+
+    /// Stops serving now, even if other clones of this handle exist.
+    pub async fn shutdown(self) {
+        let (ack, done) = oneshot::channel();
+        if self
+            .inner
+            .ctl
+            .send(server::Control::Shutdown(ack))
+            .await
+            .is_ok()
+        {
+            let _ = done.await;
+        }
+    }
+}
+
+/// A kubeconfig for `server` with one context named `testenv`.
+pub fn kubeconfig_yaml(server: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: testenv\n    namespace: default\ncurrent-context: testenv\nusers:\n- name: testenv\n  user: {{}}\npreferences: {{}}\n"
+    )
+}

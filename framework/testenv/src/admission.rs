@@ -1,0 +1,407 @@
+//! What the server does to an object on its own before storing it: object-meta rules (names,
+//! generateName, uid, timestamps, immutable fields, finalizers on terminating objects), the
+//! status-subresource split, and per-type defaulting and validation (Node not-ready taint,
+//! Service clusterIP / nodePort allocation and immutability, Namespace defaults).
+
+use std::net::Ipv4Addr;
+use std::ops::RangeInclusive;
+
+use rand::Rng;
+use serde_json::{Map, Value, json};
+
+use crate::resources::{NameRule, ResourceType, Strategy, lookup};
+use crate::status::{ApiError, Cause, go_quote};
+use crate::store::State;
+
+/// Server-wide settings the admission rules depend on.
+#[derive(Debug, Clone)]
+pub struct AdmissionConfig {
+    /// Service ClusterIP range: first address and size.
+    pub service_net: (u32, u32),
+    /// NodePort range.
+    pub node_ports: RangeInclusive<u16>,
+}
+
+impl AdmissionConfig {
+    /// Parses a CIDR like `10.96.0.0/12`.
+    pub fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
+        let (ip, bits) = cidr.split_once('/')?;
+        let ip: Ipv4Addr = ip.parse().ok()?;
+        let bits: u32 = bits.parse().ok()?;
+        if !(8..=30).contains(&bits) {
+            return None;
+        }
+        let size = 1u32 << (32 - bits);
+        Some((u32::from(ip) & !(size - 1), size))
+    }
+
+    /// The address the `kubernetes` Service gets (first usable in the range).
+    pub fn kubernetes_ip(&self) -> String {
+        Ipv4Addr::from(self.service_net.0 + 1).to_string()
+    }
+}
+
+/// RFC 3339 in whole seconds, as upstream serializes `metav1.Time`.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+fn is_label(s: &str, first_alpha: bool) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && (b[0].is_ascii_lowercase() || (!first_alpha && b[0].is_ascii_digit()))
+        && b[b.len() - 1] != b'-'
+}
+
+fn name_causes(rule: NameRule, name: &str) -> Vec<Cause> {
+    let quoted = go_quote(name);
+    let field = "metadata.name";
+    match rule {
+        NameRule::Subdomain => {
+            let mut c = Vec::new();
+            if name.len() > 253 {
+                c.push(Cause::invalid(
+                    field,
+                    &quoted,
+                    "must be no more than 253 characters",
+                ));
+            }
+            if !name.split('.').all(|p| is_label(p, false)) {
+                c.push(Cause::invalid(field, &quoted, SUBDOMAIN_MSG));
+            }
+            c
+        }
+        NameRule::Label if !is_label(name, false) => {
+            vec![Cause::invalid(field, &quoted, LABEL_MSG)]
+        }
+        NameRule::Dns1035 if !is_label(name, true) => {
+            vec![Cause::invalid(field, &quoted, DNS1035_MSG)]
+        }
+        NameRule::PathSegment
+            if name == "." || name == ".." || name.contains('/') || name.contains('%') =>
+        {
+            vec![Cause::invalid(
+                field,
+                &quoted,
+                "may not contain '/' or '%' or be '.' or '..'",
+            )]
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    match obj.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
+}
+
+fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
+    obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+const GENERATE_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// Fills in and checks everything a create needs; `ns` is the namespace from the URL.
+pub fn prepare_create(
+    rt: &ResourceType,
+    ns: Option<&str>,
+    mut obj: Value,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<Value, ApiError> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request was in an unknown format",
+        ));
+    }
+    obj["kind"] = rt.kind.into();
+    obj["apiVersion"] = rt.api_version().into();
+    let meta = meta_mut(&mut obj);
+    for k in [
+        "uid",
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "selfLink",
+        "generation",
+    ] {
+        meta.remove(k);
+    }
+    let mut name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if name.is_empty()
+        && let Some(prefix) = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty())
+    {
+        let mut rng = rand::rng();
+        let suffix: String = (0..5)
+            .map(|_| GENERATE_CHARS[rng.random_range(0..GENERATE_CHARS.len())] as char)
+            .collect();
+        name = format!("{prefix}{suffix}");
+        meta.insert("name".into(), name.clone().into());
+    }
+    if rt.namespaced {
+        let url_ns = ns.unwrap_or("");
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(body_ns) if !body_ns.is_empty() && body_ns != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), url_ns.into());
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    meta.insert("uid".into(), uuid::Uuid::new_v4().to_string().into());
+    meta.insert("creationTimestamp".into(), now().into());
+    if name.is_empty() {
+        return Err(ApiError::invalid(
+            rt.group,
+            rt.kind,
+            "",
+            vec![Cause::required(
+                "metadata.name",
+                "name or generateName is required",
+            )],
+        ));
+    }
+    let causes = name_causes(rt.name_rule, &name);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
+    }
+    if let Some(ns) = ns.filter(|_| rt.namespaced) {
+        check_namespace_open(state, ns)?;
+    }
+    let ns_key = if rt.namespaced { ns.unwrap_or("") } else { "" };
+    if state.get(res_id(rt), ns_key, &name).is_some() {
+        return Err(ApiError::already_exists(rt.group, rt.plural, &name));
+    }
+    match rt.strategy {
+        Strategy::Node => default_node(&mut obj),
+        Strategy::Namespace => default_namespace(&mut obj, &name),
+        Strategy::Service => crate::service::admit(rt, &mut obj, None, state, cfg)?,
+        Strategy::Generic => {}
+    }
+    Ok(obj)
+}
+
+/// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
+pub fn check_namespace_open(state: &State, ns: &str) -> Result<(), ApiError> {
+    let Some(nsid) = lookup("", "v1", "namespaces") else {
+        return Ok(());
+    };
+    match state.get(nsid, "", ns) {
+        None => Err(ApiError::not_found("", "namespaces", ns)),
+        Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError {
+            code: 403,
+            reason: "Forbidden",
+            message: format!(
+                "unable to create new content in namespace {ns} because it is being terminated"
+            ),
+            details: Some(
+                json!({"causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]}),
+            ),
+            retry_after: None,
+        }),
+        Some(_) => Ok(()),
+    }
+}
+
+fn res_id(rt: &ResourceType) -> usize {
+    lookup(rt.group, rt.version, rt.plural).unwrap_or(0)
+}
+
+/// Which endpoint an update came through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// The object itself: status changes are ignored for types with a status subresource.
+    Main,
+    /// `/status`: only status and metadata changes are kept.
+    Status,
+}
+
+/// Fills in and checks an update of `old` to `new` (PUT, or the result of a patch).
+pub fn prepare_update(
+    rt: &ResourceType,
+    old: &Value,
+    mut new: Value,
+    endpoint: Endpoint,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<Value, ApiError> {
+    if !new.is_object() {
+        return Err(ApiError::bad_request(
+            "the body of the request was in an unknown format",
+        ));
+    }
+    let name = str_at(old, "/metadata/name").to_string();
+    let new_rv = str_at(&new, "/metadata/resourceVersion");
+    if !new_rv.is_empty() && new_rv != str_at(old, "/metadata/resourceVersion") {
+        return Err(ApiError::stale(rt.group, rt.plural, &name));
+    }
+    new["kind"] = rt.kind.into();
+    new["apiVersion"] = rt.api_version().into();
+    let old_meta = old
+        .get("metadata")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let meta = meta_mut(&mut new);
+    meta.remove("managedFields");
+    for k in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generateName",
+        "resourceVersion",
+    ] {
+        match old_meta.get(k) {
+            Some(v) => meta.insert(k.into(), v.clone()),
+            None => meta.remove(k),
+        };
+    }
+    if old_meta.contains_key("deletionTimestamp") {
+        let old_f = string_list(old_meta.get("finalizers"));
+        let added: Vec<String> = string_list(meta.get("finalizers"))
+            .into_iter()
+            .filter(|f| !old_f.contains(f))
+            .collect();
+        if !added.is_empty() {
+            let list: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
+            return Err(ApiError::invalid(
+                rt.group,
+                rt.kind,
+                &name,
+                vec![Cause::forbidden(
+                    "metadata.finalizers",
+                    &format!(
+                        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+                        list.join(", ")
+                    ),
+                )],
+            ));
+        }
+    }
+    if rt.status_subresource {
+        let obj = new
+            .as_object_mut()
+            .ok_or_else(|| ApiError::bad_request("not an object"))?;
+        let old_obj = old.as_object().cloned().unwrap_or_default();
+        match endpoint {
+            Endpoint::Main => restore(obj, &old_obj, "status"),
+            Endpoint::Status => {
+                let keep: Vec<String> = old_obj
+                    .keys()
+                    .chain(obj.keys())
+                    .filter(|k| {
+                        !matches!(k.as_str(), "status" | "metadata" | "kind" | "apiVersion")
+                    })
+                    .cloned()
+                    .collect();
+                for k in keep {
+                    restore(obj, &old_obj, &k);
+                }
+            }
+        }
+    }
+    match rt.strategy {
+        Strategy::Service => crate::service::admit(rt, &mut new, Some(old), state, cfg)?,
+        Strategy::Node | Strategy::Namespace | Strategy::Generic => {}
+    }
+    Ok(new)
+}
+
+fn restore(obj: &mut Map<String, Value>, old: &Map<String, Value>, key: &str) {
+    match old.get(key) {
+        Some(v) => obj.insert(key.into(), v.clone()),
+        None => obj.remove(key),
+    };
+}
+
+/// A JSON list of strings as a Vec (missing = empty).
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn default_node(obj: &mut Value) {
+    const NOT_READY: &str = "node.kubernetes.io/not-ready";
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        obj["spec"] = json!({});
+    }
+    let spec = &mut obj["spec"];
+    if !spec.get("taints").is_some_and(Value::is_array) {
+        spec["taints"] = json!([]);
+    }
+    if let Some(taints) = spec["taints"].as_array_mut()
+        && !taints
+            .iter()
+            .any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule")
+    {
+        taints.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
+    }
+    if !obj.get("status").is_some_and(Value::is_object) {
+        obj["status"] = json!({});
+    }
+    let status = &mut obj["status"];
+    if status.get("daemonEndpoints").is_none() {
+        status["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": 0}});
+    }
+    if status.get("nodeInfo").is_none() {
+        status["nodeInfo"] = json!({
+            "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
+            "containerRuntimeVersion": "", "kubeletVersion": "", "kubeProxyVersion": "",
+            "operatingSystem": "", "architecture": ""
+        });
+    }
+}
+
+fn default_namespace(obj: &mut Value, name: &str) {
+    let meta = meta_mut(obj);
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if let Some(l) = labels.as_object_mut() {
+        l.insert("kubernetes.io/metadata.name".into(), name.into());
+    }
+    if !obj.get("spec").is_some_and(Value::is_object) {
+        obj["spec"] = json!({});
+    }
+    if obj["spec"].get("finalizers").is_none() {
+        obj["spec"]["finalizers"] = json!(["kubernetes"]);
+    }
+    obj["status"] = json!({"phase": "Active"});
+}
+
+/// The namespaces kube-apiserver refuses to delete.
+pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];

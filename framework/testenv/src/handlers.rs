@@ -1,0 +1,490 @@
+//! The verbs on the store: create, get, list, update, patch, delete, deletecollection, each a
+//! read-modify-write under the store lock with upstream's semantics (optimistic concurrency,
+//! no-op updates that keep the resourceVersion, finalizers holding a deleted object, namespace
+//! cascade, exact-resourceVersion and paginated lists).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+use serde_json::{Value, json};
+
+use crate::admission::{self, AdmissionConfig, Endpoint, IMMORTAL_NAMESPACES};
+use crate::continue_token;
+use crate::patch::{self, PatchKind};
+use crate::resources::{ResId, TABLE, lookup};
+use crate::selectors::Filter;
+use crate::status::{self, ApiError};
+use crate::store::{EventType, ObjKey, State};
+
+/// The object a request addresses.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Resource type.
+    pub res: ResId,
+    /// Namespace from the URL.
+    pub ns: Option<String>,
+    /// Name from the URL.
+    pub name: Option<String>,
+    /// Subresource (`status`).
+    pub sub: Option<String>,
+}
+
+impl Target {
+    fn ns_key(&self) -> &str {
+        if TABLE[self.res].namespaced {
+            self.ns.as_deref().unwrap_or("")
+        } else {
+            ""
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.name.as_deref().unwrap_or("")
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        if self.sub.as_deref() == Some("status") {
+            Endpoint::Status
+        } else {
+            Endpoint::Main
+        }
+    }
+
+    fn not_found(&self) -> ApiError {
+        let rt = &TABLE[self.res];
+        ApiError::not_found(rt.group, rt.plural, self.name())
+    }
+}
+
+/// POST: 201 with the stored object.
+pub fn create(
+    state: &mut State,
+    cfg: &AdmissionConfig,
+    t: &Target,
+    body: Value,
+    dry_run: bool,
+) -> Result<(u16, Value), ApiError> {
+    let rt = &TABLE[t.res];
+    let obj = admission::prepare_create(rt, t.ns.as_deref(), body, state, cfg)?;
+    if dry_run {
+        return Ok((201, obj));
+    }
+    Ok((201, (*state.put(t.res, obj, EventType::Added)).clone()))
+}
+
+/// GET of one object.
+pub fn get(state: &State, t: &Target) -> Result<Value, ApiError> {
+    state
+        .get(t.res, t.ns_key(), t.name())
+        .map(|o| (**o).clone())
+        .ok_or_else(|| t.not_found())
+}
+
+/// Parsed list parameters.
+#[derive(Debug, Default)]
+pub struct ListParams {
+    /// Selection.
+    pub filter: Filter,
+    /// `limit` (0 = none).
+    pub limit: usize,
+    /// `continue`.
+    pub continue_token: Option<String>,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub rv_match: Option<String>,
+}
+
+/// A list response; serialized without cloning the items, and (as upstream) without each item's
+/// `kind` / `apiVersion`.
+pub struct ListBody {
+    kind: String,
+    api_version: String,
+    rv: u64,
+    cont: Option<String>,
+    remaining: Option<usize>,
+    items: Vec<Arc<Value>>,
+}
+
+struct Item<'a>(&'a Value);
+
+impl Serialize for Item<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0.as_object() {
+            Some(m) => {
+                let mut map = s.serialize_map(None)?;
+                for (k, v) in m {
+                    if k != "kind" && k != "apiVersion" {
+                        map.serialize_entry(k, v)?;
+                    }
+                }
+                map.end()
+            }
+            None => self.0.serialize(s),
+        }
+    }
+}
+
+impl Serialize for ListBody {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut meta = serde_json::Map::new();
+        meta.insert("resourceVersion".into(), self.rv.to_string().into());
+        if let Some(c) = &self.cont {
+            meta.insert("continue".into(), c.clone().into());
+        }
+        if let Some(r) = self.remaining {
+            meta.insert("remainingItemCount".into(), r.into());
+        }
+        let mut map = s.serialize_map(Some(4))?;
+        map.serialize_entry("kind", &self.kind)?;
+        map.serialize_entry("apiVersion", &self.api_version)?;
+        map.serialize_entry("metadata", &meta)?;
+        let items: Vec<Item<'_>> = self.items.iter().map(|i| Item(i)).collect();
+        map.serialize_entry("items", &items)?;
+        map.end()
+    }
+}
+
+impl ListBody {
+    /// The items (for in-process callers).
+    pub fn items(&self) -> &[Arc<Value>] {
+        &self.items
+    }
+}
+
+fn parse_rv(s: &str) -> Result<u64, ApiError> {
+    s.parse()
+        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))
+}
+
+/// GET of a collection.
+pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiError> {
+    let rt = &TABLE[t.res];
+    let current = state.rv();
+    let (list_rv, after) = if let Some(token) = &p.continue_token {
+        let (rv, start) = continue_token::decode(token, rt.namespaced)?;
+        (rv, Some(start))
+    } else {
+        let rv = match p.resource_version.as_deref() {
+            None | Some("") | Some("0") => current,
+            Some(s) => {
+                let n = parse_rv(s)?;
+                if n > current {
+                    return Err(ApiError::too_large_rv(n, current));
+                }
+                if p.rv_match.as_deref() == Some("Exact") {
+                    n
+                } else {
+                    current
+                }
+            }
+        };
+        (rv, None)
+    };
+    if list_rv < current && list_rv < state.floor() {
+        return Err(if p.continue_token.is_some() {
+            ApiError::continue_expired()
+        } else {
+            ApiError::expired(list_rv, state.floor() + 1)
+        });
+    }
+    let ns = t.ns.as_deref().filter(|_| rt.namespaced);
+    let snapshot;
+    let iter: Box<dyn Iterator<Item = (&ObjKey, &Arc<Value>)>> = if list_rv == current {
+        state.iter(t.res, ns, after)
+    } else {
+        snapshot = state.snapshot_at(t.res, list_rv);
+        Box::new(snapshot_iter(&snapshot, ns, after))
+    };
+    let mut items = Vec::new();
+    let mut last_key = None;
+    let mut cont = None;
+    let mut remaining = None;
+    let mut iter = iter.filter(|(_, o)| p.filter.matches(o));
+    for (k, o) in iter.by_ref() {
+        items.push(o.clone());
+        if p.limit > 0 && items.len() == p.limit {
+            last_key = Some(k.clone());
+            break;
+        }
+    }
+    if let Some(k) = last_key {
+        let rest = iter.count();
+        if rest > 0 {
+            cont = Some(continue_token::encode(list_rv, &k, rt.namespaced));
+            let plain = p.filter.labels == Default::default() && p.filter.fields.is_empty();
+            remaining = plain.then_some(rest);
+        }
+    }
+    Ok(ListBody {
+        kind: format!("{}List", rt.kind),
+        api_version: rt.api_version(),
+        rv: list_rv,
+        cont,
+        remaining,
+        items,
+    })
+}
+
+fn snapshot_iter<'a>(
+    snap: &'a BTreeMap<ObjKey, Arc<Value>>,
+    ns: Option<&'a str>,
+    after: Option<ObjKey>,
+) -> impl Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a {
+    snap.iter()
+        .filter(move |(k, _)| ns.is_none_or(|n| k.0 == n))
+        .filter(move |(k, _)| after.as_ref().is_none_or(|a| *k > a))
+}
+
+/// Stores `new` as the next state of `old`, deleting it when its last finalizer is gone, and
+/// keeping the resourceVersion when nothing changed (upstream no-op update).
+fn commit(state: &mut State, res: ResId, old: &Arc<Value>, new: Value, dry_run: bool) -> Value {
+    if new == **old || dry_run {
+        return new;
+    }
+    let terminating = new.pointer("/metadata/deletionTimestamp").is_some();
+    let no_finalizers = new
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if terminating && no_finalizers {
+        let key = crate::store::key_of(&new);
+        state.put(res, new, EventType::Modified);
+        return state
+            .remove(res, &key.0, &key.1)
+            .map(|o| (*o).clone())
+            .unwrap_or(Value::Null);
+    }
+    (*state.put(res, new, EventType::Modified)).clone()
+}
+
+/// PUT (main or `/status`).
+pub fn update(
+    state: &mut State,
+    cfg: &AdmissionConfig,
+    t: &Target,
+    body: Value,
+    dry_run: bool,
+) -> Result<(u16, Value), ApiError> {
+    let rt = &TABLE[t.res];
+    let body_name = body
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if body_name != t.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({})",
+            t.name()
+        )));
+    }
+    if rt.namespaced
+        && let Some(body_ns) = body.pointer("/metadata/namespace").and_then(Value::as_str)
+        && !body_ns.is_empty()
+        && body_ns != t.ns_key()
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
+    let Some(old) = state.get(t.res, t.ns_key(), t.name()).cloned() else {
+        if rt.create_on_update && t.sub.is_none() {
+            return create(state, cfg, t, body, dry_run);
+        }
+        return Err(t.not_found());
+    };
+    let new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
+    Ok((200, commit(state, t.res, &old, new, dry_run)))
+}
+
+/// PATCH (main or `/status`) with any supported patch type.
+pub fn patch(
+    state: &mut State,
+    cfg: &AdmissionConfig,
+    t: &Target,
+    kind: PatchKind,
+    body: &[u8],
+    dry_run: bool,
+) -> Result<Value, ApiError> {
+    let rt = &TABLE[t.res];
+    let old = state
+        .get(t.res, t.ns_key(), t.name())
+        .cloned()
+        .ok_or_else(|| t.not_found())?;
+    let patched = patch::apply(rt, kind, &old, body)?;
+    let new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
+    Ok(commit(state, t.res, &old, new, dry_run))
+}
+
+/// Parsed DeleteOptions (body and query).
+#[derive(Debug, Default)]
+pub struct DeleteOptions {
+    /// `preconditions.uid`.
+    pub uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+impl DeleteOptions {
+    /// Reads the JSON body of a DELETE (may be empty).
+    pub fn from_body(body: &[u8], dry_run: bool) -> Result<DeleteOptions, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(DeleteOptions {
+                dry_run,
+                ..Default::default()
+            });
+        }
+        let v: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+        let s = |p: &str| v.pointer(p).and_then(Value::as_str).map(String::from);
+        let body_dry = v
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|a| a.iter().any(|x| x == "All"));
+        Ok(DeleteOptions {
+            uid: s("/preconditions/uid"),
+            resource_version: s("/preconditions/resourceVersion"),
+            dry_run: dry_run || body_dry,
+        })
+    }
+}
+
+/// DELETE of one object: the Status (deleted now) or the object (held by finalizers).
+pub fn delete(
+    state: &mut State,
+    t: &Target,
+    opts: &DeleteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let rt = &TABLE[t.res];
+    let name = t.name().to_string();
+    let old = state
+        .get(t.res, t.ns_key(), &name)
+        .cloned()
+        .ok_or_else(|| t.not_found())?;
+    let meta = |k: &str| {
+        old.pointer(&format!("/metadata/{k}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    if let Some(uid) = &opts.uid
+        && *uid != meta("uid")
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            meta("uid")
+        );
+        return Err(ApiError::conflict(rt.group, rt.plural, &name, &why));
+    }
+    if let Some(rv) = &opts.resource_version
+        && *rv != meta("resourceVersion")
+    {
+        let why = format!(
+            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+            meta("resourceVersion")
+        );
+        return Err(ApiError::conflict(rt.group, rt.plural, &name, &why));
+    }
+    if rt.plural == "namespaces" && rt.group.is_empty() {
+        if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
+            return Err(ApiError::forbidden(
+                rt.group,
+                rt.plural,
+                &name,
+                "this namespace may not be deleted",
+            ));
+        }
+        if !opts.dry_run {
+            delete_namespace_content(state, &name);
+        }
+    }
+    let has_finalizers = old
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty());
+    if has_finalizers {
+        if old.pointer("/metadata/deletionTimestamp").is_some() || opts.dry_run {
+            return Ok((200, (*old).clone()));
+        }
+        let mut new = (*old).clone();
+        new["metadata"]["deletionTimestamp"] = admission::now().into();
+        new["metadata"]["deletionGracePeriodSeconds"] = 0.into();
+        return Ok((200, (*state.put(t.res, new, EventType::Modified)).clone()));
+    }
+    let uid = meta("uid");
+    if !opts.dry_run {
+        state.remove(t.res, t.ns_key(), &name);
+    }
+    Ok((
+        200,
+        status::delete_success(rt.group, rt.plural, &name, &uid),
+    ))
+}
+
+/// Deletes every namespaced object in a namespace being deleted (upstream's namespace controller
+/// does this asynchronously; here it happens at once).
+fn delete_namespace_content(state: &mut State, ns: &str) {
+    for (res, rt) in TABLE.iter().enumerate() {
+        if !rt.namespaced {
+            continue;
+        }
+        let keys: Vec<ObjKey> = state
+            .iter(res, Some(ns), None)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (kns, kname) in keys {
+            let t = Target {
+                res,
+                ns: Some(kns),
+                name: Some(kname),
+                sub: None,
+            };
+            let _ = delete(state, &t, &DeleteOptions::default());
+        }
+    }
+}
+
+/// DELETE of a collection: deletes what the selectors match, returns them as a list.
+pub fn delete_collection(
+    state: &mut State,
+    t: &Target,
+    p: &ListParams,
+    opts: &DeleteOptions,
+) -> Result<Value, ApiError> {
+    let rt = &TABLE[t.res];
+    let listed = list(
+        state,
+        t,
+        &ListParams {
+            filter: p.filter.clone(),
+            ..Default::default()
+        },
+    )?;
+    let mut items = Vec::new();
+    for o in listed.items() {
+        let (ns, name) = crate::store::key_of(o);
+        let target = Target {
+            res: t.res,
+            ns: Some(ns),
+            name: Some(name),
+            sub: None,
+        };
+        match delete(state, &target, opts) {
+            Ok((_, v)) if v["kind"] == "Status" => items.push((**o).clone()),
+            Ok((_, v)) => items.push(v),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(
+        json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": state.rv().to_string()}, "items": items}),
+    )
+}
+
+/// The id of a core type (seeding helpers).
+pub fn core(plural: &str) -> ResId {
+    lookup("", "v1", plural).unwrap_or(0)
+}

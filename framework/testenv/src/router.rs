@@ -1,0 +1,402 @@
+//! One HTTP request from arrival to response: URL parsing into (group, version, namespace,
+//! resource, name, subresource) and a kube-apiserver verb, injected latency and faults, dispatch
+//! to discovery / handlers / watch, JSON rendering (pretty for curl, as upstream), and the request
+//! log entry.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
+use hyper::body::{Frame, Incoming};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::discovery;
+use crate::handlers::{self, DeleteOptions, ListParams, Target};
+use crate::patch::PatchKind;
+use crate::resources::{TABLE, lookup};
+use crate::selectors::{FieldSelector, Filter, LabelSelector};
+use crate::status::ApiError;
+use crate::watch::{self, WatchParams};
+use crate::{RequestRecord, Shared};
+
+/// Response body type of the server.
+pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+fn full(b: impl Into<Bytes>) -> Body {
+    Full::new(b.into()).boxed_unsync()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Parses a query string into a map (last value wins).
+pub fn parse_query(q: &str) -> HashMap<String, String> {
+    q.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('=') {
+            Some((k, v)) => (percent_decode(k), percent_decode(v)),
+            None => (percent_decode(p), String::new()),
+        })
+        .collect()
+}
+
+/// What a request addresses.
+#[derive(Debug)]
+enum Route {
+    NonResource(&'static str),
+    ApiGroup(String),
+    ResourceList(String, String),
+    Resource { target: Target, verb: &'static str },
+    NotFound,
+}
+
+fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route {
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
+    let (group, version, rest) = match segs.as_slice() {
+        ["version"] => return Route::NonResource("version"),
+        ["healthz"] | ["livez"] | ["readyz"] => return Route::NonResource("healthz"),
+        ["api"] => return Route::NonResource("api"),
+        ["apis"] => return Route::NonResource("apis"),
+        ["apis", g] => return Route::ApiGroup((*g).to_string()),
+        ["api", v] => return Route::ResourceList(String::new(), (*v).to_string()),
+        ["apis", g, v] => return Route::ResourceList((*g).to_string(), (*v).to_string()),
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return Route::NotFound,
+    };
+    let (ns, plural, name, sub) = match rest {
+        ["namespaces", ns, "status" | "finalize"] if group.is_empty() => {
+            (None, "namespaces", Some(*ns), rest.get(2).copied())
+        }
+        ["namespaces", ns, plural] => (Some(*ns), *plural, None, None),
+        ["namespaces", ns, plural, name] => (Some(*ns), *plural, Some(*name), None),
+        ["namespaces", ns, plural, name, sub] => (Some(*ns), *plural, Some(*name), Some(*sub)),
+        [plural] => (None, *plural, None, None),
+        [plural, name] => (None, *plural, Some(*name), None),
+        [plural, name, sub] => (None, *plural, Some(*name), Some(*sub)),
+        _ => return Route::NotFound,
+    };
+    let Some(res) = lookup(group, version, plural) else {
+        return Route::NotFound;
+    };
+    let rt = &TABLE[res];
+    if ns.is_some() && !rt.namespaced {
+        return Route::NotFound;
+    }
+    match sub {
+        None => {}
+        Some("status") if rt.status_subresource => {}
+        Some(_) => return Route::NotFound,
+    }
+    let watching = watch::flag(query.get("watch").map(String::as_str));
+    let verb = match (method, name.is_some()) {
+        (&Method::GET, true) if watching => "watch",
+        (&Method::GET, true) => "get",
+        (&Method::GET, false) if watching => "watch",
+        (&Method::GET, false) => "list",
+        (&Method::POST, false) => "create",
+        (&Method::PUT, true) => "update",
+        (&Method::PATCH, true) => "patch",
+        (&Method::DELETE, true) => "delete",
+        (&Method::DELETE, false) => "deletecollection",
+        _ => "unsupported",
+    };
+    let target = Target {
+        res,
+        ns: ns.map(String::from),
+        name: name.map(String::from),
+        sub: sub.map(String::from),
+    };
+    Route::Resource { target, verb }
+}
+
+fn pretty(query: &HashMap<String, String>, ua: Option<&str>) -> bool {
+    match query.get("pretty") {
+        Some(v) => watch::flag(Some(v)),
+        None => ua.is_some_and(|u| u.starts_with("curl/") || u.contains("Wget")),
+    }
+}
+
+fn json_response<T: Serialize>(code: u16, value: &T, pretty: bool) -> Response<Body> {
+    let body = if pretty {
+        serde_json::to_vec_pretty(value).map(|mut v| {
+            v.push(b'\n');
+            v
+        })
+    } else {
+        serde_json::to_vec(value)
+    };
+    let (code, body) = match body {
+        Ok(b) => (code, b),
+        Err(e) => (
+            500,
+            serde_json::to_vec(&ApiError::internal(&e.to_string()).to_status()).unwrap_or_default(),
+        ),
+    };
+    let mut resp = Response::new(full(body));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    resp
+}
+
+fn error_response(e: &ApiError, pretty: bool) -> Response<Body> {
+    let mut resp = json_response(e.code, &e.to_status(), pretty);
+    if let Some(secs) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    resp
+}
+
+fn filter_from(query: &HashMap<String, String>, target: &Target) -> Result<Filter, ApiError> {
+    let rt = &TABLE[target.res];
+    let mut filter = Filter {
+        namespace: target.ns.clone().filter(|_| rt.namespaced),
+        labels: LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))?,
+        fields: FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str), rt)?,
+    };
+    if let Some(name) = &target.name {
+        // GET .../NAME?watch=true is a watch of that one object.
+        filter.fields = FieldSelector::parse(&format!("metadata.name={name}"), rt)?;
+    }
+    Ok(filter)
+}
+
+/// Serves one request and logs it.
+pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let query = parse_query(&raw_query);
+    let header = |h: header::HeaderName| {
+        req.headers()
+            .get(h)
+            .and_then(|v| v.to_str().ok())
+            .map(String::from)
+    };
+    let user_agent = header(header::USER_AGENT);
+    let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
+    let pretty = pretty(&query, user_agent.as_deref());
+    let route = route(&method, &path, &query);
+    let mut record = RequestRecord {
+        verb: String::new(),
+        resource: String::new(),
+        subresource: None,
+        namespace: None,
+        name: None,
+        query: raw_query.clone(),
+        user_agent: user_agent.clone(),
+        status: 0,
+        path: path.clone(),
+    };
+    match &route {
+        Route::Resource { target, verb } => {
+            record.verb = (*verb).to_string();
+            record.resource = TABLE[target.res].plural.to_string();
+            record.subresource = target.sub.clone();
+            record.namespace = target.ns.clone();
+            record.name = target.name.clone();
+        }
+        _ => record.verb = method.as_str().to_lowercase(),
+    }
+    let latency = shared.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let response = match shared.faults.take_failure() {
+        Some(err) => error_response(&err, pretty),
+        None => {
+            let body = match req.into_body().collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(_) => Bytes::new(),
+            };
+            dispatch(&shared, route, &query, &content_type, body, pretty)
+        }
+    };
+    record.status = response.status().as_u16();
+    tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
+    shared.log.lock().push(record);
+    response
+}
+
+fn dispatch(
+    shared: &Arc<Shared>,
+    route: Route,
+    query: &HashMap<String, String>,
+    content_type: &str,
+    body: Bytes,
+    pretty: bool,
+) -> Response<Body> {
+    let result: Result<Response<Body>, ApiError> = match route {
+        Route::NonResource("version") => Ok(json_response(200, &discovery::version(), pretty)),
+        Route::NonResource("healthz") => {
+            let mut r = Response::new(full("ok"));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            Ok(r)
+        }
+        Route::NonResource("api") => Ok(json_response(
+            200,
+            &discovery::api_versions(&shared.address),
+            pretty,
+        )),
+        Route::NonResource(_) => Ok(json_response(200, &discovery::api_groups(), pretty)),
+        Route::ApiGroup(g) => discovery::api_group(&g)
+            .map(|d| json_response(200, &d, pretty))
+            .ok_or_else(ApiError::no_route),
+        Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
+            .map(|d| json_response(200, &d, pretty))
+            .ok_or_else(ApiError::no_route),
+        Route::NotFound => Err(ApiError::no_route()),
+        Route::Resource { target, verb } => {
+            resource(shared, &target, verb, query, content_type, &body, pretty)
+        }
+    };
+    result.unwrap_or_else(|e| error_response(&e, pretty))
+}
+
+fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+    let ct = content_type.split(';').next().unwrap_or("").trim();
+    if !(ct.is_empty() || ct == "application/json" || ct == "*/*") {
+        return Err(ApiError::unsupported_media_type());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))
+}
+
+fn resource(
+    shared: &Arc<Shared>,
+    t: &Target,
+    verb: &str,
+    query: &HashMap<String, String>,
+    content_type: &str,
+    body: &[u8],
+    pretty: bool,
+) -> Result<Response<Body>, ApiError> {
+    let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
+    let cfg = &shared.admission;
+    let q = |k: &str| query.get(k).cloned().filter(|v| !v.is_empty());
+    match verb {
+        "get" => Ok(json_response(
+            200,
+            &shared.store.with(|s| handlers::get(s, t))?,
+            pretty,
+        )),
+        "list" => {
+            let params = ListParams {
+                filter: filter_from(query, t)?,
+                limit: q("limit").and_then(|l| l.parse().ok()).unwrap_or(0),
+                continue_token: q("continue"),
+                resource_version: q("resourceVersion"),
+                rv_match: q("resourceVersionMatch"),
+            };
+            let list = shared.store.with(|s| handlers::list(s, t, &params))?;
+            Ok(json_response(200, &list, pretty))
+        }
+        "watch" => {
+            let params = WatchParams {
+                filter: filter_from(query, t)?,
+                resource_version: q("resourceVersion"),
+                rv_match: q("resourceVersionMatch"),
+                bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
+                send_initial_events: query.get("sendInitialEvents").map(|v| watch::flag(Some(v))),
+                timeout: q("timeoutSeconds")
+                    .and_then(|s| s.parse().ok())
+                    .map(std::time::Duration::from_secs),
+            };
+            let mut rx = watch::open(&shared.store, t.res, params, shared.watch)?;
+            let stream = futures::stream::poll_fn(move |cx| {
+                rx.poll_recv(cx)
+                    .map(|o| o.map(|b| Ok::<_, Infallible>(Frame::data(b))))
+            });
+            let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
+            resp.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            resp.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache, private"),
+            );
+            Ok(resp)
+        }
+        "create" => {
+            let obj = decode_body(content_type, body)?;
+            let (code, v) = shared
+                .store
+                .with(|s| handlers::create(s, cfg, t, obj, dry_run))?;
+            Ok(json_response(code, &v, pretty))
+        }
+        "update" => {
+            let obj = decode_body(content_type, body)?;
+            let (code, v) = shared
+                .store
+                .with(|s| handlers::update(s, cfg, t, obj, dry_run))?;
+            Ok(json_response(code, &v, pretty))
+        }
+        "patch" => {
+            let kind = PatchKind::from_content_type(content_type)
+                .ok_or_else(ApiError::unsupported_media_type)?;
+            let v = shared
+                .store
+                .with(|s| handlers::patch(s, cfg, t, kind, body, dry_run))?;
+            Ok(json_response(200, &v, pretty))
+        }
+        "delete" => {
+            let opts = DeleteOptions::from_body(body, dry_run)?;
+            let (code, v) = shared.store.with(|s| handlers::delete(s, t, &opts))?;
+            Ok(json_response(code, &v, pretty))
+        }
+        "deletecollection" => {
+            let opts = DeleteOptions::from_body(body, dry_run)?;
+            let params = ListParams {
+                filter: filter_from(query, t)?,
+                ..Default::default()
+            };
+            let v = shared
+                .store
+                .with(|s| handlers::delete_collection(s, t, &params, &opts))?;
+            Ok(json_response(200, &v, pretty))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}

@@ -1,0 +1,186 @@
+//! Watch streams: a chunked HTTP body of newline-delimited `{"type","object"}` frames, started from
+//! history (resume), from a snapshot (rv unset / "0") or as a streaming list
+//! (`sendInitialEvents=true`, ended by the `k8s.io/initial-events-end` bookmark), with periodic
+//! BOOKMARKs (`allowWatchBookmarks`), `timeoutSeconds`, and the ERROR 410 event for a
+//! resourceVersion older than the retained history.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::resources::{ResId, TABLE};
+use crate::selectors::Filter;
+use crate::status::{ApiError, Cause};
+use crate::store::{Event, Store, WatchStart, watch_line};
+
+/// Parsed watch query parameters.
+#[derive(Debug, Default, Clone)]
+pub struct WatchParams {
+    /// Selection.
+    pub filter: Filter,
+    /// `resourceVersion`.
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub rv_match: Option<String>,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// `sendInitialEvents`.
+    pub send_initial_events: Option<bool>,
+    /// `timeoutSeconds`.
+    pub timeout: Option<Duration>,
+}
+
+/// How often a bookmark-enabled watch gets a BOOKMARK.
+#[derive(Debug, Clone, Copy)]
+pub struct WatchConfig {
+    /// Interval between bookmarks.
+    pub bookmark_interval: Duration,
+}
+
+fn invalid_options(causes: Vec<Cause>) -> ApiError {
+    ApiError::invalid("meta.k8s.io", "ListOptions", "", causes)
+}
+
+/// Validates the parameters and opens the stream; errors before the stream are HTTP errors, an
+/// expired resourceVersion is an ERROR event inside a 200 stream (as upstream).
+pub fn open(
+    store: &Arc<Store>,
+    res: ResId,
+    p: WatchParams,
+    cfg: WatchConfig,
+) -> Result<mpsc::Receiver<Bytes>, ApiError> {
+    let initial_events = p.send_initial_events == Some(true);
+    if p.send_initial_events.is_some() {
+        if p.rv_match.as_deref() != Some("NotOlderThan") {
+            return Err(invalid_options(vec![Cause::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+            )]));
+        }
+        if initial_events && !p.bookmarks {
+            return Err(invalid_options(vec![Cause::forbidden(
+                "allowWatchBookmarks",
+                "allowWatchBookmarks required when sendInitialEvents is set",
+            )]));
+        }
+    } else if p.rv_match.as_deref().is_some_and(|m| !m.is_empty()) {
+        return Err(invalid_options(vec![Cause::forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        )]));
+    }
+    let requested = match p.resource_version.as_deref() {
+        None | Some("") | Some("0") => None,
+        Some(s) => Some(
+            s.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
+        ),
+    };
+    let start = if initial_events || requested.is_none() {
+        WatchStart::Snapshot
+    } else {
+        WatchStart::From(requested.unwrap_or(0))
+    };
+    let (out_tx, out_rx) = mpsc::channel::<Bytes>(16);
+    let rt = &TABLE[res];
+    let opened = store.with(|s| {
+        if let Some(n) = requested
+            && n > s.rv()
+        {
+            return Err(Err(ApiError::too_large_rv(n, s.rv())));
+        }
+        s.subscribe(res, p.filter.clone(), start).map_err(Ok)
+    });
+    let sub = match opened {
+        Ok(sub) => sub,
+        Err(Err(e)) => return Err(e),
+        Err(Ok(floor)) => {
+            let err = ApiError::expired(requested.unwrap_or(0), floor + 1);
+            let mut status = err.to_status();
+            if let Some(m) = status.as_object_mut() {
+                m.remove("details");
+            }
+            let _ = out_tx.try_send(watch_line("ERROR", &status));
+            return Ok(out_rx);
+        }
+    };
+    let bookmark = move |rv: u64, end: bool| -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
+        if end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        watch_line(
+            "BOOKMARK",
+            &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}),
+        )
+    };
+    let store = store.clone();
+    tokio::spawn(async move {
+        let mut chunk = BytesMut::new();
+        for e in &sub.initial {
+            chunk.extend_from_slice(&e.line());
+            if chunk.len() > 64 * 1024 && out_tx.send(chunk.split().freeze()).await.is_err() {
+                return;
+            }
+        }
+        if initial_events {
+            chunk.extend_from_slice(&bookmark(sub.rv, true));
+        }
+        if !chunk.is_empty() && out_tx.send(chunk.split().freeze()).await.is_err() {
+            return;
+        }
+        let mut rx = sub.rx;
+        let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
+        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        let mut ticker = tokio::time::interval_at(
+            tokio::time::Instant::now() + cfg.bookmark_interval,
+            cfg.bookmark_interval,
+        );
+        loop {
+            tokio::select! {
+                ev = rx.recv() => {
+                    let Some(ev) = ev else { break };
+                    let mut buf = BytesMut::from(&ev.line()[..]);
+                    while buf.len() < 64 * 1024 {
+                        match rx.try_recv() {
+                            Ok(ev) => buf.extend_from_slice(&ev.line()),
+                            Err(_) => break,
+                        }
+                    }
+                    if out_tx.send(buf.freeze()).await.is_err() {
+                        break;
+                    }
+                }
+                _ = ticker.tick(), if p.bookmarks => {
+                    let rv = store.with(|s| s.rv());
+                    let mut pending: Vec<Arc<Event>> = Vec::new();
+                    while let Ok(ev) = rx.try_recv() {
+                        pending.push(ev);
+                    }
+                    let mut buf = BytesMut::new();
+                    for ev in pending.iter().filter(|e| e.rv <= rv) {
+                        buf.extend_from_slice(&ev.line());
+                    }
+                    buf.extend_from_slice(&bookmark(rv, false));
+                    for ev in pending.iter().filter(|e| e.rv > rv) {
+                        buf.extend_from_slice(&ev.line());
+                    }
+                    if out_tx.send(buf.freeze()).await.is_err() {
+                        break;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => break,
+                _ = out_tx.closed() => break,
+            }
+        }
+    });
+    Ok(out_rx)
+}
+
+/// Whether a query flag is set the way Go's `strconv.ParseBool` reads it.
+pub fn flag(v: Option<&str>) -> bool {
+    matches!(v, Some("1" | "t" | "T" | "true" | "TRUE" | "True"))
+}
