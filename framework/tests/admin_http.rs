@@ -47,7 +47,7 @@ fn start(health: HealthChecks, ready: HealthChecks, live: HealthChecks) -> Runni
         health,
         ready,
         live,
-        Arc::new(registry),
+        Arc::new(parking_lot::Mutex::new(registry)),
     )
     .unwrap();
     let addr = server.local_addr();
@@ -179,7 +179,7 @@ async fn binding_a_taken_port_says_what_to_change() {
         HealthChecks::new(),
         HealthChecks::new(),
         HealthChecks::new(),
-        Arc::new(Registry::default()),
+        Arc::new(parking_lot::Mutex::new(Registry::default())),
     )
     .unwrap_err();
     assert!(matches!(err, AdminError::Bind { .. }));

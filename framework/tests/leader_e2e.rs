@@ -199,7 +199,7 @@ async fn healthz_and_metrics_follow_leadership() {
         health,
         HealthChecks::new(),
         HealthChecks::new(),
-        Arc::new(registry),
+        Arc::new(parking_lot::Mutex::new(registry)),
     )
     .unwrap();
     let addr = server.local_addr();

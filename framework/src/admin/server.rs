@@ -8,6 +8,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +24,7 @@ struct Endpoints {
     healthz: HealthChecks,
     readyz: HealthChecks,
     livez: HealthChecks,
-    registry: Arc<Registry>,
+    registry: Arc<Mutex<Registry>>,
 }
 
 impl Endpoints {
@@ -60,7 +61,7 @@ impl AdminServer {
         health: HealthChecks,
         ready: HealthChecks,
         live: HealthChecks,
-        registry: Arc<Registry>,
+        registry: Arc<Mutex<Registry>>,
     ) -> Result<Self, AdminError> {
         let listener = listener::bind(addr)?;
         let local_addr = listener
@@ -195,7 +196,7 @@ async fn one_check(
 
 async fn metrics(State(endpoints): State<Endpoints>) -> Response {
     let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &endpoints.registry) {
+    match prometheus_client::encoding::text::encode(&mut body, &endpoints.registry.lock()) {
         Ok(()) => {
             let mut response = (StatusCode::OK, body).into_response();
             response
