@@ -194,7 +194,7 @@ pub fn admit(
             ip = allocate_ip(state, cfg).ok_or_else(|| {
                 ApiError::internal("failed to allocate a serviceIP: range is full")
             })?;
-        } else if old.is_none() && ip != "None" {
+        } else if old.is_none() && !ip.is_empty() && ip != "None" {
             match ip.parse::<Ipv4Addr>() {
                 Ok(addr) if in_range(cfg, addr) => {
                     if used_ips(state).contains(&ip) {
