@@ -18,6 +18,7 @@ mod continue_token;
 mod discovery;
 mod faults;
 mod handlers;
+mod openapi;
 mod patch;
 mod resources;
 mod router;

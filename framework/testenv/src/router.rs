@@ -14,7 +14,6 @@ use hyper::body::{Frame, Incoming};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::discovery;
 use crate::handlers::{self, DeleteOptions, ListParams, Target};
 use crate::patch::PatchKind;
 use crate::resources::{TABLE, lookup};
@@ -22,6 +21,7 @@ use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
+use crate::{discovery, openapi};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -71,6 +71,8 @@ enum Route {
     NonResource(&'static str),
     ApiGroup(String),
     ResourceList(String, String),
+    OpenApiRoot,
+    OpenApi(String, String),
     Resource { target: Target, verb: &'static str },
     NotFound,
 }
@@ -86,6 +88,11 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
         ["healthz"] | ["livez"] | ["readyz"] => return Route::NonResource("healthz"),
         ["api"] => return Route::NonResource("api"),
         ["apis"] => return Route::NonResource("apis"),
+        ["openapi", "v3"] => return Route::OpenApiRoot,
+        ["openapi", "v3", "api", v] => return Route::OpenApi(String::new(), (*v).to_string()),
+        ["openapi", "v3", "apis", g, v] => {
+            return Route::OpenApi((*g).to_string(), (*v).to_string());
+        }
         ["apis", g] => return Route::ApiGroup((*g).to_string()),
         ["api", v] => return Route::ResourceList(String::new(), (*v).to_string()),
         ["apis", g, v] => return Route::ResourceList((*g).to_string(), (*v).to_string()),
@@ -284,6 +291,10 @@ fn dispatch(
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
+            .map(|d| json_response(200, &d, pretty))
+            .ok_or_else(ApiError::no_route),
+        Route::OpenApiRoot => Ok(json_response(200, &openapi::root(), pretty)),
+        Route::OpenApi(g, v) => openapi::group_version(&g, &v)
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
         Route::NotFound => Err(ApiError::no_route()),
