@@ -385,7 +385,10 @@ fn resource(
             Ok(json_response(code, &v, pretty))
         }
         "patch" => {
+            // Server-side apply is refused before the object is looked up, as a server without
+            // the patch type does (an apply to a missing object is 415, not 404).
             let kind = PatchKind::from_content_type(content_type)
+                .filter(|k| *k != PatchKind::Apply)
                 .ok_or_else(ApiError::unsupported_media_type)?;
             let v = shared
                 .store
