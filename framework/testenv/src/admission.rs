@@ -332,7 +332,8 @@ pub fn prepare_update(
     }
     match rt.strategy {
         Strategy::Service => crate::service::admit(rt, &mut new, Some(old), state, cfg)?,
-        Strategy::Node | Strategy::Namespace | Strategy::Generic => {}
+        Strategy::Node => zero_condition_times(&mut new),
+        Strategy::Namespace | Strategy::Generic => {}
     }
     Ok(new)
 }
@@ -356,7 +357,23 @@ pub fn string_list(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// NodeCondition's times are Go structs, so upstream serializes unset ones as `null` rather than
+/// omitting them (see node-status-patch-condition.txt); do the same.
+fn zero_condition_times(obj: &mut Value) {
+    if let Some(conds) = obj
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for c in conds.iter_mut().filter_map(Value::as_object_mut) {
+            for k in ["lastHeartbeatTime", "lastTransitionTime"] {
+                c.entry(k).or_insert(Value::Null);
+            }
+        }
+    }
+}
+
 fn default_node(obj: &mut Value) {
+    zero_condition_times(obj);
     const NOT_READY: &str = "node.kubernetes.io/not-ready";
     if !obj.get("spec").is_some_and(Value::is_object) {
         obj["spec"] = json!({});
