@@ -286,6 +286,41 @@ pub fn admit(
             }
         }
     }
+    // healthCheckNodePort: LoadBalancer with externalTrafficPolicy Local gets one (kept across
+    // updates), anything else loses it.
+    let local_lb =
+        ty == "LoadBalancer" && spec.get("externalTrafficPolicy") == Some(&Value::from("Local"));
+    let has_hc = spec
+        .get("healthCheckNodePort")
+        .and_then(Value::as_i64)
+        .is_some_and(|n| n != 0);
+    if !local_lb {
+        spec.as_object_mut()
+            .map(|m| m.remove("healthCheckNodePort"));
+    } else if !has_hc {
+        let kept = old_spec
+            .get("healthCheckNodePort")
+            .filter(|v| v.as_i64().is_some_and(|n| n != 0));
+        let hc = match kept {
+            Some(v) => v.clone(),
+            None => {
+                let mut used = used_node_ports(state);
+                used.extend(
+                    spec.get("ports")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64)),
+                );
+                allocate_node_port(cfg, &used)
+                    .ok_or_else(|| {
+                        ApiError::internal("failed to allocate a nodePort: range is full")
+                    })?
+                    .into()
+            }
+        };
+        spec["healthCheckNodePort"] = hc;
+    }
     if old.is_none() && !obj.get("status").is_some_and(Value::is_object) {
         obj["status"] = json!({"loadBalancer": {}});
     }
@@ -327,6 +362,10 @@ fn used_node_ports(state: &State) -> HashSet<i64> {
                 .unwrap_or_default()
         })
         .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+        .chain(services(state).filter_map(|s| {
+            s.pointer("/spec/healthCheckNodePort")
+                .and_then(Value::as_i64)
+        }))
         .collect()
 }
 
