@@ -188,7 +188,8 @@ pub fn prepare_create(
             )],
         ));
     }
-    let causes = name_causes(rt.name_rule, &name);
+    let mut causes = name_causes(rt.name_rule, &name);
+    causes.extend(type_causes(rt, &obj));
     if !causes.is_empty() {
         return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
     }
@@ -206,6 +207,15 @@ pub fn prepare_create(
         Strategy::Generic => {}
     }
     Ok(obj)
+}
+
+/// Object-meta validation for every type plus the type's own field rules.
+fn type_causes(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
+    let mut causes = crate::validation::object_meta(obj);
+    if rt.strategy == Strategy::Node {
+        causes.extend(crate::validation::taints(obj));
+    }
+    causes
 }
 
 /// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
@@ -329,6 +339,10 @@ pub fn prepare_update(
                 }
             }
         }
+    }
+    let causes = type_causes(rt, &new);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
     }
     match rt.strategy {
         Strategy::Service => crate::service::admit(rt, &mut new, Some(old), state, cfg)?,

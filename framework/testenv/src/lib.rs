@@ -27,6 +27,7 @@ mod server;
 mod service;
 mod status;
 mod store;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;

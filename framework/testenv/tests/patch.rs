@@ -333,3 +333,37 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
         err.message
     );
 }
+
+#[tokio::test]
+async fn invalid_taints_and_labels_are_rejected() {
+    let (_env, nodes) = setup().await;
+    let pp = PatchParams::default();
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Strategic(
+                    json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "Node \"n\" is invalid: spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+    );
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(err.message.starts_with("Node \"n\" is invalid: metadata.labels: Invalid value: \"us east\": a valid label must be"), "{}", err.message);
+}
