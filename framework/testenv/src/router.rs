@@ -257,6 +257,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             dispatch(&shared, route, &query, &content_type, body, pretty)
         }
     };
+    let mut response = response;
+    if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
+        // Every kube-apiserver response carries the audit ID of its request.
+        response.headers_mut().insert("audit-id", id);
+    }
     record.status = response.status().as_u16();
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);

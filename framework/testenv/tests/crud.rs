@@ -227,3 +227,18 @@ async fn generate_name_and_leases() {
     );
     assert_eq!(err.code, 409);
 }
+
+#[tokio::test]
+async fn shutdown_stops_serving() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let addr = env.addr();
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.list(&ListParams::default()).await.unwrap();
+    env.shutdown().await;
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "listener closed"
+    );
+    assert!(nodes.list(&ListParams::default()).await.is_err());
+}
