@@ -133,8 +133,12 @@ pub fn open(
             return;
         }
         let mut rx = sub.rx;
-        let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
-        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        // Without timeoutSeconds upstream ends a watch after a random 30-60 minutes
+        // (--min-request-timeout 1800 s, scaled by a random factor in [1, 2)).
+        let timeout = p.timeout.unwrap_or_else(|| {
+            Duration::from_secs(rand::Rng::random_range(&mut rand::rng(), 1800..3600))
+        });
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + cfg.bookmark_interval,
             cfg.bookmark_interval,
@@ -172,7 +176,7 @@ pub fn open(
                         break;
                     }
                 }
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => break,
+                _ = tokio::time::sleep_until(deadline) => break,
                 _ = out_tx.closed() => break,
             }
         }
