@@ -321,7 +321,8 @@ pub fn admit(
         };
         spec["healthCheckNodePort"] = hc;
     }
-    if old.is_none() && !obj.get("status").is_some_and(Value::is_object) {
+    if old.is_none() {
+        // Upstream PrepareForCreate resets the status a client sends.
         obj["status"] = json!({"loadBalancer": {}});
     }
     Ok(())
