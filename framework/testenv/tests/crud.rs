@@ -242,3 +242,32 @@ async fn shutdown_stops_serving() {
     );
     assert!(nodes.list(&ListParams::default()).await.is_err());
 }
+
+#[tokio::test]
+async fn kube_discovery_and_server_version() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let version = client.apiserver_version().await.unwrap();
+    assert_eq!(
+        (version.major.as_str(), version.minor.as_str()),
+        ("1", "33")
+    );
+    let discovery = kube::Discovery::new(client).run().await.unwrap();
+    let gvk = kube::api::GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+    let (resource, caps) = discovery.resolve_gvk(&gvk).expect("leases discovered");
+    assert_eq!(resource.plural, "leases");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    let node = kube::api::GroupVersionKind::gvk("", "v1", "Node");
+    let (_, caps) = discovery.resolve_gvk(&node).expect("nodes discovered");
+    assert_eq!(caps.scope, kube::discovery::Scope::Cluster);
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(r, _)| r.plural == "nodes/status" || r.plural == "status"),
+        "{:?}",
+        caps.subresources
+            .iter()
+            .map(|(r, _)| &r.plural)
+            .collect::<Vec<_>>()
+    );
+}
