@@ -59,5 +59,5 @@ fn binary_rejects_unknown_flags() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown flag --bogus"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--bogus'"));
 }
