@@ -152,6 +152,16 @@ impl ListBody {
     pub fn items(&self) -> &[Arc<Value>] {
         &self.items
     }
+
+    /// The list's resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// The `continue` token of a partial list.
+    pub fn continue_token(&self) -> Option<&str> {
+        self.cont.as_deref()
+    }
 }
 
 fn parse_rv(s: &str) -> Result<u64, ApiError> {

@@ -27,6 +27,7 @@ mod server;
 mod service;
 mod status;
 mod store;
+mod table;
 mod validation;
 mod watch;
 

@@ -21,7 +21,7 @@ use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{discovery, openapi};
+use crate::{discovery, openapi, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -220,6 +220,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     };
     let user_agent = header(header::USER_AGENT);
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
+    let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
     let mut record = RequestRecord {
@@ -254,7 +255,14 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(b) => b.to_bytes(),
                 Err(_) => Bytes::new(),
             };
-            dispatch(&shared, route, &query, &content_type, body, pretty)
+            let req = Req {
+                query: &query,
+                content_type: &content_type,
+                body: &body,
+                pretty,
+                as_table,
+            };
+            dispatch(&shared, route, &req)
         }
     };
     let mut response = response;
@@ -268,14 +276,17 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     response
 }
 
-fn dispatch(
-    shared: &Arc<Shared>,
-    route: Route,
-    query: &HashMap<String, String>,
-    content_type: &str,
-    body: Bytes,
+/// What a handler needs from the request besides the route.
+struct Req<'a> {
+    query: &'a HashMap<String, String>,
+    content_type: &'a str,
+    body: &'a [u8],
     pretty: bool,
-) -> Response<Body> {
+    as_table: bool,
+}
+
+fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
+    let pretty = req.pretty;
     let result: Result<Response<Body>, ApiError> = match route {
         Route::NonResource("version") => Ok(json_response(200, &discovery::version(), pretty)),
         Route::NonResource("healthz") => {
@@ -303,9 +314,7 @@ fn dispatch(
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
         Route::NotFound => Err(ApiError::no_route()),
-        Route::Resource { target, verb } => {
-            resource(shared, &target, verb, query, content_type, &body, pretty)
-        }
+        Route::Resource { target, verb } => resource(shared, &target, verb, req),
     };
     result.unwrap_or_else(|e| error_response(&e, pretty))
 }
@@ -319,24 +328,34 @@ fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))
 }
 
+fn table_response(v: &Value, pretty: bool) -> Response<Body> {
+    let mut resp = json_response(200, v, pretty);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+    );
+    resp
+}
+
 fn resource(
     shared: &Arc<Shared>,
     t: &Target,
     verb: &str,
-    query: &HashMap<String, String>,
-    content_type: &str,
-    body: &[u8],
-    pretty: bool,
+    req: &Req<'_>,
 ) -> Result<Response<Body>, ApiError> {
+    let (query, content_type, body, pretty) = (req.query, req.content_type, req.body, req.pretty);
+    let rt = &TABLE[t.res];
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     let cfg = &shared.admission;
     let q = |k: &str| query.get(k).cloned().filter(|v| !v.is_empty());
     match verb {
-        "get" => Ok(json_response(
-            200,
-            &shared.store.with(|s| handlers::get(s, t))?,
-            pretty,
-        )),
+        "get" => {
+            let obj = shared.store.with(|s| handlers::get(s, t))?;
+            if req.as_table {
+                return Ok(table_response(&table::single(rt, &obj), pretty));
+            }
+            Ok(json_response(200, &obj, pretty))
+        }
         "list" => {
             let params = ListParams {
                 filter: filter_from(query, t)?,
@@ -346,6 +365,14 @@ fn resource(
                 rv_match: q("resourceVersionMatch"),
             };
             let list = shared.store.with(|s| handlers::list(s, t, &params))?;
+            if req.as_table {
+                let rv = list.resource_version().to_string();
+                let items = list.items().iter().map(|o| o.as_ref());
+                return Ok(table_response(
+                    &table::of(rt, items, &rv, list.continue_token()),
+                    pretty,
+                ));
+            }
             Ok(json_response(200, &list, pretty))
         }
         "watch" => {
@@ -358,6 +385,7 @@ fn resource(
                 timeout: q("timeoutSeconds")
                     .and_then(|s| s.parse().ok())
                     .map(std::time::Duration::from_secs),
+                table: req.as_table,
             };
             let mut rx = watch::open(&shared.store, t.res, params, shared.watch)?;
             let stream = futures::stream::poll_fn(move |cx| {

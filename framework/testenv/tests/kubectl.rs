@@ -286,3 +286,39 @@ async fn discovery_serves_kubectl_api_resources() {
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_prints_upstream_columns() {
+    let env = TestEnv::start().await.unwrap();
+    let Some(k) = Kubectl::new(&env) else { return };
+    let nodes: Api<Node> = Api::all(env.client());
+    let n: Node = serde_json::from_value(json!({"metadata": {"name": "p1", "labels": {"node-role.kubernetes.io/control-plane": ""}}})).unwrap();
+    nodes.create(&PostParams::default(), &n).await.unwrap();
+    let out = k.run(&["get", "nodes"]).await;
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(lines[0], ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]);
+    assert_eq!(lines[1][..3], ["p1", "Unknown", "control-plane"]);
+    let out = k.run(&["get", "svc", "-n", "default"]).await;
+    let lines: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        lines[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        lines[1][..5],
+        ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
+    );
+}
