@@ -147,6 +147,74 @@ pub fn taints(obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// Event rules (upstream `ValidateEventCreate`): an event's namespace must agree with the object
+/// it is about (events about cluster-scoped objects go to `default`, or `kube-system` for new-style
+/// events), new-style events (with `eventTime`) name their reporter, action and reason, and
+/// events.k8s.io/v1 events must be new-style with type Normal or Warning.
+pub fn event(group: &str, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let text = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let v1 = group == "events.k8s.io";
+    let ns = text("/metadata/namespace");
+    let involved_ns = if v1 {
+        text("/regarding/namespace")
+    } else {
+        text("/involvedObject/namespace")
+    };
+    let new_style = obj.get("eventTime").is_some_and(|t| !t.is_null());
+    let mismatch = || {
+        Cause::invalid(
+            "involvedObject.namespace",
+            &go_quote(involved_ns),
+            "does not match event.namespace",
+        )
+    };
+    if v1 {
+        if !new_style {
+            causes.push(Cause::required("eventTime", ""));
+        }
+        let ty = text("/type");
+        if ty != "Normal" && ty != "Warning" {
+            causes.push(Cause::invalid(
+                "type",
+                "\"\"",
+                &format!("has invalid value: {ty}"),
+            ));
+        }
+    }
+    if !new_style {
+        if involved_ns.is_empty() {
+            if !ns.is_empty() && ns != "default" {
+                causes.push(mismatch());
+            }
+        } else if ns != involved_ns {
+            causes.push(mismatch());
+        }
+    } else {
+        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
+            causes.push(mismatch());
+        }
+        let (controller_field, controller) = if v1 {
+            ("reportingController", text("/reportingController"))
+        } else {
+            ("reportingComponent", text("/reportingComponent"))
+        };
+        if controller.is_empty() {
+            causes.push(Cause::required(controller_field, ""));
+        }
+        for (field, value) in [
+            ("reportingInstance", text("/reportingInstance")),
+            ("action", text("/action")),
+            ("reason", text("/reason")),
+        ] {
+            if value.is_empty() {
+                causes.push(Cause::required(field, ""));
+            }
+        }
+    }
+    causes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +237,29 @@ mod tests {
                 .iter()
                 .any(|m| m.starts_with("Invalid value: \"bad value!\": a valid label must be"))
         );
+    }
+
+    #[test]
+    fn event_namespace_and_reporter_rules() {
+        let old_style_node_event = json!({"metadata": {"namespace": "kube-system"}, "involvedObject": {"kind": "Node", "name": "n"}});
+        let causes = event("", &old_style_node_event);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"\": does not match event.namespace"
+        );
+        let ok = json!({"metadata": {"namespace": "default"}, "involvedObject": {"kind": "Node", "name": "n"}});
+        assert!(event("", &ok).is_empty());
+        let v1 = json!({"metadata": {"namespace": "default"}, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "regarding": {"kind": "Node"}, "reportingController": "c", "reportingInstance": "i", "action": "A", "reason": "R"});
+        assert!(event("events.k8s.io", &v1).is_empty());
+        let fields: Vec<String> = event(
+            "events.k8s.io",
+            &json!({"metadata": {"namespace": "default"}, "type": "Bad"}),
+        )
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+        assert_eq!(fields, ["eventTime", "type"]);
     }
 
     #[test]
