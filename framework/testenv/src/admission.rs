@@ -215,6 +215,9 @@ fn type_causes(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
     if rt.strategy == Strategy::Node {
         causes.extend(crate::validation::taints(obj));
     }
+    if rt.kind == "Lease" {
+        causes.extend(crate::validation::lease(obj));
+    }
     if rt.kind == "Event" {
         causes.extend(crate::validation::event(rt.group, obj));
     }

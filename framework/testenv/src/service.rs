@@ -94,6 +94,14 @@ pub fn admit(
             {
                 p["protocol"] = "TCP".into();
             }
+            let proto = p["protocol"].as_str().unwrap_or("").to_string();
+            if !["SCTP", "TCP", "UDP"].contains(&proto.as_str()) {
+                causes.push(Cause::not_supported(
+                    format!("spec.ports[{i}].protocol"),
+                    &go_quote(&proto),
+                    &["SCTP", "TCP", "UDP"],
+                ));
+            }
             let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
             if !(1..=65535).contains(&port) {
                 causes.push(Cause::invalid(

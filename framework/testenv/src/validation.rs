@@ -215,6 +215,34 @@ pub fn event(group: &str, obj: &Value) -> Vec<Cause> {
     causes
 }
 
+/// Lease spec rules (upstream `ValidateLeaseSpec`): positive duration, non-negative transitions.
+pub fn lease(obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let Some(d) = obj
+        .pointer("/spec/leaseDurationSeconds")
+        .and_then(Value::as_i64)
+        && d <= 0
+    {
+        causes.push(Cause::invalid(
+            "spec.leaseDurationSeconds",
+            &d.to_string(),
+            "must be greater than 0",
+        ));
+    }
+    if let Some(t) = obj
+        .pointer("/spec/leaseTransitions")
+        .and_then(Value::as_i64)
+        && t < 0
+    {
+        causes.push(Cause::invalid(
+            "spec.leaseTransitions",
+            &t.to_string(),
+            "must be greater than or equal to 0",
+        ));
+    }
+    causes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +288,22 @@ mod tests {
         .map(|c| c.field)
         .collect();
         assert_eq!(fields, ["eventTime", "type"]);
+    }
+
+    #[test]
+    fn lease_rules() {
+        assert!(
+            lease(&json!({"spec": {"leaseDurationSeconds": 15, "leaseTransitions": 0}})).is_empty()
+        );
+        let fields: Vec<String> =
+            lease(&json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}}))
+                .into_iter()
+                .map(|c| c.field)
+                .collect();
+        assert_eq!(
+            fields,
+            ["spec.leaseDurationSeconds", "spec.leaseTransitions"]
+        );
     }
 
     #[test]
