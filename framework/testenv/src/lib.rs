@@ -208,7 +208,7 @@ impl Builder {
 }
 
 /// What a fresh cluster has before anyone writes: the system namespaces and the `kubernetes`
-/// Service and Endpoints in `default`.
+/// Service, Endpoints and EndpointSlice in `default`.
 fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
     store.with(|s| {
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -235,6 +235,18 @@ fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
         let t = handlers::Target { res: handlers::core("endpoints"), ns: Some("default".into()), name: None, sub: None };
         if let Err(e) = handlers::create(s, cfg, &t, ep, false) {
             tracing::error!(error = ?e, "seeding the kubernetes Endpoints");
+        }
+        let slice = json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [addr.ip().to_string()], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]
+        });
+        let slices = resources::lookup("discovery.k8s.io", "v1", "endpointslices").unwrap_or(0);
+        let t = handlers::Target { res: slices, ns: Some("default".into()), name: None, sub: None };
+        if let Err(e) = handlers::create(s, cfg, &t, slice, false) {
+            tracing::error!(error = ?e, "seeding the kubernetes EndpointSlice");
         }
     });
 }

@@ -39,6 +39,13 @@ async fn fresh_cluster_has_system_namespaces_and_kubernetes_service() {
     let svc: Api<Service> = Api::default_namespaced(env.client());
     let k = svc.get("kubernetes").await.unwrap();
     assert_eq!(k.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::default_namespaced(env.client());
+    let slice = slices.get("kubernetes").await.unwrap();
+    assert_eq!(
+        slice.ports.unwrap()[0].port,
+        Some(i32::from(env.addr().port()))
+    );
 }
 
 #[tokio::test]
