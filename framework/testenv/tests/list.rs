@@ -1,6 +1,7 @@
 //! Lists: label (set-based too) and field selectors, limit + continue with upstream's token,
 //! resourceVersion semantics (unset, "0", Exact from history, too large), namespaces.
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, ListParams, PostParams, VersionMatch};
 use kube_testenv::TestEnv;
@@ -207,4 +208,42 @@ async fn namespaced_lists_and_namespace_deletion() {
         1,
         "namespace content deleted"
     );
+}
+
+#[tokio::test]
+async fn delete_collection_by_label_and_watch_of_one_object() {
+    use futures::TryStreamExt;
+    use kube::api::{DeleteParams, WatchEvent, WatchParams};
+    let (env, nodes) = nodes_env(4).await;
+    let rv = env.resource_version().to_string();
+    let mut one = nodes
+        .watch(&WatchParams::default().fields("metadata.name=n1"), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let deleted = nodes
+        .delete_collection(
+            &DeleteParams::default(),
+            &ListParams::default().labels("role=infra"),
+        )
+        .await
+        .unwrap();
+    let gone: Vec<String> = deleted
+        .left()
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert_eq!(gone, ["n1", "n3"]);
+    assert_eq!(
+        names(&nodes.list(&ListParams::default()).await.unwrap()),
+        ["n0", "n2"]
+    );
+    match one.try_next().await.unwrap().unwrap() {
+        WatchEvent::Deleted(n) => assert_eq!(n.metadata.name.as_deref(), Some("n1")),
+        other => panic!("{other:?}"),
+    }
+    let verbs: Vec<String> = env.requests().into_iter().map(|r| r.verb).collect();
+    assert!(verbs.contains(&"deletecollection".to_string()), "{verbs:?}");
 }

@@ -280,3 +280,90 @@ async fn delete_preconditions() {
         json!(current.metadata.uid.unwrap())
     );
 }
+
+#[tokio::test]
+async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
+    let (_env, nodes) = setup().await;
+    let pp = PatchParams::default();
+    let n = nodes
+        .patch(
+            "n",
+            &pp,
+            &Patch::Merge(json!({"spec": {"providerID": "fake://n", "podCIDR": "10.244.1.0/24"}})),
+        )
+        .await
+        .unwrap();
+    let spec = n.spec.unwrap();
+    assert_eq!(
+        spec.pod_cidrs.unwrap(),
+        ["10.244.1.0/24"],
+        "podCIDR is mirrored into podCIDRs"
+    );
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Merge(json!({"spec": {"providerID": "fake://other"}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            422,
+            "Node \"n\" is invalid: spec.providerID: Forbidden: node updates may not change providerID except from \"\" to valid"
+        )
+    );
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Merge(json!({"spec": {"podCIDRs": ["10.244.2.0/24"]}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        err.message
+            .contains("spec.podCIDRs: Forbidden: node updates may not change podCIDR"),
+        "{}",
+        err.message
+    );
+}
+
+#[tokio::test]
+async fn invalid_taints_and_labels_are_rejected() {
+    let (_env, nodes) = setup().await;
+    let pp = PatchParams::default();
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Strategic(
+                    json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}}),
+                ),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.message,
+        "Node \"n\" is invalid: spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
+    );
+    let err = api_err(
+        nodes
+            .patch(
+                "n",
+                &pp,
+                &Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert!(err.message.starts_with("Node \"n\" is invalid: metadata.labels: Invalid value: \"us east\": a valid label must be"), "{}", err.message);
+}

@@ -206,3 +206,40 @@ async fn validation_errors_and_headless_and_taken_ips() {
         err.message
     );
 }
+
+#[tokio::test]
+async fn local_traffic_load_balancers_get_a_health_check_node_port() {
+    let env = TestEnv::builder()
+        .node_port_range(30000..=30002)
+        .start()
+        .await
+        .unwrap();
+    let svcs: Api<Service> = Api::default_namespaced(env.client());
+    let created = svcs
+        .create(&PostParams::default(), &svc("local", json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]})))
+        .await
+        .unwrap();
+    let spec = created.spec.unwrap();
+    let hc = spec.health_check_node_port.expect("allocated");
+    let np = spec.ports.unwrap()[0].node_port.unwrap();
+    assert!((30000..=30002).contains(&hc) && hc != np, "{hc} {np}");
+    let pp = PatchParams::default();
+    let kept = svcs
+        .patch(
+            "local",
+            &pp,
+            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.spec.unwrap().health_check_node_port, Some(hc));
+    let cluster = svcs
+        .patch(
+            "local",
+            &pp,
+            &Patch::Merge(json!({"spec": {"externalTrafficPolicy": "Cluster"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cluster.spec.unwrap().health_check_node_port, None);
+}
