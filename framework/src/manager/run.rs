@@ -251,14 +251,14 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.clone(),
         );
 
-        if let Some(hook) = &self.on_leading {
-            if let Err(source) = hook(stop.clone()).await {
-                stop.cancel();
-                return Err(ManagerError::Init {
-                    name: "on-leading hook".to_string(),
-                    source,
-                });
-            }
+        if let Some(hook) = &self.on_leading
+            && let Err(source) = hook(stop.clone()).await
+        {
+            stop.cancel();
+            return Err(ManagerError::Init {
+                name: "on-leading hook".to_string(),
+                source,
+            });
         }
 
         let mut started = Vec::new();
