@@ -337,9 +337,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
 
         stop.cancelled().await;
         info!("shutting down: draining in-flight reconciles");
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
         let drained =
             tokio::time::timeout(self.config.graceful_shutdown_timeout, join_all(tasks)).await;
         if drained.is_err() {
+            for abort in aborts {
+                abort.abort();
+            }
             warn!(
                 timeout = ?self.config.graceful_shutdown_timeout,
                 "graceful shutdown timed out; abandoning in-flight reconciles"
