@@ -2,7 +2,6 @@
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
 //! until shutdown and drains them within a deadline.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,13 +14,14 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::config::ManagerConfig;
 use super::context::{InitContext, Shared};
 use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::controller::layers::ControllerMetrics;
 use crate::informer::{SharedInformerFactory, SyncError};
-use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
+use crate::leader::{LeaderElector, LeaderError, LeaderMetrics};
 use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
@@ -56,43 +56,6 @@ pub enum ManagerError {
 struct RunningLabels {
     name: String,
     manager: String,
-}
-
-/// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
-#[derive(Clone, Debug)]
-pub struct ManagerConfig {
-    /// Manager name: metrics label, default Lease name, event host.
-    pub name: String,
-    /// The `--controllers` list.
-    pub controllers: Vec<String>,
-    /// Pause (with jitter up to 100 %) between controller starts.
-    pub controller_start_interval: Duration,
-    /// Informer resync base; the factory draws period × U[1,2) once. `None` disables resync.
-    pub min_resync_period: Option<Duration>,
-    /// How long to wait for every cache before giving up.
-    pub cache_sync_timeout: Duration,
-    /// How long in-flight reconciles may take after shutdown is requested.
-    pub graceful_shutdown_timeout: Duration,
-    /// Run controllers only while holding this Lease.
-    pub leader_election: Option<LeaderElectionConfig>,
-    /// Serve /healthz, /readyz, /livez, /metrics here.
-    pub admin_addr: Option<SocketAddr>,
-}
-
-impl ManagerConfig {
-    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
-    pub fn new(name: impl Into<String>) -> Self {
-        ManagerConfig {
-            name: name.into(),
-            controllers: vec!["*".to_string()],
-            controller_start_interval: Duration::ZERO,
-            min_resync_period: None,
-            cache_sync_timeout: Duration::from_secs(120),
-            graceful_shutdown_timeout: Duration::from_secs(30),
-            leader_election: None,
-            admin_addr: None,
-        }
-    }
 }
 
 /// Owns the shared pieces of one process and runs its controllers.
