@@ -18,6 +18,9 @@ pub use context::InitContext;
 pub use initializers::{
     InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError,
 };
-pub use run::{Manager, ManagerError};
+pub use run::{Manager, ManagerError, StartHook};
 pub use selection::*;
 pub use signals::shutdown_on_signals;
+
+#[cfg(test)]
+mod start_hook_tests;

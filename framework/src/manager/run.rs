@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::join_all;
+use futures::future::{BoxFuture, join_all};
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -50,7 +50,18 @@ pub enum ManagerError {
     /// The health and metrics server could not start.
     #[error(transparent)]
     Admin(#[from] AdminError),
+    /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
+    #[error("preparing to start controllers failed: {0}")]
+    StartHook(#[source] InitError),
 }
+
+/// Work that must happen on the leader before any controller starts (see
+/// [`Manager::with_start_hook`]); gets the embedder's context, the client and the stop token.
+pub type StartHook<C> = Arc<
+    dyn Fn(Arc<C>, kube::Client, CancellationToken) -> BoxFuture<'static, Result<(), InitError>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RunningLabels {
@@ -63,6 +74,7 @@ pub struct Manager<C> {
     config: ManagerConfig,
     client: kube::Client,
     initializers: Initializers<C>,
+    start_hook: Option<StartHook<C>>,
     extra: Arc<C>,
     registry: Arc<Mutex<Registry>>,
     health: HealthChecks,
@@ -77,6 +89,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             config,
             client,
             initializers: Initializers::new(),
+            start_hook: None,
             extra: Arc::new(extra),
             registry: Arc::new(Mutex::new(Registry::default())),
             health: HealthChecks::new(),
@@ -89,6 +102,20 @@ impl<C: Send + Sync + 'static> Manager<C> {
     /// manager (API client, cloud provider) are served with the manager's own.
     pub fn with_registry(mut self, registry: Arc<Mutex<Registry>>) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// Runs `hook` once the manager may start controllers (after the Lease is won, when leader
+    /// election is on) and before the first initializer, as upstream calls
+    /// `cloud.Initialize` only on the leader. An error aborts start-up like an initializer's.
+    pub fn with_start_hook<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(Arc<C>, kube::Client, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), InitError>> + Send + 'static,
+    {
+        self.start_hook = Some(Arc::new(move |extra, client, stop| {
+            Box::pin(hook(extra, client, stop))
+        }));
         self
     }
 
@@ -195,6 +222,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
             "Indicates where instances of a controller are currently running",
             running.clone(),
         );
+
+        if let Some(hook) = &self.start_hook {
+            if let Err(source) = hook(self.extra.clone(), self.client.clone(), stop.clone()).await {
+                stop.cancel();
+                return Err(ManagerError::StartHook(source));
+            }
+        }
 
         let mut started = Vec::new();
         for init in self.initializers.iter() {
