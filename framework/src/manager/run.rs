@@ -223,11 +223,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.clone(),
         );
 
-        if let Some(hook) = &self.start_hook {
-            if let Err(source) = hook(self.extra.clone(), self.client.clone(), stop.clone()).await {
-                stop.cancel();
-                return Err(ManagerError::StartHook(source));
-            }
+        if let Some(hook) = &self.start_hook
+            && let Err(source) = hook(self.extra.clone(), self.client.clone(), stop.clone()).await
+        {
+            stop.cancel();
+            return Err(ManagerError::StartHook(source));
         }
 
         let mut started = Vec::new();
