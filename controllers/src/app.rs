@@ -31,7 +31,7 @@ use std::fmt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, Parser};
+use clap::{Args, CommandFactory, FromArgMatches, Parser};
 use controller_manager::client::{ClientError, ClientMetrics, build_client, client_from_config};
 use controller_manager::manager::{
     ControllerSelection, Initializer, Initializers, Manager, ManagerConfig, ManagerError,
@@ -83,29 +83,34 @@ impl CloudManagerOptions {
     }
 }
 
-/// Parses the process arguments into `P` as `P::parse()` does, but first rejects upstream flags
-/// this build does not support, by name (clap alone would say only "unexpected argument").
-/// Like `P::parse()`, prints the error and exits with status 2 on bad input.
+/// Parses the process arguments into `P` as `P::parse()` does, with two upstream (pflag) rules
+/// clap lacks: upstream flags this build does not support are rejected by name (clap alone would
+/// say only "unexpected argument"), and a flag given twice takes its last value (clap would
+/// refuse it), so overlays that append arguments keep working. List flags such as
+/// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
+/// error and exits with status 2 on bad input.
 pub fn parse_args<P: Parser>() -> P {
-    parse_args_from(std::env::args())
-}
-
-/// [`parse_args`] over explicit arguments (the first is the program name).
-pub fn parse_args_from<P: Parser>(args: impl IntoIterator<Item = String>) -> P {
-    let args: Vec<String> = args.into_iter().collect();
-    let unsupported = reject_unsupported_flags(args.get(1..).unwrap_or_default());
-    if !unsupported.is_empty() {
-        P::command()
-            .error(
-                clap::error::ErrorKind::UnknownArgument,
-                unsupported.join("\n"),
-            )
-            .exit();
-    }
-    match P::try_parse_from(&args) {
+    match try_parse_args_from(std::env::args()) {
         Ok(parsed) => parsed,
         Err(e) => e.exit(),
     }
+}
+
+/// [`parse_args`] over explicit arguments (the first is the program name), returning the error.
+pub fn try_parse_args_from<P: Parser>(
+    args: impl IntoIterator<Item = String>,
+) -> Result<P, clap::Error> {
+    let args: Vec<String> = args.into_iter().collect();
+    let mut command = P::command().args_override_self(true);
+    let unsupported = reject_unsupported_flags(args.get(1..).unwrap_or_default());
+    if !unsupported.is_empty() {
+        return Err(command.error(
+            clap::error::ErrorKind::UnknownArgument,
+            unsupported.join("\n"),
+        ));
+    }
+    let mut matches = command.try_get_matches_from_mut(&args)?;
+    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
 }
 
 /// Why the process could not run or stopped with an error; each says what to change.
@@ -325,7 +330,7 @@ mod tests {
     fn options(args: &[&str]) -> CloudManagerOptions {
         let argv = std::iter::once("t").chain(args.iter().copied());
         let argv: Vec<String> = argv.map(str::to_string).collect();
-        parse_args_from::<Cli>(argv).ccm
+        try_parse_args_from::<Cli>(argv).unwrap().ccm
     }
 
     #[test]
@@ -336,10 +341,35 @@ mod tests {
             "--extra=y",
             "--controllers=*,-route",
         ];
-        let cli = parse_args_from::<Cli>(argv.iter().map(|s| s.to_string()));
+        let cli = try_parse_args_from::<Cli>(argv.iter().map(|s| s.to_string())).unwrap();
         assert_eq!(cli.extra, "y");
         assert_eq!(cli.ccm.generic.controllers, vec!["*", "-route"]);
         assert!(cli.ccm.validate(&cloud_initializers()).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value_and_lists_accumulate() {
+        let o = options(&[
+            "--secure-port=1",
+            "--secure-port=2",
+            "--controllers=*",
+            "--controllers=-route",
+            "--leader-elect=false",
+            "--leader-elect",
+        ]);
+        assert_eq!(o.generic.serving.secure_port, 2);
+        assert_eq!(o.generic.controllers, vec!["*", "-route"]);
+        assert!(o.generic.leader_election.leader_elect);
+    }
+
+    #[test]
+    fn unsupported_upstream_flags_are_named() {
+        let argv = ["t", "--profiling", "--feature-gates=A=true"].map(String::from);
+        let err = try_parse_args_from::<Cli>(argv).err().unwrap();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        let msg = err.to_string();
+        assert!(msg.contains("--profiling is an upstream"), "{msg}");
+        assert!(msg.contains("--feature-gates is an upstream"), "{msg}");
     }
 
     #[test]
