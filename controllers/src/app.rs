@@ -31,7 +31,7 @@ use std::fmt;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, CommandFactory, FromArgMatches, Parser};
+use clap::{Args, Parser};
 use controller_manager::client::{ClientError, ClientMetrics, build_client, client_from_config};
 use controller_manager::manager::{
     ControllerSelection, Initializer, Initializers, Manager, ManagerConfig, ManagerError,
