@@ -65,7 +65,28 @@ pub struct CloudManagerOptions {
     pub telemetry: TelemetryOptions,
 }
 
+/// The flag set alone, so [`CloudManagerOptions::from_args`] can parse it.
+#[derive(Parser)]
+#[command(name = "cloud-controller-manager")]
+struct OptionsOnly {
+    #[command(flatten)]
+    options: CloudManagerOptions,
+}
+
 impl CloudManagerOptions {
+    /// Parses flags without a program name, with the rules of [`parse_args`], e.g.
+    /// `from_args(["--cloud-provider=fake", "--leader-elect=false"])`: options for tests and for
+    /// programs that build their arguments themselves.
+    pub fn from_args<I, S>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let argv = std::iter::once("cloud-controller-manager".to_string())
+            .chain(args.into_iter().map(Into::into));
+        try_parse_args_from::<OptionsOnly>(argv).map(|o| o.options)
+    }
+
     /// Every flag problem at once, including `--controllers` names `initializers` does not know
     /// and clashing names in the map itself; empty means valid.
     pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
@@ -174,6 +195,7 @@ pub struct CloudControllerManager {
     initializers: Initializers<CloudContext>,
     cloud: Option<Arc<dyn CloudProvider>>,
     client_config: Option<kube::Config>,
+    telemetry: bool,
 }
 
 impl CloudControllerManager {
@@ -187,6 +209,7 @@ impl CloudControllerManager {
             initializers: cloud_initializers(),
             cloud: None,
             client_config: None,
+            telemetry: true,
         }
     }
 
@@ -228,6 +251,13 @@ impl CloudControllerManager {
         self
     }
 
+    /// Leaves logging and tracing to the caller, who installed a `tracing` subscriber already
+    /// (tests, or a distro with its own log pipeline); `-v` and the tracing flags then do nothing.
+    pub fn without_telemetry(mut self) -> Self {
+        self.telemetry = false;
+        self
+    }
+
     /// Runs until `shutdown` is cancelled, then drains; see the module docs for the order.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
         let errors = self.options.validate(&self.initializers);
@@ -239,7 +269,14 @@ impl CloudControllerManager {
             generic,
             telemetry: tracing_options,
         } = self.options;
-        let _telemetry = telemetry::init(&self.name, &generic.logging, &tracing_options)?;
+        let _telemetry = match self.telemetry {
+            true => Some(telemetry::init(
+                &self.name,
+                &generic.logging,
+                &tracing_options,
+            )?),
+            false => None,
+        };
 
         let registry = Arc::new(Mutex::new(Registry::default()));
         let client_metrics = ClientMetrics::new(&mut registry.lock());
@@ -328,9 +365,7 @@ mod tests {
     }
 
     fn options(args: &[&str]) -> CloudManagerOptions {
-        let argv = std::iter::once("t").chain(args.iter().copied());
-        let argv: Vec<String> = argv.map(str::to_string).collect();
-        try_parse_args_from::<Cli>(argv).unwrap().ccm
+        CloudManagerOptions::from_args(args.iter().copied()).unwrap()
     }
 
     #[test]

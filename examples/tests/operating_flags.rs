@@ -47,7 +47,9 @@ fn render() -> String {
     }
     let mut out = String::new();
     for (heading, rows) in sections {
-        out.push_str(&format!("\n**{heading}**\n\n| Flag | Default | Meaning |\n|---|---|---|\n"));
+        out.push_str(&format!(
+            "\n**{heading}**\n\n| Flag | Default | Meaning |\n|---|---|---|\n"
+        ));
         for row in rows {
             out.push_str(&row);
             out.push('\n');
