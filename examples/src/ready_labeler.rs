@@ -12,9 +12,9 @@ use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, ResourceExt};
 use serde_json::json;
 
-/// The label this controller owns, and the name `--controllers` knows it by.
+/// The label this controller owns.
 pub const LABEL: &str = "example.com/ready";
-/// The controller's name.
+/// The name `--controllers` and the Lease know it by.
 pub const NAME: &str = "ready-labeler";
 
 /// The initializer map entry; needs nothing from the manager's context.

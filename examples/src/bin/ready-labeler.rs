@@ -16,16 +16,12 @@ struct Cli {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let (cli, name) = (Cli::parse(), ready_labeler::NAME);
     let errors = cli.generic.validate();
     anyhow::ensure!(errors.is_empty(), errors.join("\n"));
-    let _logs = telemetry::init(
-        ready_labeler::NAME,
-        &cli.generic.logging,
-        &TelemetryOptions::default(),
-    )?;
-    let client = build_client(&cli.generic.client, ready_labeler::NAME, None).await?;
-    let config = ManagerConfig::from_options(ready_labeler::NAME, &cli.generic);
+    let _logs = telemetry::init(name, &cli.generic.logging, &TelemetryOptions::default())?;
+    let client = build_client(&cli.generic.client, name, None).await?;
+    let config = ManagerConfig::from_options(name, &cli.generic);
     Manager::new(config, client, ())
         .with_initializers(Initializers::new().with(ready_labeler::initializer()))
         .run(shutdown_on_signals())
