@@ -170,6 +170,23 @@ mod tests {
     }
 
     #[test]
+    fn runs_only_when_named() {
+        use controller_manager::manager::{ControllerSelection, Initializers};
+        let options = NodeInventoryOptions {
+            node_inventory_configmap: "ops/nodes".parse().unwrap(),
+        };
+        let known = Initializers::<()>::new().with(initializer(options)).known();
+        let select = |list: &[&str]| {
+            let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+            ControllerSelection::parse(&list, &known)
+                .unwrap()
+                .is_enabled(NAME)
+        };
+        assert!(!select(&["*"]));
+        assert!(select(&["*", NAME]));
+    }
+
+    #[test]
     fn only_initialized_nodes_have_an_entry() {
         let node =
             |spec: serde_json::Value| {
