@@ -171,7 +171,8 @@ async fn run_every_code_path(env: &TestEnv, dir: &Path) -> Vec<RequestRecord> {
         .await;
     // A spec change makes service-lb record "EnsuringLoadBalancer" again: the recorder patches
     // the first event's count instead of creating a second one.
-    let ports = json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "tls", "port": 443}]}});
+    let ports =
+        json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "tls", "port": 443}]}});
     services
         .patch("web", &PatchParams::default(), &Patch::Merge(&ports))
         .await
