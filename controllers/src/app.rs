@@ -111,7 +111,9 @@ impl CloudManagerOptions {
 /// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
 /// error and exits with status 2 on bad input.
 pub fn parse_args<P: Parser>() -> P {
-    match try_parse_args_from(std::env::args()) {
+    // Lossy, so a non-UTF-8 argument becomes a clap error instead of a panic in `env::args`.
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    match try_parse_args_from(args) {
         Ok(parsed) => parsed,
         Err(e) => e.exit(),
     }
