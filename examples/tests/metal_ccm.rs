@@ -138,3 +138,57 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
         .count();
     assert_eq!(node_watches, 1, "one Node watch for the whole process");
 }
+
+/// Runs `metal-ccm` with `args` to completion; (exit code, stdout + stderr).
+fn run_to_exit(args: &[&str]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_metal-ccm"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.code(), text.into_owned())
+}
+
+#[test]
+fn one_flag_set_with_every_error_reported_before_anything_starts() {
+    let (code, help) = run_to_exit(&["--help"]);
+    assert_eq!(code, Some(0));
+    for flag in [
+        "--cloud-provider",
+        "--leader-elect",
+        "--node-inventory-configmap",
+    ] {
+        assert!(help.contains(flag), "{flag} in --help:\n{help}");
+    }
+
+    let (code, out) = run_to_exit(&[
+        "--cloud-provider=static-inventory",
+        "--controllers=*,bogus",
+        "--concurrent-node-syncs=0",
+    ]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(
+        out.contains("--concurrent-node-syncs must be at least 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\"bogus\" is not in the list of known controllers"),
+        "{out}"
+    );
+    assert!(
+        out.contains("node-inventory"),
+        "the distro's controller is known: {out}"
+    );
+    assert!(
+        out.contains("2 invalid flag value(s); nothing was started"),
+        "{out}"
+    );
+
+    let (code, out) = run_to_exit(&["--profiling"]);
+    assert_eq!(code, Some(2));
+    assert!(out.contains("--profiling is an upstream"), "{out}");
+
+    let (code, out) = run_to_exit(&["--node-inventory-configmap=no-namespace"]);
+    assert_eq!(code, Some(2));
+    assert!(out.contains("is not NAMESPACE/NAME"), "{out}");
+}
