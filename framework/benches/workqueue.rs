@@ -60,12 +60,17 @@ fn percentiles(mut samples: Vec<u64>) -> (f64, f64, f64) {
         return (0.0, 0.0, 0.0);
     }
     samples.sort_unstable();
-    let at = |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)] as f64 / 1e3;
+    let at =
+        |q: f64| samples[((samples.len() as f64 * q) as usize).min(samples.len() - 1)] as f64 / 1e3;
     (at(0.5), at(0.99), samples[samples.len() - 1] as f64 / 1e3)
 }
 
 /// Ours: one add + get + done at a time on one thread.
-fn ours_uncontended<K: QueueKey>(rt: &tokio::runtime::Runtime, label: &str, key: impl Fn(usize) -> K) {
+fn ours_uncontended<K: QueueKey>(
+    rt: &tokio::runtime::Runtime,
+    label: &str,
+    key: impl Fn(usize) -> K,
+) {
     let keys: Vec<K> = (0..CYCLE_KEYS).map(key).collect();
     let q: WorkQueue<K> = WorkQueue::new("bench", ItemExponential::default());
     let (cycles, elapsed) = rt.block_on(async {
@@ -154,7 +159,9 @@ fn kube_applier_uncontended(rt: &tokio::runtime::Runtime) {
     let (cycles, elapsed) = rt.block_on(async {
         let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
         let applier = kube_runtime::applier(
-            |_cm, _ctx: Arc<()>| futures::future::ready(Ok::<_, Infallible>(Action::await_change())),
+            |_cm, _ctx: Arc<()>| {
+                futures::future::ready(Ok::<_, Infallible>(Action::await_change()))
+            },
             |_, _: &Infallible, _| Action::await_change(),
             Arc::new(()),
             store,
@@ -165,7 +172,9 @@ fn kube_applier_uncontended(rt: &tokio::runtime::Runtime) {
         let start = Instant::now();
         let mut cycles = 0;
         while start.elapsed() < BUDGET {
-            if tx.unbounded_send(object_ref(cycles % CYCLE_KEYS)).is_err() || applier.next().await.is_none() {
+            if tx.unbounded_send(object_ref(cycles % CYCLE_KEYS)).is_err()
+                || applier.next().await.is_none()
+            {
                 break;
             }
             cycles += 1;
@@ -187,7 +196,11 @@ fn ours_contended(rt: &tokio::runtime::Runtime) {
         q.add(object_key(i));
     }
     let fresh: Vec<Vec<ObjectKey>> = (0..PRODUCERS)
-        .map(|p| (0..ADDED / PRODUCERS).map(|i| object_key(PRELOADED + p * ADDED / PRODUCERS + i)).collect())
+        .map(|p| {
+            (0..ADDED / PRODUCERS)
+                .map(|i| object_key(PRELOADED + p * ADDED / PRODUCERS + i))
+                .collect()
+        })
         .collect();
     let (elapsed, latencies, processed) = rt.block_on(async {
         let start = Instant::now();
@@ -246,13 +259,21 @@ fn ours_contended(rt: &tokio::runtime::Runtime) {
 fn kube_applier_contended(rt: &tokio::runtime::Runtime) {
     let total = PRELOADED + ADDED;
     let store = filled_store(total);
-    let count = Arc::new(Count { done: AtomicUsize::new(0), target: total, reached: Notify::new() });
+    let count = Arc::new(Count {
+        done: AtomicUsize::new(0),
+        target: total,
+        reached: Notify::new(),
+    });
     let (tx, rx) = futures::channel::mpsc::unbounded::<ObjectRef<ConfigMap>>();
     for i in 0..PRELOADED {
         let _ = tx.unbounded_send(object_ref(i));
     }
     let fresh: Vec<Vec<ObjectRef<ConfigMap>>> = (0..PRODUCERS)
-        .map(|p| (0..ADDED / PRODUCERS).map(|i| object_ref(PRELOADED + p * ADDED / PRODUCERS + i)).collect())
+        .map(|p| {
+            (0..ADDED / PRODUCERS)
+                .map(|i| object_ref(PRELOADED + p * ADDED / PRODUCERS + i))
+                .collect()
+        })
         .collect();
     let (elapsed, latencies) = rt.block_on(async {
         let start = Instant::now();
@@ -324,7 +345,9 @@ fn main() {
     println!(
         "## 2b. Contended ({PRELOADED} keys queued, {PRODUCERS} producers add {ADDED} more, {WORKERS} workers, 2 runtime threads)\n"
     );
-    println!("| implementation | items | M items/s | ns/item | add p50 µs | add p99 µs | add max µs |");
+    println!(
+        "| implementation | items | M items/s | ns/item | add p50 µs | add p99 µs | add max µs |"
+    );
     println!("|---|---|---|---|---|---|---|");
     ours_contended(&multi);
     kube_applier_contended(&multi);

@@ -94,9 +94,11 @@ fn managed_fields_entries() -> Value {
         Value::Object(m)
     };
     let cond = |t: &str| {
-        (format!("k:{{\"type\":\"{t}\"}}"),
-         json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {},
-                "f:reason": {}, "f:status": {}, "f:type": {}}))
+        (
+            format!("k:{{\"type\":\"{t}\"}}"),
+            json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {},
+                "f:reason": {}, "f:status": {}, "f:type": {}}),
+        )
     };
     let mut conditions = serde_json::Map::new();
     conditions.insert(".".into(), json!({}));
@@ -113,21 +115,41 @@ fn managed_fields_entries() -> Value {
         e
     };
     json!([
-        entry("kubelet", None, json!({"f:metadata": {"f:annotations": keys(&["kubeadm.alpha.kubernetes.io/cri-socket", "node.alpha.kubernetes.io/ttl", "volumes.kubernetes.io/controller-managed-attach-detach"]),
+        entry(
+            "kubelet",
+            None,
+            json!({"f:metadata": {"f:annotations": keys(&["kubeadm.alpha.kubernetes.io/cri-socket", "node.alpha.kubernetes.io/ttl", "volumes.kubernetes.io/controller-managed-attach-detach"]),
             "f:labels": keys(&["beta.kubernetes.io/arch", "beta.kubernetes.io/os", "kubernetes.io/arch", "kubernetes.io/hostname", "kubernetes.io/os"])},
-            "f:spec": {"f:providerID": {}}})),
-        entry("kubelet", Some("status"), json!({"f:status": {"f:allocatable": keys(&["cpu", "ephemeral-storage", "memory", "pods"]),
+            "f:spec": {"f:providerID": {}}})
+        ),
+        entry(
+            "kubelet",
+            Some("status"),
+            json!({"f:status": {"f:allocatable": keys(&["cpu", "ephemeral-storage", "memory", "pods"]),
             "f:capacity": keys(&["cpu", "ephemeral-storage", "memory", "pods"]), "f:conditions": Value::Object(conditions),
             "f:daemonEndpoints": {"f:kubeletEndpoint": {"f:Port": {}}}, "f:images": {},
-            "f:nodeInfo": keys(&["architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion", "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID"])}})),
-        entry("cloud-controller-manager", None, json!({"f:metadata": {"f:labels": keys(&["node.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone"])}})),
-        entry("cloud-controller-manager", Some("status"), json!({"f:status": {"f:addresses": {".": {},
+            "f:nodeInfo": keys(&["architecture", "bootID", "containerRuntimeVersion", "kernelVersion", "kubeProxyVersion", "kubeletVersion", "machineID", "operatingSystem", "osImage", "systemUUID"])}})
+        ),
+        entry(
+            "cloud-controller-manager",
+            None,
+            json!({"f:metadata": {"f:labels": keys(&["node.kubernetes.io/instance-type", "topology.kubernetes.io/region", "topology.kubernetes.io/zone"])}})
+        ),
+        entry(
+            "cloud-controller-manager",
+            Some("status"),
+            json!({"f:status": {"f:addresses": {".": {},
             "k:{\"type\":\"Hostname\"}": {".": {}, "f:address": {}, "f:type": {}},
             "k:{\"type\":\"InternalDNS\"}": {".": {}, "f:address": {}, "f:type": {}},
             "k:{\"type\":\"InternalIP\"}": {".": {}, "f:address": {}, "f:type": {}}},
-            "f:conditions": {"k:{\"type\":\"NetworkUnavailable\"}": {".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}})),
-        entry("kube-controller-manager", None, json!({"f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
-            "f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}, "v:\"10.244.0.0/24\"": {}}}})),
+            "f:conditions": {"k:{\"type\":\"NetworkUnavailable\"}": {".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}}}})
+        ),
+        entry(
+            "kube-controller-manager",
+            None,
+            json!({"f:metadata": {"f:annotations": {"f:node.alpha.kubernetes.io/ttl": {}}},
+            "f:spec": {"f:podCIDR": {}, "f:podCIDRs": {".": {}, "v:\"10.244.0.0/24\"": {}}}})
+        ),
     ])
 }
 
@@ -155,18 +177,19 @@ pub fn config_map(i: usize) -> Value {
 
 /// Creates each object through its `Api`, `concurrency` requests at a time; returns how long it
 /// took.
-async fn create_all<K>(objects: Vec<(Api<K>, Value)>, concurrency: usize) -> anyhow::Result<Duration>
+async fn create_all<K>(
+    objects: Vec<(Api<K>, Value)>,
+    concurrency: usize,
+) -> anyhow::Result<Duration>
 where
     K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
 {
     let started = Instant::now();
     let results: Vec<anyhow::Result<()>> = futures::stream::iter(objects)
-        .map(|(api, obj)| {
-            async move {
-                let obj: K = serde_json::from_value(obj)?;
-                api.create(&PostParams::default(), &obj).await?;
-                Ok(())
-            }
+        .map(|(api, obj)| async move {
+            let obj: K = serde_json::from_value(obj)?;
+            api.create(&PostParams::default(), &obj).await?;
+            Ok(())
         })
         .buffer_unordered(concurrency)
         .collect()
@@ -187,16 +210,25 @@ pub struct Seeded {
 
 /// Loads `nodes` Nodes, `services` Services (in [`SERVICE_NAMESPACES`] namespaces) and
 /// `config_maps` ConfigMaps for the latency benchmark.
-pub async fn seed(client: kube::Client, nodes: usize, services: usize, config_maps: usize) -> anyhow::Result<Seeded> {
+pub async fn seed(
+    client: kube::Client,
+    nodes: usize,
+    services: usize,
+    config_maps: usize,
+) -> anyhow::Result<Seeded> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut ns: Vec<Value> = (0..SERVICE_NAMESPACES)
         .map(|i| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": format!("bench-{i}")}}))
         .collect();
-    ns.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LATENCY_NAMESPACE}}));
+    ns.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LATENCY_NAMESPACE}}),
+    );
     create_all(ns.into_iter().map(|n| (namespaces.clone(), n)).collect(), 8).await?;
     let node_api: Api<Node> = Api::all(client.clone());
     let nodes_took = create_all(
-        (0..nodes).map(|i| (node_api.clone(), node(i, false))).collect(),
+        (0..nodes)
+            .map(|i| (node_api.clone(), node(i, false)))
+            .collect(),
         16,
     )
     .await?;
@@ -212,9 +244,17 @@ pub async fn seed(client: kube::Client, nodes: usize, services: usize, config_ma
     .await?;
     let cm_api: Api<ConfigMap> = Api::namespaced(client, LATENCY_NAMESPACE);
     create_all(
-        (0..config_maps).map(|i| (cm_api.clone(), config_map(i))).collect(),
+        (0..config_maps)
+            .map(|i| (cm_api.clone(), config_map(i)))
+            .collect(),
         16,
     )
     .await?;
-    Ok(Seeded { nodes, services, config_maps, nodes_took, services_took })
+    Ok(Seeded {
+        nodes,
+        services,
+        config_maps,
+        nodes_took,
+        services_took,
+    })
 }

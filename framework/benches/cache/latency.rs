@@ -44,13 +44,19 @@ struct Samples {
 
 impl Samples {
     fn new() -> Self {
-        Self { taken: Mutex::new(Vec::new()), since: now_ns() }
+        Self {
+            taken: Mutex::new(Vec::new()),
+            since: now_ns(),
+        }
     }
 
     /// Records `now - stamp` for an object stamped during this run.
     fn record(&self, cm: &ConfigMap) {
         let now = now_ns();
-        let stamp = cm.annotations().get(WRITTEN_AT).and_then(|v| v.parse::<u64>().ok());
+        let stamp = cm
+            .annotations()
+            .get(WRITTEN_AT)
+            .and_then(|v| v.parse::<u64>().ok());
         if let Some(stamp) = stamp.filter(|s| *s >= self.since) {
             self.taken.lock().push(now.saturating_sub(stamp));
         }
@@ -87,8 +93,9 @@ pub async fn ours(client: Client, workers: usize) -> anyhow::Result<Figures> {
     let store = informer.store();
     let queue: WorkQueue<ObjectKey> = WorkQueue::new("latency", ItemExponential::default());
     let q = queue.clone();
-    let registration =
-        informer.add_handler(move |e: &Event<ConfigMap>| q.add(ObjectKey::from_object(e.object().as_ref())));
+    let registration = informer.add_handler(move |e: &Event<ConfigMap>| {
+        q.add(ObjectKey::from_object(e.object().as_ref()))
+    });
     let samples = Arc::new(Samples::new());
     let s = Arc::clone(&samples);
     let service = tower::service_fn(move |req: Request<ObjectKey>| {
@@ -101,7 +108,11 @@ pub async fn ours(client: Client, workers: usize) -> anyhow::Result<Figures> {
     factory.start(shutdown.clone());
     factory.wait_for_sync(Duration::from_secs(300)).await?;
     registration.wait_for_sync().await;
-    tokio::spawn(Controller::new("latency", queue, service).workers(workers).run(shutdown.clone()));
+    tokio::spawn(
+        Controller::new("latency", queue, service)
+            .workers(workers)
+            .run(shutdown.clone()),
+    );
     println!("{READY}");
     let figures = finish(&samples).await;
     shutdown.cancel();
@@ -145,7 +156,12 @@ pub struct Patched {
 /// Patches `objects` ConfigMaps round-robin at `rate` per second for `duration`, stamping each
 /// with the time just before it is sent. At most 256 patches are in flight; if the server falls
 /// further behind, ticks wait and the achieved rate drops (reported).
-pub async fn patch_at_rate(client: Client, objects: usize, rate: u32, duration: Duration) -> Patched {
+pub async fn patch_at_rate(
+    client: Client,
+    objects: usize,
+    rate: u32,
+    duration: Duration,
+) -> Patched {
     let api: Api<ConfigMap> = Api::namespaced(client, LATENCY_NAMESPACE);
     let in_flight = Arc::new(Semaphore::new(256));
     let round_trips = Arc::new(Mutex::new(Vec::new()));

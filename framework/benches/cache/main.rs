@@ -22,14 +22,19 @@ static HEAP: alloc::Counting = alloc::Counting;
 
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench` to harness = false targets.
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| a != "--bench").collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
     if std::env::var_os("RUST_LOG").is_some() {
         tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
             .with_writer(std::io::stderr)
             .init();
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     match args.split_first() {
         Some((flag, rest)) if flag == "--child" => runtime.block_on(child(rest)),
         _ => runtime.block_on(parent::run(parent::Options::parse(&args)?)),
@@ -40,11 +45,18 @@ fn main() -> anyhow::Result<()> {
 async fn child(args: &[String]) -> anyhow::Result<()> {
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or_default();
     let client = || -> anyhow::Result<kube::Client> {
-        Ok(kube::Client::try_from(kube::Config::new(args.last().map(String::as_str).unwrap_or_default().parse()?))?)
+        Ok(kube::Client::try_from(kube::Config::new(
+            args.last()
+                .map(String::as_str)
+                .unwrap_or_default()
+                .parse()?,
+        ))?)
     };
     let figures = match (arg(0), arg(1)) {
         ("shared", "ours") => shared_cache::ours(client()?, arg(2).parse()?).await?,
-        ("shared", "kube-runtime") => shared_cache::kube_runtime(client()?, arg(2).parse()?).await?,
+        ("shared", "kube-runtime") => {
+            shared_cache::kube_runtime(client()?, arg(2).parse()?).await?
+        }
         ("latency", "ours") => latency::ours(client()?, 4).await?,
         ("latency", "kube-runtime") => latency::kube_runtime(client()?).await?,
         ("lists", mode) => memory::lists(client()?, mode).await?,

@@ -28,11 +28,20 @@ use crate::report::{Figures, secs};
 use crate::shared_cache::SETTLE;
 
 /// List strategies compared at 10,000 objects.
-pub const LIST_MODES: [&str; 5] = ["watch-cache", "paged-500", "streaming", "kube-paged-500", "kube-streaming"];
+pub const LIST_MODES: [&str; 5] = [
+    "watch-cache",
+    "paged-500",
+    "streaming",
+    "kube-paged-500",
+    "kube-streaming",
+];
 
 /// Syncs every Service with list strategy `mode` and reports heap and RSS.
 pub async fn lists(client: Client, mode: &str) -> anyhow::Result<Figures> {
-    let mut figures = Figures { heap_base: alloc::live(), ..Figures::default() };
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        ..Figures::default()
+    };
     alloc::reset_peak();
     let start = Instant::now();
     let shutdown = CancellationToken::new();
@@ -81,7 +90,11 @@ pub async fn lists(client: Client, mode: &str) -> anyhow::Result<Figures> {
 
 /// Heap per cached Node decoded from JSON with managedFields, dropping them (`drop`) or not.
 pub fn transform(objects: usize, drop: bool) -> anyhow::Result<Figures> {
-    let mut figures = Figures { heap_base: alloc::live(), objects, ..Figures::default() };
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        objects,
+        ..Figures::default()
+    };
     alloc::reset_peak();
     let mut wire = 0;
     let mut store: HashMap<ObjectKey, Arc<Node>> = HashMap::new();

@@ -44,7 +44,10 @@ impl Options {
         let mut it = args.iter();
         while let Some(a) = it.next() {
             let mut num = || -> anyhow::Result<usize> {
-                Ok(it.next().ok_or_else(|| anyhow::anyhow!("{a} needs a value"))?.parse()?)
+                Ok(it
+                    .next()
+                    .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))?
+                    .parse()?)
             };
             match a.as_str() {
                 "--nodes" => o.nodes = num()?,
@@ -54,7 +57,9 @@ impl Options {
                 "--seconds" => o.seconds = num()? as u64,
                 "--transform-objects" => o.transform_objects = num()?,
                 "--ks" => {
-                    let v = it.next().ok_or_else(|| anyhow::anyhow!("--ks needs a value"))?;
+                    let v = it
+                        .next()
+                        .ok_or_else(|| anyhow::anyhow!("--ks needs a value"))?;
                     o.ks = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
                 s @ ("shared" | "latency" | "memory") => o.sections.push(s.to_string()),
@@ -87,7 +92,10 @@ impl Child {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()?;
-        let stdout = process.stdout.take().ok_or_else(|| anyhow::anyhow!("no child stdout"))?;
+        let stdout = process
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("no child stdout"))?;
         let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
         std::thread::spawn(move || {
             use std::io::BufRead;
@@ -141,8 +149,16 @@ fn list_watch(env: &TestEnv) -> (usize, usize) {
     let ours = |r: &&kube_testenv::RequestRecord| {
         matches!(r.resource.as_str(), "nodes" | "services" | "configmaps")
     };
-    let lists = requests.iter().filter(ours).filter(|r| r.verb == "list").count();
-    let watches = requests.iter().filter(ours).filter(|r| r.verb == "watch").count();
+    let lists = requests
+        .iter()
+        .filter(ours)
+        .filter(|r| r.verb == "list")
+        .count();
+    let watches = requests
+        .iter()
+        .filter(ours)
+        .filter(|r| r.verb == "watch")
+        .count();
     (lists, watches)
 }
 
@@ -180,12 +196,18 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
     );
 
     if o.wants("shared") {
-        println!("## 1. Shared cache vs separate controllers ({} Nodes + {} Services)\n", o.nodes, o.services);
-        println!("| K | implementation | LISTs | WATCHes | cache sync s | all reconciled s | peak RSS MB | steady RSS MB | peak heap MB | steady heap MB | CPU s |");
+        println!(
+            "## 1. Shared cache vs separate controllers ({} Nodes + {} Services)\n",
+            o.nodes, o.services
+        );
+        println!(
+            "| K | implementation | LISTs | WATCHes | cache sync s | all reconciled s | peak RSS MB | steady RSS MB | peak heap MB | steady heap MB | CPU s |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|---|---|");
         for &k in &o.ks {
             for imp in ["ours", "kube-runtime"] {
-                let (f, (lists, watches)) = run_child(&env, &[s("shared"), s(imp), s(k), url.clone()]).await?;
+                let (f, (lists, watches)) =
+                    run_child(&env, &[s("shared"), s(imp), s(k), url.clone()]).await?;
                 println!(
                     "| {k} | {imp} | {lists} | {watches} | {:.2} | {:.2} | {} | {} | {} | {} | {:.2} |",
                     f.sync_s.unwrap_or_default(),
@@ -206,13 +228,21 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
             "## 3. Watch event → reconcile start ({} ConfigMaps patched round-robin, target {}/s for {} s)\n",
             o.config_maps, o.rate, o.seconds
         );
-        println!("| implementation | writes | achieved writes/s | samples | p50 ms | p90 ms | p99 ms | max ms | patch round trip p50 / p99 ms |");
+        println!(
+            "| implementation | writes | achieved writes/s | samples | p50 ms | p90 ms | p99 ms | max ms | patch round trip p50 / p99 ms |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|");
         for imp in ["ours", "kube-runtime"] {
             env.clear_requests();
             let mut child = Child::spawn(&[s("latency"), s(imp), url.clone()])?;
             child.expect(READY).await?;
-            let patched = latency::patch_at_rate(env.client(), o.config_maps, o.rate, Duration::from_secs(o.seconds)).await;
+            let patched = latency::patch_at_rate(
+                env.client(),
+                o.config_maps,
+                o.rate,
+                Duration::from_secs(o.seconds),
+            )
+            .await;
             // Let the last events arrive before the child stops counting.
             tokio::time::sleep(Duration::from_secs(2)).await;
             child.stop()?;
@@ -235,11 +265,17 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
     }
 
     if o.wants("memory") {
-        println!("## 4a. List strategies at {} Services (one informer, one handler)\n", o.services);
-        println!("| list strategy | LISTs | WATCHes | objects | sync s | peak heap MB | steady heap MB | steady heap B/object | peak RSS MB | steady RSS MB |");
+        println!(
+            "## 4a. List strategies at {} Services (one informer, one handler)\n",
+            o.services
+        );
+        println!(
+            "| list strategy | LISTs | WATCHes | objects | sync s | peak heap MB | steady heap MB | steady heap B/object | peak RSS MB | steady RSS MB |"
+        );
         println!("|---|---|---|---|---|---|---|---|---|---|");
         for mode in LIST_MODES {
-            let (f, (lists, watches)) = run_child(&env, &[s("lists"), s(mode), url.clone()]).await?;
+            let (f, (lists, watches)) =
+                run_child(&env, &[s("lists"), s(mode), url.clone()]).await?;
             println!(
                 "| {mode} | {lists} | {watches} | {} | {:.2} | {} | {} | {:.0} | {} | {} |",
                 f.objects,
@@ -252,11 +288,20 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
             );
         }
         println!();
-        println!("## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes, off the wire)\n", o.transform_objects);
-        println!("| managedFields | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |");
+        println!(
+            "## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes, off the wire)\n",
+            o.transform_objects
+        );
+        println!(
+            "| managedFields | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |"
+        );
         println!("|---|---|---|---|---|");
-        for (label, mode) in [("kept (no transform)", "keep"), ("dropped (default transform)", "drop")] {
-            let (f, _) = run_child(&env, &[s("transform"), s(mode), s(o.transform_objects)]).await?;
+        for (label, mode) in [
+            ("kept (no transform)", "keep"),
+            ("dropped (default transform)", "drop"),
+        ] {
+            let (f, _) =
+                run_child(&env, &[s("transform"), s(mode), s(o.transform_objects)]).await?;
             println!(
                 "| {label} | {} | {:.0} | {} | {} |",
                 f.wire_bytes.unwrap_or_default(),

@@ -35,6 +35,11 @@ pub fn cpu_seconds() -> f64 {
     };
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // rest starts at field 3, so utime (14) and stime (15) are at 11 and 12.
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     (ticks(11) + ticks(12)) as f64 / 100.0
 }

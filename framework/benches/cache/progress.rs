@@ -45,7 +45,10 @@ impl Progress {
             if self.done.load(Ordering::Acquire) >= self.target.load(Ordering::Acquire) {
                 return;
             }
-            if tokio::time::timeout(std::time::Duration::from_secs(10), notified).await.is_err() {
+            if tokio::time::timeout(std::time::Duration::from_secs(10), notified)
+                .await
+                .is_err()
+            {
                 tracing::warn!(
                     done = self.done.load(Ordering::Acquire),
                     target = self.target.load(Ordering::Acquire),

@@ -65,7 +65,12 @@ pub fn percentiles_us(samples: &mut [u64]) -> [f64; 4] {
         let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
         samples[i] as f64 / 1e3
     };
-    [at(0.50), at(0.90), at(0.99), samples[samples.len() - 1] as f64 / 1e3]
+    [
+        at(0.50),
+        at(0.90),
+        at(0.99),
+        samples[samples.len() - 1] as f64 / 1e3,
+    ]
 }
 
 /// Seconds as a float, for the JSON line.

@@ -34,7 +34,10 @@ enum Key {
 
 /// (a): one shared informer per kind feeding `k` controllers.
 pub async fn ours(client: Client, k: usize) -> anyhow::Result<Figures> {
-    let mut figures = Figures { heap_base: alloc::live(), ..Figures::default() };
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        ..Figures::default()
+    };
     alloc::reset_peak();
     let start = Instant::now();
     let factory = SharedInformerFactory::new(client);
@@ -47,7 +50,9 @@ pub async fn ours(client: Client, k: usize) -> anyhow::Result<Figures> {
         let queue: WorkQueue<Key> = WorkQueue::new(name.clone(), ItemExponential::default());
         let q = queue.clone();
         nodes
-            .add_handler(move |e: &Event<Node>| q.add(Key::Node(ObjectKey::from_object(e.object().as_ref()))))
+            .add_handler(move |e: &Event<Node>| {
+                q.add(Key::Node(ObjectKey::from_object(e.object().as_ref())))
+            })
             .detach();
         let q = queue.clone();
         services
@@ -113,18 +118,27 @@ fn error_policy<K>(_obj: Arc<K>, _err: &Infallible, _progress: Arc<Progress>) ->
 
 /// (b): `k` independent kube-runtime controllers per kind, default `watcher::Config`.
 pub async fn kube_runtime(client: Client, k: usize) -> anyhow::Result<Figures> {
-    let mut figures = Figures { heap_base: alloc::live(), ..Figures::default() };
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        ..Figures::default()
+    };
     alloc::reset_peak();
     let start = Instant::now();
     let progress = Arc::new(Progress::default());
     let mut node_stores = Vec::with_capacity(k);
     let mut service_stores = Vec::with_capacity(k);
     for _ in 0..k {
-        let c = kube_runtime::Controller::new(Api::<Node>::all(client.clone()), watcher::Config::default());
+        let c = kube_runtime::Controller::new(
+            Api::<Node>::all(client.clone()),
+            watcher::Config::default(),
+        );
         node_stores.push(c.store());
         let run = c.run(reconcile, error_policy, Arc::clone(&progress));
         tokio::spawn(run.for_each(|_| std::future::ready(())));
-        let c = kube_runtime::Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default());
+        let c = kube_runtime::Controller::new(
+            Api::<Service>::all(client.clone()),
+            watcher::Config::default(),
+        );
         service_stores.push(c.store());
         let run = c.run(reconcile, error_policy, Arc::clone(&progress));
         tokio::spawn(run.for_each(|_| std::future::ready(())));
