@@ -57,6 +57,7 @@ async fn child(args: &[String]) -> anyhow::Result<()> {
         ("shared", "kube-runtime") => {
             shared_cache::kube_runtime(client()?, arg(2).parse()?).await?
         }
+        ("queue-retained", n) => shared_cache::queue_retained(n.parse()?).await?,
         ("latency", "ours") => latency::ours(client()?, 4).await?,
         ("latency", "kube-runtime") => latency::kube_runtime(client()?).await?,
         ("lists", mode) => memory::lists(client()?, mode).await?,

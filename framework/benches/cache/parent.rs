@@ -221,6 +221,13 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
             }
         }
         println!();
+        let keys = o.nodes + o.services + 1;
+        let (f, _) = run_child(&env, &[s("queue-retained"), s(keys), url.clone()]).await?;
+        println!(
+            "A drained `WorkQueue` that held {keys} keys once still holds {} MB of heap (peak {} MB while full).\n",
+            mb(f.heap_steady.saturating_sub(f.heap_base) as u64),
+            mb(f.heap_peak.saturating_sub(f.heap_base) as u64),
+        );
     }
 
     if o.wants("latency") {

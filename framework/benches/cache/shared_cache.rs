@@ -84,6 +84,36 @@ pub async fn ours(client: Client, k: usize) -> anyhow::Result<Figures> {
     Ok(figures)
 }
 
+/// Heap one work queue still holds after `n` distinct keys went through it once and it drained:
+/// the part of (a)'s memory that grows with K once the first pass is over.
+pub async fn queue_retained(n: usize) -> anyhow::Result<Figures> {
+    let keys: Vec<Key> = (0..n)
+        .map(|i| {
+            Key::Service(ObjectKey::namespaced(
+                format!("bench-{}", i % 20),
+                format!("app-{i:05}"),
+            ))
+        })
+        .collect();
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        objects: n,
+        ..Figures::default()
+    };
+    alloc::reset_peak();
+    let queue: WorkQueue<Key> = WorkQueue::new("retained", ItemExponential::default());
+    for key in &keys {
+        queue.add(key.clone());
+    }
+    while !queue.is_empty() {
+        if let Some(key) = queue.get().await {
+            queue.done(&key);
+        }
+    }
+    figures.settle();
+    Ok(figures)
+}
+
 /// Waits until a kube-runtime store has its first list.
 ///
 /// `Store::wait_until_ready` cannot be awaited here: in kube-runtime 5.0 it wraps a futures
