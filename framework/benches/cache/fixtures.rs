@@ -9,7 +9,7 @@ use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
 
-/// Namespace of the Services (spread over several, as in a real cluster).
+/// How many namespaces the Services are spread over, as in a real cluster.
 pub const SERVICE_NAMESPACES: usize = 20;
 /// Namespace of the ConfigMaps the latency benchmark patches.
 pub const LATENCY_NAMESPACE: &str = "bench-latency";
@@ -201,10 +201,15 @@ where
 /// What loading the server cost, reported as a finding about kube-testenv.
 #[derive(Debug)]
 pub struct Seeded {
+    /// Nodes created.
     pub nodes: usize,
+    /// Services created.
     pub services: usize,
+    /// ConfigMaps created.
     pub config_maps: usize,
+    /// Wall time to create the Nodes.
     pub nodes_took: Duration,
+    /// Wall time to create the Services (the slow part: see docs/benchmarks.md).
     pub services_took: Duration,
 }
 

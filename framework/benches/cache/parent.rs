@@ -17,13 +17,21 @@ use crate::report::{Figures, RESULT_PREFIX, mb};
 /// What to run, from the command line after `--`.
 #[derive(Debug)]
 pub struct Options {
+    /// Which tables to produce: `shared`, `latency`, `memory`.
     pub sections: Vec<String>,
+    /// Nodes loaded into the server (the scale target: 5,000).
     pub nodes: usize,
+    /// Services loaded into the server (the scale target: 10,000).
     pub services: usize,
+    /// Controller counts compared in table 1.
     pub ks: Vec<usize>,
+    /// ConfigMaps the latency writer cycles through.
     pub config_maps: usize,
+    /// Writes per second in the latency benchmark.
     pub rate: u32,
+    /// How long the latency writer runs.
     pub seconds: u64,
+    /// Nodes decoded for table 4b.
     pub transform_objects: usize,
 }
 
@@ -179,7 +187,6 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
         .watch_buffer(1_000_000)
         .start()
         .await?;
-    let url = env.url();
     let started = Instant::now();
     let seeded = fixtures::seed(env.client(), o.nodes, o.services, o.config_maps).await?;
     println!("## Server load (kube-testenv, in the parent process)\n");
@@ -196,129 +203,147 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
     );
 
     if o.wants("shared") {
-        println!(
-            "## 1. Shared cache vs separate controllers ({} Nodes + {} Services)\n",
-            o.nodes, o.services
-        );
-        println!(
-            "| K | implementation | LISTs | WATCHes | cache sync s | all reconciled s | peak RSS MB | steady RSS MB | peak heap MB | steady heap MB | CPU s |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|---|---|");
-        for &k in &o.ks {
-            for imp in ["ours", "kube-runtime"] {
-                let (f, (lists, watches)) =
-                    run_child(&env, &[s("shared"), s(imp), s(k), url.clone()]).await?;
-                println!(
-                    "| {k} | {imp} | {lists} | {watches} | {:.2} | {:.2} | {} | {} | {} | {} | {:.2} |",
-                    f.sync_s.unwrap_or_default(),
-                    f.first_pass_s.unwrap_or_default(),
-                    mb(f.rss_peak),
-                    mb(f.rss_steady),
-                    mb(f.heap_peak as u64),
-                    mb(f.heap_steady as u64),
-                    f.cpu_s
-                );
-            }
-        }
-        println!();
-        let keys = o.nodes + o.services + 1;
-        let (f, _) = run_child(&env, &[s("queue-retained"), s(keys), url.clone()]).await?;
-        println!(
-            "A drained `WorkQueue` that held {keys} keys once still holds {} MB of heap (peak {} MB while full).\n",
-            mb(f.heap_steady.saturating_sub(f.heap_base) as u64),
-            mb(f.heap_peak.saturating_sub(f.heap_base) as u64),
-        );
+        shared_table(&env, &o).await?;
     }
-
     if o.wants("latency") {
-        println!(
-            "## 3. Watch event → reconcile start ({} ConfigMaps patched round-robin, target {}/s for {} s)\n",
-            o.config_maps, o.rate, o.seconds
-        );
-        println!(
-            "| implementation | writes | achieved writes/s | samples | p50 ms | p90 ms | p99 ms | max ms | patch round trip p50 / p99 ms |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|");
-        for imp in ["ours", "kube-runtime"] {
-            env.clear_requests();
-            let mut child = Child::spawn(&[s("latency"), s(imp), url.clone()])?;
-            child.expect(READY).await?;
-            let patched = latency::patch_at_rate(
-                env.client(),
-                o.config_maps,
-                o.rate,
-                Duration::from_secs(o.seconds),
-            )
-            .await;
-            // Let the last events arrive before the child stops counting.
-            tokio::time::sleep(Duration::from_secs(2)).await;
-            child.stop()?;
-            let f = child.result().await?;
-            let l = f.latency_us.unwrap_or_default();
-            println!(
-                "| {imp} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |",
-                patched.writes,
-                patched.rate,
-                f.samples.unwrap_or_default(),
-                l[0] / 1e3,
-                l[1] / 1e3,
-                l[2] / 1e3,
-                l[3] / 1e3,
-                patched.round_trip_us[0] / 1e3,
-                patched.round_trip_us[2] / 1e3,
-            );
-        }
-        println!();
+        latency_table(&env, &o).await?;
     }
-
     if o.wants("memory") {
-        println!(
-            "## 4a. List strategies at {} Services (one informer, one handler)\n",
-            o.services
-        );
-        println!(
-            "| list strategy | LISTs | WATCHes | objects | sync s | peak heap MB | steady heap MB | steady heap B/object | peak RSS MB | steady RSS MB |"
-        );
-        println!("|---|---|---|---|---|---|---|---|---|---|");
-        for mode in LIST_MODES {
-            let (f, (lists, watches)) =
-                run_child(&env, &[s("lists"), s(mode), url.clone()]).await?;
-            println!(
-                "| {mode} | {lists} | {watches} | {} | {:.2} | {} | {} | {:.0} | {} | {} |",
-                f.objects,
-                f.sync_s.unwrap_or_default(),
-                mb(f.heap_peak as u64),
-                mb(f.heap_steady as u64),
-                (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
-                mb(f.rss_peak),
-                mb(f.rss_steady),
-            );
-        }
-        println!();
-        println!(
-            "## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes, off the wire)\n",
-            o.transform_objects
-        );
-        println!(
-            "| managedFields | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |"
-        );
-        println!("|---|---|---|---|---|");
-        for (label, mode) in [
-            ("kept (no transform)", "keep"),
-            ("dropped (default transform)", "drop"),
-        ] {
-            let (f, _) =
-                run_child(&env, &[s("transform"), s(mode), s(o.transform_objects)]).await?;
-            println!(
-                "| {label} | {} | {:.0} | {} | {} |",
-                f.wire_bytes.unwrap_or_default(),
-                (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
-                mb(f.heap_peak as u64),
-                mb(f.rss_steady),
-            );
-        }
-        println!();
+        memory_tables(&env, &o).await?;
     }
     env.shutdown().await;
+    Ok(())
+}
+
+/// Table 1: K controllers on our shared informers vs K kube-runtime controller pairs, then the
+/// heap one drained work queue keeps.
+async fn shared_table(env: &TestEnv, o: &Options) -> anyhow::Result<()> {
+    let url = env.url();
+    println!(
+        "## 1. Shared cache vs separate controllers ({} Nodes + {} Services)\n",
+        o.nodes, o.services
+    );
+    println!(
+        "| K | implementation | LISTs | WATCHes | cache sync s | all reconciled s | peak RSS MB | steady RSS MB | peak heap MB | steady heap MB | CPU s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for &k in &o.ks {
+        for imp in ["ours", "kube-runtime"] {
+            let (f, (lists, watches)) =
+                run_child(env, &[s("shared"), s(imp), s(k), url.clone()]).await?;
+            println!(
+                "| {k} | {imp} | {lists} | {watches} | {:.2} | {:.2} | {} | {} | {} | {} | {:.2} |",
+                f.sync_s.unwrap_or_default(),
+                f.first_pass_s.unwrap_or_default(),
+                mb(f.rss_peak),
+                mb(f.rss_steady),
+                mb(f.heap_peak as u64),
+                mb(f.heap_steady as u64),
+                f.cpu_s
+            );
+        }
+    }
+    println!();
+    let keys = o.nodes + o.services + 1;
+    let (f, _) = run_child(env, &[s("queue-retained"), s(keys), url.clone()]).await?;
+    println!(
+        "A drained `WorkQueue` that held {keys} keys once still holds {} MB of heap (peak {} MB while full).\n",
+        mb(f.heap_steady.saturating_sub(f.heap_base) as u64),
+        mb(f.heap_peak.saturating_sub(f.heap_base) as u64),
+    );
+    Ok(())
+}
+
+/// Table 3: watch event → reconcile start while the parent writes at a fixed rate.
+async fn latency_table(env: &TestEnv, o: &Options) -> anyhow::Result<()> {
+    let url = env.url();
+    println!(
+        "## 3. Watch event → reconcile start ({} ConfigMaps patched round-robin, target {}/s for {} s)\n",
+        o.config_maps, o.rate, o.seconds
+    );
+    println!(
+        "| implementation | writes | achieved writes/s | samples | p50 ms | p90 ms | p99 ms | max ms | patch round trip p50 / p99 ms |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for imp in ["ours", "kube-runtime"] {
+        env.clear_requests();
+        let mut child = Child::spawn(&[s("latency"), s(imp), url.clone()])?;
+        child.expect(READY).await?;
+        let patched = latency::patch_at_rate(
+            env.client(),
+            o.config_maps,
+            o.rate,
+            Duration::from_secs(o.seconds),
+        )
+        .await;
+        // Let the last events arrive before the child stops counting.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        child.stop()?;
+        let f = child.result().await?;
+        let l = f.latency_us.unwrap_or_default();
+        println!(
+            "| {imp} | {} | {:.0} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} / {:.2} |",
+            patched.writes,
+            patched.rate,
+            f.samples.unwrap_or_default(),
+            l[0] / 1e3,
+            l[1] / 1e3,
+            l[2] / 1e3,
+            l[3] / 1e3,
+            patched.round_trip_us[0] / 1e3,
+            patched.round_trip_us[2] / 1e3,
+        );
+    }
+    println!();
+    Ok(())
+}
+
+/// Tables 4a (list strategies) and 4b (managedFields transform).
+async fn memory_tables(env: &TestEnv, o: &Options) -> anyhow::Result<()> {
+    let url = env.url();
+    println!(
+        "## 4a. List strategies at {} Services (one informer, one handler)\n",
+        o.services
+    );
+    println!(
+        "| list strategy | LISTs | WATCHes | objects | sync s | peak heap MB | steady heap MB | steady heap B/object | peak RSS MB | steady RSS MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for mode in LIST_MODES {
+        let (f, (lists, watches)) = run_child(env, &[s("lists"), s(mode), url.clone()]).await?;
+        println!(
+            "| {mode} | {lists} | {watches} | {} | {:.2} | {} | {} | {:.0} | {} | {} |",
+            f.objects,
+            f.sync_s.unwrap_or_default(),
+            mb(f.heap_peak as u64),
+            mb(f.heap_steady as u64),
+            (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
+            mb(f.rss_peak),
+            mb(f.rss_steady),
+        );
+    }
+    println!();
+    println!(
+        "## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes, off the wire)\n",
+        o.transform_objects
+    );
+    println!(
+        "| managedFields | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |"
+    );
+    println!("|---|---|---|---|---|");
+    for (label, mode) in [
+        ("kept (no transform)", "keep"),
+        ("dropped (default transform)", "drop"),
+    ] {
+        let (f, _) = run_child(env, &[s("transform"), s(mode), s(o.transform_objects)]).await?;
+        println!(
+            "| {label} | {} | {:.0} | {} | {} |",
+            f.wire_bytes.unwrap_or_default(),
+            (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
+            mb(f.heap_peak as u64),
+            mb(f.rss_steady),
+        );
+    }
+    println!();
     Ok(())
 }
