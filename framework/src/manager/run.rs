@@ -1,17 +1,19 @@
 //! The manager: selects controllers, optionally waits to lead, builds every selected controller,
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
-//! until shutdown and drains them within a deadline.
+//! until shutdown and drains them within a deadline. Workers still running at the deadline are
+//! aborted (their in-flight reconciles are dropped at their next await) before `run` returns, so
+//! nothing acts after the Lease is released.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::join_all;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -292,7 +294,10 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
         info!("caches are synced");
 
-        let mut tasks = Vec::new();
+        // A JoinSet, not detached tasks: when the drain deadline passes (or this future is dropped)
+        // every worker still running is aborted, so no reconcile goes on acting after the manager
+        // returned and the Lease was released.
+        let mut tasks = JoinSet::new();
         for (name, metric_name, run) in started {
             let labels = RunningLabels {
                 name: metric_name,
@@ -301,21 +306,23 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.get_or_create(&labels).set(1);
             self.health.add_check(&name, || Ok(()));
             let running = running.clone();
-            tasks.push(tokio::spawn(async move {
+            tasks.spawn(async move {
                 run.await;
                 running.get_or_create(&labels).set(0);
-            }));
+            });
         }
 
         stop.cancelled().await;
         info!("shutting down: draining in-flight reconciles");
-        let drained =
-            tokio::time::timeout(self.config.graceful_shutdown_timeout, join_all(tasks)).await;
+        let drain = async { while tasks.join_next().await.is_some() {} };
+        let drained = tokio::time::timeout(self.config.graceful_shutdown_timeout, drain).await;
         if drained.is_err() {
             warn!(
                 timeout = ?self.config.graceful_shutdown_timeout,
+                abandoned = tasks.len(),
                 "graceful shutdown timed out; abandoning in-flight reconciles"
             );
+            tasks.shutdown().await;
         }
         Ok(())
     }
