@@ -125,6 +125,14 @@ impl Replica {
         }
     }
 
+    /// An embedder drops the `run` future (task aborted, `select!` took another branch) while
+    /// the process lives on.
+    fn drop_future(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
     /// SIGTERM: stop taking work, drain, release the Lease if configured; waits for `run`.
     async fn stop(&mut self) -> Result<(), ManagerError> {
         self.stop.cancel();
@@ -277,6 +285,33 @@ async fn killed_leader_is_replaced_by_exactly_one_standby_within_the_lease_durat
         runs(&calls),
         vec![first, second, third],
         "replicas' cloud calls interleave"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_run_future_stops_the_replica_so_leaders_never_overlap() {
+    let (env, cloud) = cluster(2).await;
+    let graceful = Duration::from_secs(2);
+    let mut a = Replica::start(&env, &cloud, "a", FAST, false, graceful);
+    let (first, _) = wait_new_holder(&env, None, Duration::from_secs(20)).await;
+    assert_eq!(first, "a");
+    wait_acting(&cloud, "a").await;
+    let mut b = Replica::start(&env, &cloud, "b", FAST, false, graceful);
+    tokio::time::sleep(FAST.retry * 3).await;
+
+    a.drop_future();
+    let bound = takeover_bound(FAST);
+    let (second, took) = wait_new_holder(&env, Some("a"), bound).await;
+    println!("failover: dropped-future a -> {second} in {took:?} (bound {bound:?})");
+    assert_eq!(second, "b");
+    wait_acting(&cloud, "b").await;
+    // Give a's orphaned workers, if any, time to show up in the log.
+    tokio::time::sleep(FAST.lease).await;
+    b.stop().await.expect("clean stop");
+    assert_eq!(
+        runs(&cloud.calls()),
+        vec!["a".to_string(), "b".to_string()],
+        "the dropped replica kept acting"
     );
 }
 

@@ -157,9 +157,15 @@ impl<C: Send + Sync + 'static> Manager<C> {
     }
 
     /// Runs until `shutdown` is cancelled (or leadership is lost), then drains.
+    ///
+    /// Dropping the returned future (an embedder's `select!`, an aborted task) stops what it
+    /// started as a cancellation would: the informers and workers run in spawned tasks that would
+    /// otherwise go on reconciling without a lease.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
         let selection = self.validate()?;
         let this = Arc::new(self);
+        let shutdown = shutdown.child_token();
+        let _stop_on_drop = shutdown.clone().drop_guard();
 
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
