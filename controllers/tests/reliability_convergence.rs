@@ -131,6 +131,11 @@ async fn scenario(with_faults: bool) -> Duration {
             "load balancer of live Service deleted: {call}"
         );
     }
+    // LISTs (the informers' relists after 410 plus this test's snapshots) and WATCH
+    // (re)connections, to show the informers really were cut off and recovered.
+    let lists = requests.iter().filter(|r| r.verb == "list").count();
+    let watches = requests.iter().filter(|r| r.verb == "watch").count();
+    println!("reliability_convergence: faults={with_faults} lists={lists} watches={watches}");
     let failed: usize = requests
         .iter()
         .filter(|r| r.status >= 500 || r.status == 429)
