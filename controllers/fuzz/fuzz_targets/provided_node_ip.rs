@@ -21,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = parse_ip_sloppy(annotation);
     if let Ok(ips) = parse_provided_node_ip(annotation) {
-        assert!(!ips.is_empty() && ips.len() <= 2, "{annotation:?} gave {ips:?}");
+        assert!(
+            !ips.is_empty() && ips.len() <= 2,
+            "{annotation:?} gave {ips:?}"
+        );
     }
     let cloud = [
         addr("InternalIP", "10.0.0.1"),

@@ -18,7 +18,10 @@ fuzz_target!(|data: &[u8]| {
     match ControllerSelection::parse(&entries, &known) {
         Ok(selection) => {
             for name in selection.enabled() {
-                assert!(known.canonical(name).is_some(), "{name:?} enabled but unknown");
+                assert!(
+                    known.canonical(name).is_some(),
+                    "{name:?} enabled but unknown"
+                );
                 assert!(selection.is_enabled(name));
             }
             if known.canonical(text).is_none() {

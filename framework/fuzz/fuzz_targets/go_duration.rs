@@ -12,7 +12,10 @@ fuzz_target!(|data: &[u8]| {
     match text.parse::<GoDuration>() {
         Ok(d) => {
             // Go's time.Duration range: an int64 of nanoseconds.
-            assert!(d.get().as_nanos() <= i64::MAX as u128, "{text:?} beyond Go's range");
+            assert!(
+                d.get().as_nanos() <= i64::MAX as u128,
+                "{text:?} beyond Go's range"
+            );
             let printed = d.to_string();
             let again: GoDuration = printed
                 .parse()
