@@ -262,7 +262,13 @@ impl<K: InformerResource> ErasedInformer for Informer<K> {
         };
         // Each informer's watcher gets its own throttle, so one resource whose watches are cut
         // does not slow the others down.
-        let client = super::watch_throttle::WatchThrottle::client(client);
+        // (Building a client spawns its request buffer, so only inside a runtime; without one
+        // `start_with_stream` reports the missing runtime instead of panicking here.)
+        let client = if tokio::runtime::Handle::try_current().is_ok() {
+            super::watch_throttle::WatchThrottle::client(client)
+        } else {
+            client.clone()
+        };
         let api = <K::Scope as ScopedApi>::api::<K>(client, scope.namespace.as_deref());
         let stream = super::backoff::with_backoff(watcher(api, config));
         if let Err(error) = self.start_with_stream(stream, shutdown) {
