@@ -77,27 +77,32 @@ fn a_bad_cloud_config_or_provider_stops_start_up_with_the_reason() {
     let bad = dir.join("cloud.yaml");
     std::fs::write(&bad, "instances: [\n").expect("write");
     let bad_flag = format!("--cloud-config={}", bad.display());
-    for (args, says) in [
+    // An unregistered provider is a flag error (status 2, before anything starts); a provider
+    // that fails on its config fails start-up (status 1).
+    for (args, code, says) in [
         (
             vec![
                 &kc_flag[..],
                 "--cloud-provider=fake",
                 "--cloud-config=/nonexistent",
             ],
+            1,
             "could not read --cloud-config file /nonexistent",
         ),
         (
             vec![&kc_flag[..], "--cloud-provider=fake", &bad_flag[..]],
+            1,
             "unclosed bracket",
         ),
         (
             vec![&kc_flag[..], "--cloud-provider=nosuch"],
-            "unknown cloud provider \"nosuch\": registered providers are fake",
+            2,
+            "--cloud-provider=nosuch: unknown cloud provider; registered providers are fake",
         ),
     ] {
         let out = run(&args);
         let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
-        assert_eq!(out.status.code(), Some(1), "{args:?}: {all}");
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {all}");
         assert!(all.contains(says), "{args:?}: {all}");
         assert!(!all.contains("panicked"), "{args:?}: {all}");
     }

@@ -59,10 +59,18 @@ pub fn fleet_cloud(nodes: usize) -> FakeCloud {
     b.build().expect("valid fleet")
 }
 
-/// A Node as kubelet registers it under an external cloud provider.
+/// A Node as kubelet registers it under an external cloud provider. kubelet's hostname label is
+/// the short host name (a label value has at most 63 characters), not the full node name.
 pub fn uninitialized_node(name: &str) -> Node {
+    let hostname: String = name
+        .split('.')
+        .next()
+        .unwrap_or(name)
+        .chars()
+        .take(63)
+        .collect();
     serde_json::from_value(json!({
-        "metadata": { "name": name, "labels": { "kubernetes.io/hostname": name } },
+        "metadata": { "name": name, "labels": { "kubernetes.io/hostname": hostname } },
         "spec": { "taints": [{ "key": UNINITIALIZED, "value": "true", "effect": "NoSchedule" }] }
     }))
     .expect("valid node")
