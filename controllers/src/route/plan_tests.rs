@@ -433,6 +433,14 @@ mod properties {
             nodes in arb_nodes(),
             routes in proptest::collection::vec(arb_route(), 0..8),
         ) {
+            // A cloud route table holds one route per destination CIDR (the fake cloud enforces
+            // it too). With two routes for the same node and CIDR, upstream's plan looks at the
+            // first one only, so convergence would depend on list order: not a case clouds produce.
+            let mut seen = std::collections::HashSet::new();
+            let routes: Vec<Route> = routes
+                .into_iter()
+                .filter(|r| seen.insert(r.destination_cidr.clone()))
+                .collect();
             let cidrs = parse_cluster_cidrs("10.244.0.0/16,fd00:10:244::/56").unwrap();
             let p = plan(&nodes, &routes, &cidrs);
             for r in &p.deletions {
