@@ -113,11 +113,11 @@ where
 {
     let mut service = prototype.clone();
     loop {
-        let key = tokio::select! {
+        let (key, cause) = tokio::select! {
             biased;
             () = shutdown.cancelled() => return,
-            key = queue.get() => match key {
-                Some(key) => key,
+            next = queue.get_with_cause() => match next {
+                Some(next) => next,
                 None => return,
             },
         };
@@ -125,6 +125,7 @@ where
             key: key.clone(),
             controller: Arc::clone(&name),
             attempt: queue.num_requeues(&key),
+            cause,
         };
         let result = tokio::select! {
             biased;
