@@ -8,11 +8,15 @@
 //! reconcile can have many causes, and because a watch event's trace should not grow by every
 //! reconcile it triggers (OpenTelemetry's model for batch consumers).
 //!
+//! The worker's requeue after the reconcile (backoff, `RequeueAfter`, `RetryAfter`) runs inside
+//! the finished span ([`followup`]), so a retry links to the reconcile that asked for it.
+//!
 //! Span fields: `controller`, `object.ref` (the key's `Display`), `reason` (the first add's kind:
 //! `add`, `add_after`, `rate_limited`), `attempt`, `queue.adds` (adds deduplicated into this
 //! run), and on completion `outcome` (`done`, `requeue_after` or `error`), `requeue_after` and
 //! `error`.
 
+pub(crate) mod followup;
 mod future;
 mod layer;
 mod service;
@@ -20,3 +24,6 @@ mod service;
 pub use future::TraceFuture;
 pub use layer::TraceLayer;
 pub use service::Trace;
+
+#[cfg(test)]
+mod tests;
