@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser};
+use cloud_controllers::cloud::CloudProviderRegistry;
 use cloud_controllers::{CloudContext, options::CloudOptions};
 use controller_manager::leader::{LeaderElectionConfig, default_identity};
 use controller_manager::manager::{Initializers, ManagerConfig};
@@ -60,8 +61,25 @@ impl Cli {
     }
 
     /// Every flag error at once, including unknown `--controllers` names.
-    pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
+    pub fn validate(
+        &self,
+        initializers: &Initializers<CloudContext>,
+        providers: &CloudProviderRegistry,
+    ) -> Vec<String> {
         let mut errors = self.cloud.validate();
+        let name = self.cloud.cloud_provider.trim();
+        if !name.is_empty() && !providers.contains(name) {
+            let registered = providers.names().join(", ");
+            errors.push(if name == "external" {
+                format!(
+                    "--cloud-provider=external means \"a separate cloud-controller-manager runs the cloud loops\"; this process is that manager, so name the provider it should run: one of {registered}"
+                )
+            } else {
+                format!(
+                    "--cloud-provider={name}: unknown cloud provider; registered providers are {registered}"
+                )
+            });
+        }
         errors.extend(self.generic.validate());
         errors.extend(self.telemetry.validate());
         if let Err(e) = controller_manager::manager::ControllerSelection::parse(

@@ -51,7 +51,7 @@ async fn run(mut cli: Cli) -> ExitCode {
     }
     let providers = CloudProviderRegistry::with_builtin();
     let initializers = cloud_initializers();
-    let errors = cli.validate(&initializers);
+    let errors = cli.validate(&initializers, &providers);
     if !errors.is_empty() {
         for e in &errors {
             eprintln!("error: {e}");

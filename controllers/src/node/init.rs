@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
 use super::{
-    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeEvent, NodeMetrics, node_key_for_event,
+    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeControllerError, NodeEvent, NodeMetrics,
+    node_key_for_event,
 };
 use crate::context::CloudContext;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
@@ -24,11 +25,8 @@ pub fn initializer() -> Initializer<CloudContext> {
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
     let cloud = ctx.extra.cloud.clone();
-    if cloud.instances_v2().is_none() && cloud.instances().is_none() {
-        return Ok(InitOutcome::NotStarted(format!(
-            "cloud provider {:?} supports neither Instances nor InstancesV2",
-            cloud.provider_name()
-        )));
+    if let Err(missing) = NodeControllerError::check(cloud.as_ref()) {
+        return Ok(InitOutcome::NotStarted(missing.to_string()));
     }
     let options = &ctx.extra.options;
     let informer = ctx.factory.informer::<Node>();

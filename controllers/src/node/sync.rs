@@ -32,6 +32,18 @@ pub enum NodeControllerError {
     },
 }
 
+impl NodeControllerError {
+    /// Fails when `cloud` has neither instances facet; both node controllers start with this.
+    pub fn check(cloud: &dyn CloudProvider) -> Result<(), Self> {
+        if cloud.instances_v2().is_none() && cloud.instances().is_none() {
+            return Err(NodeControllerError::NoInstances {
+                provider: cloud.provider_name().to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
 /// Why one sync failed; the key is requeued with rate limiting (or after
 /// [`NodeSyncError::retry_after`] when the cloud asked for a fixed delay).
 #[derive(Debug, thiserror::Error)]
@@ -100,11 +112,7 @@ impl NodeController {
         events: Arc<dyn EventSink>,
         metrics: NodeMetrics,
     ) -> Result<Self, NodeControllerError> {
-        if cloud.instances_v2().is_none() && cloud.instances().is_none() {
-            return Err(NodeControllerError::NoInstances {
-                provider: cloud.provider_name().to_string(),
-            });
-        }
+        NodeControllerError::check(cloud.as_ref())?;
         Ok(Self {
             cloud,
             api,

@@ -10,6 +10,7 @@ use kube::Api;
 
 use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, DeletionGuard, NodeLifecycleController};
 use crate::context::CloudContext;
+use crate::node::NodeControllerError;
 use crate::wiring::RecorderSink;
 
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
@@ -19,11 +20,8 @@ pub fn initializer() -> Initializer<CloudContext> {
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
     let cloud = ctx.extra.cloud.clone();
-    if cloud.instances_v2().is_none() && cloud.instances().is_none() {
-        return Ok(InitOutcome::NotStarted(format!(
-            "cloud provider {:?} supports neither Instances nor InstancesV2",
-            cloud.provider_name()
-        )));
+    if let Err(missing) = NodeControllerError::check(cloud.as_ref()) {
+        return Ok(InitOutcome::NotStarted(missing.to_string()));
     }
     let options = &ctx.extra.options;
     let grace = options.node_deletion_grace_period.get();

@@ -101,11 +101,7 @@ impl NodeLifecycleController {
         events: Arc<dyn EventSink>,
         guard: DeletionGuard,
     ) -> Result<Self, NodeControllerError> {
-        if cloud.instances_v2().is_none() && cloud.instances().is_none() {
-            return Err(NodeControllerError::NoInstances {
-                provider: cloud.provider_name().to_string(),
-            });
-        }
+        NodeControllerError::check(cloud.as_ref())?;
         Ok(Self {
             cloud,
             api,

@@ -188,7 +188,8 @@ pub fn prepare_create(
             )],
         ));
     }
-    let causes = name_causes(rt.name_rule, &name);
+    let mut causes = name_causes(rt.name_rule, &name);
+    causes.extend(type_causes(rt, &obj));
     if !causes.is_empty() {
         return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
     }
@@ -206,6 +207,21 @@ pub fn prepare_create(
         Strategy::Generic => {}
     }
     Ok(obj)
+}
+
+/// Object-meta validation for every type plus the type's own field rules.
+fn type_causes(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
+    let mut causes = crate::validation::object_meta(obj);
+    if rt.strategy == Strategy::Node {
+        causes.extend(crate::validation::taints(obj));
+    }
+    if rt.kind == "Lease" {
+        causes.extend(crate::validation::lease(obj));
+    }
+    if rt.kind == "Event" {
+        causes.extend(crate::validation::event(rt.group, obj));
+    }
+    causes
 }
 
 /// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
@@ -330,9 +346,18 @@ pub fn prepare_update(
             }
         }
     }
+    let causes = type_causes(rt, &new);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
+    }
     match rt.strategy {
         Strategy::Service => crate::service::admit(rt, &mut new, Some(old), state, cfg)?,
-        Strategy::Node | Strategy::Namespace | Strategy::Generic => {}
+        Strategy::Node => {
+            zero_condition_times(&mut new);
+            sync_pod_cidrs(&mut new);
+            validate_node_update(rt, old, &new)?;
+        }
+        Strategy::Namespace | Strategy::Generic => {}
     }
     Ok(new)
 }
@@ -356,7 +381,71 @@ pub fn string_list(v: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// NodeCondition's times are Go structs, so upstream serializes unset ones as `null` rather than
+/// omitting them (see node-status-patch-condition.txt); do the same.
+fn zero_condition_times(obj: &mut Value) {
+    if let Some(conds) = obj
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for c in conds.iter_mut().filter_map(Value::as_object_mut) {
+            for k in ["lastHeartbeatTime", "lastTransitionTime"] {
+                c.entry(k).or_insert(Value::Null);
+            }
+        }
+    }
+}
+
+/// `spec.podCIDR` and `spec.podCIDRs` are one field upstream (v1 <-> internal conversion): a lone
+/// podCIDR becomes `podCIDRs: [it]`, and podCIDR always mirrors `podCIDRs[0]`.
+fn sync_pod_cidrs(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let single = spec
+        .get("podCIDR")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let list = string_list(spec.get("podCIDRs"));
+    if list.is_empty() && !single.is_empty() {
+        spec.insert("podCIDRs".into(), json!([single]));
+    } else if let Some(first) = list.first() {
+        spec.insert("podCIDR".into(), first.clone().into());
+    }
+}
+
+/// Upstream `ValidateNodeUpdate`: providerID and podCIDRs may only go from unset to set.
+fn validate_node_update(rt: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    let old_cidrs = string_list(old.pointer("/spec/podCIDRs"));
+    if !old_cidrs.is_empty() && old_cidrs != string_list(new.pointer("/spec/podCIDRs")) {
+        causes.push(Cause::forbidden(
+            "spec.podCIDRs",
+            "node updates may not change podCIDR except from \"\" to valid",
+        ));
+    }
+    let old_id = str_at(old, "/spec/providerID");
+    if !old_id.is_empty() && old_id != str_at(new, "/spec/providerID") {
+        causes.push(Cause::forbidden(
+            "spec.providerID",
+            "node updates may not change providerID except from \"\" to valid",
+        ));
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(
+        rt.group,
+        rt.kind,
+        str_at(old, "/metadata/name"),
+        causes,
+    ))
+}
+
 fn default_node(obj: &mut Value) {
+    zero_condition_times(obj);
+    sync_pod_cidrs(obj);
     const NOT_READY: &str = "node.kubernetes.io/not-ready";
     if !obj.get("spec").is_some_and(Value::is_object) {
         obj["spec"] = json!({});

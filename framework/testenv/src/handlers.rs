@@ -152,6 +152,16 @@ impl ListBody {
     pub fn items(&self) -> &[Arc<Value>] {
         &self.items
     }
+
+    /// The list's resourceVersion.
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// The `continue` token of a partial list.
+    pub fn continue_token(&self) -> Option<&str> {
+        self.cont.as_deref()
+    }
 }
 
 fn parse_rv(s: &str) -> Result<u64, ApiError> {
@@ -250,12 +260,12 @@ fn commit(state: &mut State, res: ResId, old: &Arc<Value>, new: Value, dry_run: 
         .and_then(Value::as_array)
         .is_none_or(Vec::is_empty);
     if terminating && no_finalizers {
+        // Upstream aborts the update (errEmptiedFinalizers) and deletes the stored object: watches
+        // see one DELETED (of the last stored state), the caller gets its update unsaved, with the
+        // old resourceVersion (svc-remove-finalizer.txt).
         let key = crate::store::key_of(&new);
-        state.put(res, new, EventType::Modified);
-        return state
-            .remove(res, &key.0, &key.1)
-            .map(|o| (*o).clone())
-            .unwrap_or(Value::Null);
+        state.remove(res, &key.0, &key.1);
+        return new;
     }
     (*state.put(res, new, EventType::Modified)).clone()
 }

@@ -18,6 +18,7 @@ mod continue_token;
 mod discovery;
 mod faults;
 mod handlers;
+mod openapi;
 mod patch;
 mod resources;
 mod router;
@@ -26,6 +27,8 @@ mod server;
 mod service;
 mod status;
 mod store;
+mod table;
+mod validation;
 mod watch;
 
 use std::net::SocketAddr;
@@ -60,9 +63,6 @@ pub enum Error {
     /// The node port range is empty.
     #[error("invalid node port range {0}-{1}")]
     NodePortRange(u16, u16),
-    /// The server URL did not parse as a URI (cannot happen for loopback addresses).
-    #[error("server URL {0:?} is not a valid URI")]
-    Url(String),
 }
 
 /// One served request, for assertions like "exactly one LIST and one WATCH".
@@ -208,7 +208,7 @@ impl Builder {
 }
 
 /// What a fresh cluster has before anyone writes: the system namespaces and the `kubernetes`
-/// Service and Endpoints in `default`.
+/// Service, Endpoints and EndpointSlice in `default`.
 fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
     store.with(|s| {
         for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
@@ -235,6 +235,18 @@ fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
         let t = handlers::Target { res: handlers::core("endpoints"), ns: Some("default".into()), name: None, sub: None };
         if let Err(e) = handlers::create(s, cfg, &t, ep, false) {
             tracing::error!(error = ?e, "seeding the kubernetes Endpoints");
+        }
+        let slice = json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [addr.ip().to_string()], "conditions": {"ready": true}}],
+            "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]
+        });
+        let slices = resources::lookup("discovery.k8s.io", "v1", "endpointslices").unwrap_or(0);
+        let t = handlers::Target { res: slices, ns: Some("default".into()), name: None, sub: None };
+        if let Err(e) = handlers::create(s, cfg, &t, slice, false) {
+            tracing::error!(error = ?e, "seeding the kubernetes EndpointSlice");
         }
     });
 }
@@ -282,6 +294,7 @@ impl TestEnv {
 
     /// A kube config pointing at this server (default namespace `default`).
     pub fn config(&self) -> kube::Config {
+        // `http://<ipv4>:<port>` always parses; the fallback only keeps this infallible.
         let uri: http::Uri = match self.url().parse() {
             Ok(u) => u,
             Err(_) => http::Uri::from_static("http://127.0.0.1"),

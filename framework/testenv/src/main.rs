@@ -4,67 +4,60 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn usage() -> &'static str {
-    "usage: kube-testenv [--port N] [--kubeconfig FILE] [--service-cluster-ip-range CIDR] [--history-window N]"
+use clap::Parser;
+
+/// An embedded Kubernetes API server on 127.0.0.1 (plain HTTP) for tests and no-cluster dev runs.
+#[derive(Debug, Parser)]
+#[command(name = "kube-testenv", version)]
+struct Options {
+    /// Port on 127.0.0.1 to serve on (0 = a random free port).
+    #[arg(long, default_value_t = 6443)]
+    port: u16,
+    /// Write a kubeconfig for this server to FILE (for kubectl and client-go programs).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// ClusterIP range for Services.
+    #[arg(long, default_value = "10.96.0.0/12")]
+    service_cluster_ip_range: String,
+    /// Events (of all types) a watch can resume across before it gets 410 Gone.
+    #[arg(long, default_value_t = 10_000)]
+    history_window: usize,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let mut builder = kube_testenv::TestEnv::builder();
-    let mut kubeconfig: Option<PathBuf> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) => (f.to_string(), Some(v.to_string())),
-            None => (arg.clone(), None),
-        };
-        let mut value = || inline.clone().or_else(|| args.next());
-        match flag.as_str() {
-            "--port" => match value().and_then(|v| v.parse().ok()) {
-                Some(p) => builder = builder.port(p),
-                None => return fail("--port needs a number"),
-            },
-            "--kubeconfig" => match value() {
-                Some(p) => kubeconfig = Some(PathBuf::from(p)),
-                None => return fail("--kubeconfig needs a path"),
-            },
-            "--service-cluster-ip-range" => match value() {
-                Some(c) => builder = builder.service_cluster_ip_range(&c),
-                None => return fail("--service-cluster-ip-range needs a CIDR"),
-            },
-            "--history-window" => match value().and_then(|v| v.parse().ok()) {
-                Some(n) => builder = builder.history_window(n),
-                None => return fail("--history-window needs a number"),
-            },
-            "-h" | "--help" => {
-                eprintln!("{}", usage());
-                return ExitCode::SUCCESS;
-            }
-            other => return fail(&format!("unknown flag {other}")),
-        }
-    }
-    let env = match builder.start().await {
+    let opts = Options::parse();
+    let started = kube_testenv::TestEnv::builder()
+        .port(opts.port)
+        .service_cluster_ip_range(&opts.service_cluster_ip_range)
+        .history_window(opts.history_window)
+        .start()
+        .await;
+    let env = match started {
         Ok(env) => env,
         Err(e) => return fail(&e.to_string()),
     };
-    if let Some(path) = &kubeconfig {
-        if let Err(e) = env.write_kubeconfig(path) {
-            return fail(&format!("writing {}: {e}", path.display()));
+    match &opts.kubeconfig {
+        Some(path) => {
+            if let Err(e) = env.write_kubeconfig(path) {
+                return fail(&format!("writing {}: {e}", path.display()));
+            }
+            eprintln!(
+                "kube-testenv serving {} (kubeconfig: {})",
+                env.url(),
+                path.display()
+            );
         }
-        eprintln!(
-            "kube-testenv serving {} (kubeconfig: {})",
-            env.url(),
-            path.display()
-        );
-    } else {
-        eprintln!("kube-testenv serving {}", env.url());
+        None => eprintln!("kube-testenv serving {}", env.url()),
     }
-    let _ = tokio::signal::ctrl_c().await;
+    if let Err(e) = tokio::signal::ctrl_c().await {
+        return fail(&format!("waiting for Ctrl-C: {e}"));
+    }
     env.shutdown().await;
     ExitCode::SUCCESS
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("kube-testenv: {msg}\n{}", usage());
-    ExitCode::from(2)
+    eprintln!("kube-testenv: {msg}");
+    ExitCode::from(1)
 }

@@ -14,7 +14,6 @@ use hyper::body::{Frame, Incoming};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::discovery;
 use crate::handlers::{self, DeleteOptions, ListParams, Target};
 use crate::patch::PatchKind;
 use crate::resources::{TABLE, lookup};
@@ -22,6 +21,7 @@ use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
+use crate::{discovery, openapi, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -71,6 +71,8 @@ enum Route {
     NonResource(&'static str),
     ApiGroup(String),
     ResourceList(String, String),
+    OpenApiRoot,
+    OpenApi(String, String),
     Resource { target: Target, verb: &'static str },
     NotFound,
 }
@@ -86,6 +88,11 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
         ["healthz"] | ["livez"] | ["readyz"] => return Route::NonResource("healthz"),
         ["api"] => return Route::NonResource("api"),
         ["apis"] => return Route::NonResource("apis"),
+        ["openapi", "v3"] => return Route::OpenApiRoot,
+        ["openapi", "v3", "api", v] => return Route::OpenApi(String::new(), (*v).to_string()),
+        ["openapi", "v3", "apis", g, v] => {
+            return Route::OpenApi((*g).to_string(), (*v).to_string());
+        }
         ["apis", g] => return Route::ApiGroup((*g).to_string()),
         ["api", v] => return Route::ResourceList(String::new(), (*v).to_string()),
         ["apis", g, v] => return Route::ResourceList((*g).to_string(), (*v).to_string()),
@@ -213,6 +220,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     };
     let user_agent = header(header::USER_AGENT);
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
+    let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
     let mut record = RequestRecord {
@@ -247,23 +255,38 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(b) => b.to_bytes(),
                 Err(_) => Bytes::new(),
             };
-            dispatch(&shared, route, &query, &content_type, body, pretty)
+            let req = Req {
+                query: &query,
+                content_type: &content_type,
+                body: &body,
+                pretty,
+                as_table,
+            };
+            dispatch(&shared, route, &req)
         }
     };
+    let mut response = response;
+    if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
+        // Every kube-apiserver response carries the audit ID of its request.
+        response.headers_mut().insert("audit-id", id);
+    }
     record.status = response.status().as_u16();
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);
     response
 }
 
-fn dispatch(
-    shared: &Arc<Shared>,
-    route: Route,
-    query: &HashMap<String, String>,
-    content_type: &str,
-    body: Bytes,
+/// What a handler needs from the request besides the route.
+struct Req<'a> {
+    query: &'a HashMap<String, String>,
+    content_type: &'a str,
+    body: &'a [u8],
     pretty: bool,
-) -> Response<Body> {
+    as_table: bool,
+}
+
+fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
+    let pretty = req.pretty;
     let result: Result<Response<Body>, ApiError> = match route {
         Route::NonResource("version") => Ok(json_response(200, &discovery::version(), pretty)),
         Route::NonResource("healthz") => {
@@ -286,10 +309,12 @@ fn dispatch(
         Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
+        Route::OpenApiRoot => Ok(json_response(200, &openapi::root(), pretty)),
+        Route::OpenApi(g, v) => openapi::group_version(&g, &v)
+            .map(|d| json_response(200, &d, pretty))
+            .ok_or_else(ApiError::no_route),
         Route::NotFound => Err(ApiError::no_route()),
-        Route::Resource { target, verb } => {
-            resource(shared, &target, verb, query, content_type, &body, pretty)
-        }
+        Route::Resource { target, verb } => resource(shared, &target, verb, req),
     };
     result.unwrap_or_else(|e| error_response(&e, pretty))
 }
@@ -303,24 +328,34 @@ fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))
 }
 
+fn table_response(v: &Value, pretty: bool) -> Response<Body> {
+    let mut resp = json_response(200, v, pretty);
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+    );
+    resp
+}
+
 fn resource(
     shared: &Arc<Shared>,
     t: &Target,
     verb: &str,
-    query: &HashMap<String, String>,
-    content_type: &str,
-    body: &[u8],
-    pretty: bool,
+    req: &Req<'_>,
 ) -> Result<Response<Body>, ApiError> {
+    let (query, content_type, body, pretty) = (req.query, req.content_type, req.body, req.pretty);
+    let rt = &TABLE[t.res];
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     let cfg = &shared.admission;
     let q = |k: &str| query.get(k).cloned().filter(|v| !v.is_empty());
     match verb {
-        "get" => Ok(json_response(
-            200,
-            &shared.store.with(|s| handlers::get(s, t))?,
-            pretty,
-        )),
+        "get" => {
+            let obj = shared.store.with(|s| handlers::get(s, t))?;
+            if req.as_table {
+                return Ok(table_response(&table::single(rt, &obj), pretty));
+            }
+            Ok(json_response(200, &obj, pretty))
+        }
         "list" => {
             let params = ListParams {
                 filter: filter_from(query, t)?,
@@ -330,6 +365,14 @@ fn resource(
                 rv_match: q("resourceVersionMatch"),
             };
             let list = shared.store.with(|s| handlers::list(s, t, &params))?;
+            if req.as_table {
+                let rv = list.resource_version().to_string();
+                let items = list.items().iter().map(|o| o.as_ref());
+                return Ok(table_response(
+                    &table::of(rt, items, &rv, list.continue_token()),
+                    pretty,
+                ));
+            }
             Ok(json_response(200, &list, pretty))
         }
         "watch" => {
@@ -342,6 +385,7 @@ fn resource(
                 timeout: q("timeoutSeconds")
                     .and_then(|s| s.parse().ok())
                     .map(std::time::Duration::from_secs),
+                table: req.as_table,
             };
             let mut rx = watch::open(&shared.store, t.res, params, shared.watch)?;
             let stream = futures::stream::poll_fn(move |cx| {
@@ -374,7 +418,10 @@ fn resource(
             Ok(json_response(code, &v, pretty))
         }
         "patch" => {
+            // Server-side apply is refused before the object is looked up, as a server without
+            // the patch type does (an apply to a missing object is 415, not 404).
             let kind = PatchKind::from_content_type(content_type)
+                .filter(|k| *k != PatchKind::Apply)
                 .ok_or_else(ApiError::unsupported_media_type)?;
             let v = shared
                 .store

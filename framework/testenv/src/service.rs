@@ -94,6 +94,14 @@ pub fn admit(
             {
                 p["protocol"] = "TCP".into();
             }
+            let proto = p["protocol"].as_str().unwrap_or("").to_string();
+            if !["SCTP", "TCP", "UDP"].contains(&proto.as_str()) {
+                causes.push(Cause::not_supported(
+                    format!("spec.ports[{i}].protocol"),
+                    &go_quote(&proto),
+                    &["SCTP", "TCP", "UDP"],
+                ));
+            }
             let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
             if !(1..=65535).contains(&port) {
                 causes.push(Cause::invalid(
@@ -194,7 +202,7 @@ pub fn admit(
             ip = allocate_ip(state, cfg).ok_or_else(|| {
                 ApiError::internal("failed to allocate a serviceIP: range is full")
             })?;
-        } else if old.is_none() && ip != "None" {
+        } else if old.is_none() && !ip.is_empty() && ip != "None" {
             match ip.parse::<Ipv4Addr>() {
                 Ok(addr) if in_range(cfg, addr) => {
                     if used_ips(state).contains(&ip) {
@@ -286,7 +294,43 @@ pub fn admit(
             }
         }
     }
-    if old.is_none() && !obj.get("status").is_some_and(Value::is_object) {
+    // healthCheckNodePort: LoadBalancer with externalTrafficPolicy Local gets one (kept across
+    // updates), anything else loses it.
+    let local_lb =
+        ty == "LoadBalancer" && spec.get("externalTrafficPolicy") == Some(&Value::from("Local"));
+    let has_hc = spec
+        .get("healthCheckNodePort")
+        .and_then(Value::as_i64)
+        .is_some_and(|n| n != 0);
+    if !local_lb {
+        spec.as_object_mut()
+            .map(|m| m.remove("healthCheckNodePort"));
+    } else if !has_hc {
+        let kept = old_spec
+            .get("healthCheckNodePort")
+            .filter(|v| v.as_i64().is_some_and(|n| n != 0));
+        let hc = match kept {
+            Some(v) => v.clone(),
+            None => {
+                let mut used = used_node_ports(state);
+                used.extend(
+                    spec.get("ports")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64)),
+                );
+                allocate_node_port(cfg, &used)
+                    .ok_or_else(|| {
+                        ApiError::internal("failed to allocate a nodePort: range is full")
+                    })?
+                    .into()
+            }
+        };
+        spec["healthCheckNodePort"] = hc;
+    }
+    if old.is_none() {
+        // Upstream PrepareForCreate resets the status a client sends.
         obj["status"] = json!({"loadBalancer": {}});
     }
     Ok(())
@@ -327,6 +371,10 @@ fn used_node_ports(state: &State) -> HashSet<i64> {
                 .unwrap_or_default()
         })
         .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+        .chain(services(state).filter_map(|s| {
+            s.pointer("/spec/healthCheckNodePort")
+                .and_then(Value::as_i64)
+        }))
         .collect()
 }
 

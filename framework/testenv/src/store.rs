@@ -400,3 +400,83 @@ pub fn rv_of(obj: &Value) -> u64 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cm(name: &str, v: &str) -> Value {
+        json!({"metadata": {"name": name, "namespace": "default", "labels": {"v": v}}})
+    }
+
+    #[test]
+    fn a_slow_watch_is_closed_instead_of_blocking_writers() {
+        let store = Store::new(100, 2);
+        let res = crate::resources::lookup("", "v1", "configmaps").unwrap();
+        let mut slow = store
+            .with(|s| s.subscribe(res, Filter::default(), WatchStart::From(0)))
+            .unwrap();
+        for i in 0..5 {
+            store.with(|s| s.put(res, cm(&format!("c{i}"), "a"), EventType::Added));
+        }
+        assert_eq!(
+            store.with(|s| s.watch_count()),
+            0,
+            "the watch fell behind and was dropped"
+        );
+        let mut got = 0;
+        while slow.rx.try_recv().is_ok() {
+            got += 1;
+        }
+        assert_eq!(got, 2, "it keeps what was buffered, then its stream ends");
+        assert!(slow.rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn selector_transitions_become_added_and_deleted() {
+        let store = Store::new(100, 100);
+        let res = crate::resources::lookup("", "v1", "configmaps").unwrap();
+        let filter = Filter {
+            labels: crate::selectors::LabelSelector::parse("v=a").unwrap(),
+            ..Default::default()
+        };
+        let mut sub = store
+            .with(|s| s.subscribe(res, filter, WatchStart::From(0)))
+            .unwrap();
+        store.with(|s| {
+            s.put(res, cm("c", "b"), EventType::Added);
+            s.put(res, cm("c", "a"), EventType::Modified);
+            s.put(res, cm("c", "a"), EventType::Modified);
+            s.put(res, cm("c", "b"), EventType::Modified);
+            s.remove(res, "default", "c");
+        });
+        let mut types = Vec::new();
+        while let Ok(e) = sub.rx.try_recv() {
+            types.push(e.ty);
+        }
+        assert_eq!(
+            types,
+            [EventType::Added, EventType::Modified, EventType::Deleted]
+        );
+    }
+
+    #[test]
+    fn snapshot_at_undoes_newer_history() {
+        let store = Store::new(100, 100);
+        let res = crate::resources::lookup("", "v1", "configmaps").unwrap();
+        store.with(|s| {
+            s.put(res, cm("a", "1"), EventType::Added);
+            s.put(res, cm("b", "1"), EventType::Added);
+            s.put(res, cm("a", "2"), EventType::Modified);
+            s.remove(res, "default", "b");
+            s.put(res, cm("c", "1"), EventType::Added);
+            let at2 = s.snapshot_at(res, 2);
+            let labels: Vec<(&str, &str)> = at2
+                .iter()
+                .map(|((_, n), o)| (n.as_str(), o["metadata"]["labels"]["v"].as_str().unwrap()))
+                .collect();
+            assert_eq!(labels, [("a", "1"), ("b", "1")]);
+        });
+    }
+}

@@ -31,6 +31,8 @@ pub struct WatchParams {
     pub send_initial_events: Option<bool>,
     /// `timeoutSeconds`.
     pub timeout: Option<Duration>,
+    /// Send each object as a one-row Table (kubectl's `Accept: ...;as=Table`).
+    pub table: bool,
 }
 
 /// How often a bookmark-enabled watch gets a BOOKMARK.
@@ -117,11 +119,19 @@ pub fn open(
             &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}),
         )
     };
+    let table = p.table;
+    let line = move |e: &Event| -> Bytes {
+        if table {
+            watch_line(e.ty.as_str(), &crate::table::single(rt, &e.object))
+        } else {
+            e.line()
+        }
+    };
     let store = store.clone();
     tokio::spawn(async move {
         let mut chunk = BytesMut::new();
         for e in &sub.initial {
-            chunk.extend_from_slice(&e.line());
+            chunk.extend_from_slice(&line(e));
             if chunk.len() > 64 * 1024 && out_tx.send(chunk.split().freeze()).await.is_err() {
                 return;
             }
@@ -133,8 +143,12 @@ pub fn open(
             return;
         }
         let mut rx = sub.rx;
-        let deadline = p.timeout.map(|t| tokio::time::Instant::now() + t);
-        let far = tokio::time::Instant::now() + Duration::from_secs(365 * 24 * 3600);
+        // Without timeoutSeconds upstream ends a watch after a random 30-60 minutes
+        // (--min-request-timeout 1800 s, scaled by a random factor in [1, 2)).
+        let timeout = p.timeout.unwrap_or_else(|| {
+            Duration::from_secs(rand::Rng::random_range(&mut rand::rng(), 1800..3600))
+        });
+        let deadline = tokio::time::Instant::now() + timeout;
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + cfg.bookmark_interval,
             cfg.bookmark_interval,
@@ -143,10 +157,10 @@ pub fn open(
             tokio::select! {
                 ev = rx.recv() => {
                     let Some(ev) = ev else { break };
-                    let mut buf = BytesMut::from(&ev.line()[..]);
+                    let mut buf = BytesMut::from(&line(&ev)[..]);
                     while buf.len() < 64 * 1024 {
                         match rx.try_recv() {
-                            Ok(ev) => buf.extend_from_slice(&ev.line()),
+                            Ok(ev) => buf.extend_from_slice(&line(&ev)),
                             Err(_) => break,
                         }
                     }
@@ -162,17 +176,17 @@ pub fn open(
                     }
                     let mut buf = BytesMut::new();
                     for ev in pending.iter().filter(|e| e.rv <= rv) {
-                        buf.extend_from_slice(&ev.line());
+                        buf.extend_from_slice(&line(ev));
                     }
                     buf.extend_from_slice(&bookmark(rv, false));
                     for ev in pending.iter().filter(|e| e.rv > rv) {
-                        buf.extend_from_slice(&ev.line());
+                        buf.extend_from_slice(&line(ev));
                     }
                     if out_tx.send(buf.freeze()).await.is_err() {
                         break;
                     }
                 }
-                _ = tokio::time::sleep_until(deadline.unwrap_or(far)), if deadline.is_some() => break,
+                _ = tokio::time::sleep_until(deadline) => break,
                 _ = out_tx.closed() => break,
             }
         }

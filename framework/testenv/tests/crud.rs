@@ -39,6 +39,13 @@ async fn fresh_cluster_has_system_namespaces_and_kubernetes_service() {
     let svc: Api<Service> = Api::default_namespaced(env.client());
     let k = svc.get("kubernetes").await.unwrap();
     assert_eq!(k.spec.unwrap().cluster_ip.as_deref(), Some("10.96.0.1"));
+    let slices: Api<k8s_openapi::api::discovery::v1::EndpointSlice> =
+        Api::default_namespaced(env.client());
+    let slice = slices.get("kubernetes").await.unwrap();
+    assert_eq!(
+        slice.ports.unwrap()[0].port,
+        Some(i32::from(env.addr().port()))
+    );
 }
 
 #[tokio::test]
@@ -226,4 +233,48 @@ async fn generate_name_and_leases() {
             .unwrap_err(),
     );
     assert_eq!(err.code, 409);
+}
+
+#[tokio::test]
+async fn shutdown_stops_serving() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let addr = env.addr();
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes.list(&ListParams::default()).await.unwrap();
+    env.shutdown().await;
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "listener closed"
+    );
+    assert!(nodes.list(&ListParams::default()).await.is_err());
+}
+
+#[tokio::test]
+async fn kube_discovery_and_server_version() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let version = client.apiserver_version().await.unwrap();
+    assert_eq!(
+        (version.major.as_str(), version.minor.as_str()),
+        ("1", "33")
+    );
+    let discovery = kube::Discovery::new(client).run().await.unwrap();
+    let gvk = kube::api::GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+    let (resource, caps) = discovery.resolve_gvk(&gvk).expect("leases discovered");
+    assert_eq!(resource.plural, "leases");
+    assert_eq!(caps.scope, kube::discovery::Scope::Namespaced);
+    let node = kube::api::GroupVersionKind::gvk("", "v1", "Node");
+    let (_, caps) = discovery.resolve_gvk(&node).expect("nodes discovered");
+    assert_eq!(caps.scope, kube::discovery::Scope::Cluster);
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(r, _)| r.plural == "nodes/status" || r.plural == "status"),
+        "{:?}",
+        caps.subresources
+            .iter()
+            .map(|(r, _)| &r.plural)
+            .collect::<Vec<_>>()
+    );
 }

@@ -315,3 +315,43 @@ async fn restart_drops_watches_and_keeps_data() {
         }
     }
 }
+
+#[tokio::test]
+async fn removing_the_last_finalizer_is_one_deleted_event() {
+    use kube::api::{Patch, PatchParams};
+    let env = TestEnv::start().await.unwrap();
+    let cms: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let mut c = cm("f", "1");
+    c.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    cms.create(&PostParams::default(), &c).await.unwrap();
+    let held = cms
+        .delete("f", &DeleteParams::default())
+        .await
+        .unwrap()
+        .left()
+        .unwrap();
+    let rv = held.metadata.resource_version.clone().unwrap();
+    let mut stream = cms
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let released = cms
+        .patch(
+            "f",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        released.metadata.resource_version.as_deref(),
+        Some(rv.as_str()),
+        "the aborted update keeps its resourceVersion"
+    );
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Deleted(d) => assert_eq!(d.metadata.finalizers.unwrap(), ["example.com/hold"]),
+        other => panic!("expected only DELETED, got {other:?}"),
+    }
+    assert!(cms.get_opt("f").await.unwrap().is_none());
+}

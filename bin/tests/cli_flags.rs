@@ -1,0 +1,154 @@
+//! The binary's flag handling, run as an operator would: every error at once, exit status 2, and
+//! nothing started.
+
+use std::process::{Command, Output};
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn help_groups_flags_as_upstream() {
+    let out = run(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for heading in [
+        "Generic flags:",
+        "Misc flags:",
+        "Leader-election flags:",
+        "Secure serving flags:",
+        "Service-lb-controller flags:",
+        "Cloud-node-controller flags:",
+        "Logs flags:",
+        "Tracing flags:",
+        "Development flags:",
+    ] {
+        assert!(
+            help.contains(heading),
+            "missing {heading} in --help:\n{help}"
+        );
+    }
+    for flag in [
+        "--cloud-provider",
+        "--cloud-config",
+        "--kubeconfig",
+        "--master",
+        "--controllers",
+        "--leader-elect-lease-duration",
+        "--node-monitor-period",
+        "--node-status-update-frequency",
+        "--concurrent-node-status-updates",
+        "--route-reconciliation-period",
+        "--configure-cloud-routes",
+        "--allocate-node-cidrs",
+        "--cluster-cidr",
+        "--cluster-name",
+        "--concurrent-service-syncs",
+        "--concurrent-node-syncs",
+        "--kube-api-qps",
+        "--kube-api-burst",
+        "--min-resync-period",
+        "--secure-port",
+        "--bind-address",
+        "--cert-dir",
+        "--tls-cert-file",
+        "--tls-private-key-file",
+    ] {
+        assert!(help.contains(flag), "missing {flag} in --help");
+    }
+}
+
+#[test]
+fn every_validation_error_is_reported_together() {
+    let out = run(&[
+        "--controllers=cloud-node,nope,-also-nope",
+        "--kube-api-qps=0",
+        "--concurrent-service-syncs=0",
+        "--leader-elect-lease-duration=5s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for expected in [
+        "--cloud-provider cannot be empty",
+        "--kube-api-qps must be greater than 0",
+        "--concurrent-service-syncs must be at least 1",
+        "must be greater than --leader-elect-renew-deadline",
+        r#""nope" is not in the list of known controllers"#,
+        r#""also-nope" is not in the list of known controllers"#,
+        "known controllers: cloud-node-controller, cloud-node-lifecycle-controller, service-lb-controller, node-route-controller",
+        "nothing was started",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn unknown_provider_lists_the_registered_ones() {
+    let out = run(&["--cloud-provider=aws"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown cloud provider; registered providers are fake"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["--cloud-provider=external"]);
+    assert!(
+        stderr(&out).contains("this process is that manager"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn upstream_flags_not_supported_yet_are_rejected_by_name() {
+    let out = run(&[
+        "--cloud-provider=fake",
+        "--feature-gates=Foo=true",
+        "--use-service-account-credentials",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("flag --feature-gates is an upstream cloud-controller-manager flag"),
+        "{err}"
+    );
+    assert!(
+        err.contains("flag --use-service-account-credentials is"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_flags_and_bad_values_name_the_flag() {
+    let out = run(&["--cloud-provider=fake", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--no-such-flag"), "{}", stderr(&out));
+    let out = run(&["--cloud-provider=fake", "--node-monitor-period=5"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--node-monitor-period") && err.contains("missing unit"),
+        "{err}"
+    );
+}
+
+#[test]
+fn missing_cluster_without_kubeconfig_fails_clearly() {
+    // No --kubeconfig, no --master and not in a cluster: the client cannot be built.
+    let out = Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+        .args(["--cloud-provider=fake", "--secure-port=0"])
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
+    assert!(text.contains("cannot build the API client"), "{text}");
+}

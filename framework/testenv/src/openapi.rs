@@ -1,0 +1,69 @@
+//! A minimal OpenAPI v3 index: for each served group-version, one PATCH operation per resource
+//! tagged with its group-version-kind and the `fieldValidation` query parameter. That is what
+//! kubectl reads to decide that the server validates fields itself, so `kubectl apply` / `create`
+//! work with their default `--validate=strict`. There are no schemas: `kubectl explain` and
+//! client-side validation are not served, and kubectl computes apply patches from its built-in
+//! types (as it does for any server without schemas).
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::TABLE;
+
+fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// `/openapi/v3`.
+pub fn root() -> Value {
+    let mut paths = Map::new();
+    for r in TABLE {
+        let p = gv_path(r.group, r.version);
+        paths.insert(
+            p.clone(),
+            json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=testenv")}),
+        );
+    }
+    json!({"paths": paths})
+}
+
+/// `/openapi/v3/api/v1` or `/openapi/v3/apis/G/V`, if served.
+pub fn group_version(group: &str, version: &str) -> Option<Value> {
+    let mut paths = Map::new();
+    for r in TABLE
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let ns = if r.namespaced {
+            "/namespaces/{namespace}"
+        } else {
+            ""
+        };
+        let path = format!("/{}{ns}/{}/{{name}}", gv_path(r.group, r.version), r.plural);
+        paths.insert(path, json!({
+            "patch": {
+                "operationId": format!("patch{}", r.kind),
+                "x-kubernetes-action": "patch",
+                "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
+                "parameters": [
+                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}}
+                ],
+                "responses": {"200": {"description": "OK"}}
+            }
+        }));
+    }
+    if paths.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.33.0-testenv"},
+        "paths": paths,
+        "components": {}
+    }))
+}

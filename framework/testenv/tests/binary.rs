@@ -1,0 +1,63 @@
+//! The standalone binary: starts, writes a kubeconfig a client can load, and serves it.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_serves_and_writes_a_usable_kubeconfig() {
+    let dir = std::env::temp_dir().join(format!("kube-testenv-bin-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+        .args(["--port", "0", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The binary announces itself on stderr once the kubeconfig is written.
+    let stderr = child.stderr.take().unwrap();
+    let first_line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stderr).read_line(&mut line).map(|_| line)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        first_line.starts_with("kube-testenv serving http://127.0.0.1:"),
+        "{first_line}"
+    );
+
+    let kc = Kubeconfig::read_from(&kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(config.default_namespace, "default");
+    let client = kube::Client::try_from(config).unwrap();
+    let names: Vec<String> = Api::<Namespace>::all(client)
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(names.contains(&"kube-system".to_string()), "{names:?}");
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn binary_rejects_unknown_flags() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+        .arg("--bogus")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--bogus'"));
+}
