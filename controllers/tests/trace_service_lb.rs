@@ -150,6 +150,15 @@ fn descends_from(span: &ReceivedSpan, root: &ReceivedSpan, trace: &[&ReceivedSpa
 }
 
 fn assert_reconcile_trace(spans: &[ReceivedSpan]) {
+    let reconciles: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "reconcile" && s.attr("object.ref") == Some("default/web"))
+        .collect();
+    assert_eq!(
+        reconciles.len(),
+        1,
+        "one reconcile of the Service: {reconciles:#?}"
+    );
     let ensures: Vec<_> = spans
         .iter()
         .filter(|s| s.name == "EnsureLoadBalancer")
