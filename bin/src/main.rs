@@ -138,22 +138,31 @@ async fn run(mut cli: Cli) -> ExitCode {
     let cloud_metrics = CloudMetrics::new(&mut registry.lock());
     let cloud: Arc<dyn CloudProvider> =
         Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
-    let initialize = InitializeContext {
-        client: client.clone(),
-        shutdown: shutdown.clone(),
-    };
-    if let Err(e) = cloud.initialize(initialize).await {
-        error!(
-            "cloud provider {:?} failed to initialize: {e}",
-            cli.cloud.cloud_provider
-        );
-        return ExitCode::FAILURE;
-    }
-
+    let cloud_for_init = cloud.clone();
+    let client_for_init = client.clone();
     let config = cli.manager_config();
     let manager = Manager::new(config, client, CloudContext::new(cloud, cli.cloud.clone()))
         .with_registry(registry)
-        .with_initializers(initializers);
+        .with_initializers(initializers)
+        .on_leading({
+            // As upstream: the provider is initialized once leadership is won, before any
+            // controller starts, and its background work ends with leadership.
+            let cloud = cloud_for_init;
+            let client = client_for_init;
+            move |shutdown| {
+                let cloud = cloud.clone();
+                let ctx = InitializeContext {
+                    client: client.clone(),
+                    shutdown,
+                };
+                async move {
+                    cloud
+                        .initialize(ctx)
+                        .await
+                        .map_err(|e| format!("cloud provider failed to initialize: {e}").into())
+                }
+            }
+        });
     info!(provider = %cli.cloud.cloud_provider, "starting cloud-controller-manager");
     match manager.run(shutdown).await {
         Ok(()) => {

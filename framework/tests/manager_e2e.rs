@@ -301,3 +301,117 @@ async fn shutdown_waits_for_in_flight_reconciles() {
         "the in-flight reconcile finished before run returned"
     );
 }
+
+#[tokio::test]
+async fn on_leading_runs_before_the_first_initializer_and_its_error_aborts() {
+    let env = TestEnv::start().await.unwrap();
+    let order = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let o = order.clone();
+    let first = Initializer::new("first", move |_ctx: InitContext<()>| {
+        let o = o.clone();
+        async move {
+            o.lock().push("initializer");
+            Ok(InitOutcome::NotStarted("nothing to do".into()))
+        }
+    });
+    let o = order.clone();
+    let manager = Manager::new(config(&["*"]), env.client(), ())
+        .with_initializers(Initializers::new().with(first.clone()))
+        .on_leading(move |_token| {
+            let o = o.clone();
+            async move {
+                o.lock().push("on_leading");
+                Ok(())
+            }
+        });
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(manager.run(stop.clone()));
+    eventually("both ran", || order.lock().len() == 2).await;
+    assert_eq!(*order.lock(), vec!["on_leading", "initializer"]);
+    stop.cancel();
+    tokio::time::timeout(WAIT, run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    let order = Arc::new(Mutex::new(Vec::<&'static str>::new()));
+    let o = order.clone();
+    let never = Initializer::new("never", move |_ctx: InitContext<()>| {
+        let o = o.clone();
+        async move {
+            o.lock().push("initializer");
+            Ok(InitOutcome::NotStarted("unreachable".into()))
+        }
+    });
+    let manager = Manager::new(config(&["*"]), env.client(), ())
+        .with_initializers(Initializers::new().with(never))
+        .on_leading(|_token| async { Err("cloud provider failed to initialize: boom".into()) });
+    let err = manager.run(CancellationToken::new()).await.unwrap_err();
+    assert!(err.to_string().contains("boom"), "{err}");
+    assert!(
+        order.lock().is_empty(),
+        "no initializer runs after a failed hook"
+    );
+}
+
+#[tokio::test]
+async fn reconciles_past_the_graceful_deadline_are_abandoned() {
+    struct DropFlag(Arc<Mutex<bool>>);
+    impl Drop for DropFlag {
+        fn drop(&mut self) {
+            *self.0.lock() = true;
+        }
+    }
+    let env = TestEnv::start().await.unwrap();
+    create_node(&env, "stuck").await;
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
+    let dropped = Arc::new(Mutex::new(false));
+    let flag = dropped.clone();
+    let stuck = Initializer::new("stuck", move |ctx: InitContext<()>| {
+        let started_tx = started_tx.clone();
+        let flag = flag.clone();
+        async move {
+            let informer = ctx.factory.informer::<Node>();
+            let queue = ctx.queue::<String>("stuck", ItemExponential::default());
+            let q = queue.clone();
+            informer
+                .add_handler(move |e: &Event<Node>| q.add(e.object().name_any()))
+                .detach();
+            let svc = tower::service_fn(move |_req: Request<String>| {
+                let started_tx = started_tx.clone();
+                let guard = DropFlag(flag.clone());
+                async move {
+                    let _guard = guard;
+                    if let Some(tx) = started_tx.lock().take() {
+                        let _ = tx.send(());
+                    }
+                    std::future::pending::<()>().await;
+                    Ok::<_, Infallible>(Action::Done)
+                }
+            });
+            let stop = ctx.shutdown.clone();
+            Ok(InitOutcome::Started(Box::pin(async move {
+                Controller::new("stuck", queue, svc).run(stop).await
+            })))
+        }
+    });
+    let mut cfg = config(&["*"]);
+    cfg.graceful_shutdown_timeout = Duration::from_millis(200);
+    let manager =
+        Manager::new(cfg, env.client(), ()).with_initializers(Initializers::new().with(stuck));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(manager.run(stop.clone()));
+    tokio::time::timeout(WAIT, started_rx)
+        .await
+        .unwrap()
+        .unwrap();
+    stop.cancel();
+    tokio::time::timeout(WAIT, run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    eventually("the stuck reconcile was dropped", || *dropped.lock()).await;
+}

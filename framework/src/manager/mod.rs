@@ -16,6 +16,6 @@ pub use context::InitContext;
 pub use initializers::{
     InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError,
 };
-pub use run::{Manager, ManagerConfig, ManagerError};
+pub use run::{Manager, ManagerConfig, ManagerError, OnLeading};
 pub use selection::*;
 pub use signals::shutdown_on_signals;

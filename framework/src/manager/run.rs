@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::join_all;
+use futures::future::{BoxFuture, join_all};
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
@@ -105,7 +105,13 @@ pub struct Manager<C> {
     health: HealthChecks,
     ready: HealthChecks,
     live: HealthChecks,
+    on_leading: Option<OnLeading>,
 }
+
+/// Work to do once leadership is won and before any controller starts (upstream calls the cloud
+/// provider's `Initialize` here); it gets the token that ends with leadership.
+pub type OnLeading =
+    Box<dyn Fn(CancellationToken) -> BoxFuture<'static, Result<(), InitError>> + Send + Sync>;
 
 impl<C: Send + Sync + 'static> Manager<C> {
     /// A manager with no controllers yet; `extra` is handed to every initializer.
@@ -119,7 +125,19 @@ impl<C: Send + Sync + 'static> Manager<C> {
             health: HealthChecks::new(),
             ready: HealthChecks::new(),
             live: HealthChecks::new(),
+            on_leading: None,
         }
+    }
+
+    /// Runs `hook` after leadership is won (or at once without leader election) and before the
+    /// first initializer; an error aborts start-up like an initializer error.
+    pub fn on_leading<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), InitError>> + Send + 'static,
+    {
+        self.on_leading = Some(Box::new(move |token| Box::pin(hook(token))));
+        self
     }
 
     /// Uses `registry` for `/metrics`, so metrics the embedder registered before building the
@@ -233,6 +251,16 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.clone(),
         );
 
+        if let Some(hook) = &self.on_leading
+            && let Err(source) = hook(stop.clone()).await
+        {
+            stop.cancel();
+            return Err(ManagerError::Init {
+                name: "on-leading hook".to_string(),
+                source,
+            });
+        }
+
         let mut started = Vec::new();
         for init in self.initializers.iter() {
             if !selection.is_enabled(&init.name) {
@@ -309,9 +337,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
 
         stop.cancelled().await;
         info!("shutting down: draining in-flight reconciles");
+        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
         let drained =
             tokio::time::timeout(self.config.graceful_shutdown_timeout, join_all(tasks)).await;
         if drained.is_err() {
+            for abort in aborts {
+                abort.abort();
+            }
             warn!(
                 timeout = ?self.config.graceful_shutdown_timeout,
                 "graceful shutdown timed out; abandoning in-flight reconciles"
