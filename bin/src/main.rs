@@ -6,32 +6,17 @@ mod cli;
 mod dev;
 
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use clap::Parser;
-use cloud_controllers::cloud::{
-    CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext, InstrumentedCloud,
-};
-use cloud_controllers::{CloudContext, cloud_initializers};
-use controller_manager::client::{ClientMetrics, build_client, client_from_config};
-use controller_manager::manager::{Manager, ManagerError, shutdown_on_signals};
-use controller_manager::telemetry;
-use parking_lot::Mutex;
-use prometheus_client::registry::Registry;
-use tracing::{error, info, warn};
+use cloud_controllers::app::{CloudControllerManager, parse_args};
+use controller_manager::manager::shutdown_on_signals;
 
-use crate::cli::Cli;
+use crate::cli::{Cli, NAME};
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let unsupported = controller_manager::options::reject_unsupported_flags(&args[1..]);
-    if !unsupported.is_empty() {
-        for e in &unsupported {
-            eprintln!("error: {e}");
-        }
-        return ExitCode::from(2);
+    let mut cli: Cli = parse_args();
+    if cli.dev.dev {
+        cli.apply_dev_defaults();
     }
-    let cli = Cli::parse_from(&args);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -42,140 +27,35 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(run(cli))
-}
-
-async fn run(mut cli: Cli) -> ExitCode {
-    if cli.dev.dev {
-        cli.apply_dev_defaults();
-    }
-    let providers = CloudProviderRegistry::with_builtin();
-    let initializers = cloud_initializers();
-    let errors = cli.validate(&initializers, &providers);
-    if !errors.is_empty() {
-        for e in &errors {
-            eprintln!("error: {e}");
-        }
-        eprintln!(
-            "{} invalid flag value(s); nothing was started",
-            errors.len()
-        );
-        return ExitCode::from(2);
-    }
-
-    let _telemetry = match telemetry::init(
-        "cloud-controller-manager",
-        &cli.generic.logging,
-        &cli.telemetry,
-    ) {
-        Ok(guard) => guard,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-
-    let shutdown = shutdown_on_signals();
-    let dev_env = if cli.dev.dev {
-        match dev::start(&cli).await {
-            Ok(env) => Some(env),
-            Err(e) => {
-                error!("cannot start the --dev environment: {e:#}");
-                return ExitCode::FAILURE;
+    runtime.block_on(async move {
+        let ccm = CloudControllerManager::new(NAME, cli.options.clone());
+        let errors = ccm.validate();
+        if !errors.is_empty() {
+            for e in &errors {
+                eprintln!("error: {e}");
             }
+            eprintln!(
+                "{} invalid flag value(s); nothing was started",
+                errors.len()
+            );
+            return ExitCode::from(2);
         }
-    } else {
-        None
-    };
-
-    let registry = Arc::new(Mutex::new(Registry::default()));
-    let client_metrics = ClientMetrics::new(&mut registry.lock());
-    let opts = &cli.generic.client;
-    let client = match &dev_env {
-        Some(env) => client_from_config(
-            env.config(),
-            opts.kube_api_qps,
-            opts.kube_api_burst,
-            cli::NAME,
-            Some(&client_metrics),
-        ),
-        None => build_client(opts, cli::NAME, Some(&client_metrics)).await,
-    };
-    let client = match client {
-        Ok(c) => c,
-        Err(e) => {
-            error!("cannot build the API client: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-
-    let cloud = match &dev_env {
-        Some(env) => env.cloud(),
-        None => {
-            match providers.init(&cli.cloud.cloud_provider, cli.cloud.cloud_config.as_deref()) {
-                Ok(c) => c,
+        let shutdown = shutdown_on_signals();
+        // Kept alive until the manager stops: dropping it stops the embedded API server.
+        let (ccm, _dev) = if cli.dev.dev {
+            match dev::start(&cli).await {
+                Ok(env) => (
+                    ccm.with_cloud(env.cloud()).with_client_config(env.config()),
+                    Some(env),
+                ),
                 Err(e) => {
-                    error!("{e}");
+                    eprintln!("error: cannot start the --dev environment: {e:#}");
                     return ExitCode::FAILURE;
                 }
             }
-        }
-    };
-    if !cloud.has_cluster_id() {
-        if cli.cloud.allow_untagged_cloud {
-            warn!(
-                "detected a cluster without a ClusterID; a ClusterID will be required in the future"
-            );
         } else {
-            error!(
-                "no ClusterID found; a ClusterID is required for the cloud provider to function properly. \
-                 This check can be bypassed by setting --allow-untagged-cloud=true"
-            );
-            return ExitCode::FAILURE;
-        }
-    }
-
-    let cloud_metrics = CloudMetrics::new(&mut registry.lock());
-    let cloud: Arc<dyn CloudProvider> =
-        Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
-    let cloud_for_init = cloud.clone();
-    let client_for_init = client.clone();
-    let config = cli.manager_config();
-    let manager = Manager::new(config, client, CloudContext::new(cloud, cli.cloud.clone()))
-        .with_registry(registry)
-        .with_initializers(initializers)
-        .on_leading({
-            // As upstream: the provider is initialized once leadership is won, before any
-            // controller starts, and its background work ends with leadership.
-            let cloud = cloud_for_init;
-            let client = client_for_init;
-            move |shutdown| {
-                let cloud = cloud.clone();
-                let ctx = InitializeContext {
-                    client: client.clone(),
-                    shutdown,
-                };
-                async move {
-                    cloud
-                        .initialize(ctx)
-                        .await
-                        .map_err(|e| format!("cloud provider failed to initialize: {e}").into())
-                }
-            }
-        });
-    info!(provider = %cli.cloud.cloud_provider, "starting cloud-controller-manager");
-    match manager.run(shutdown).await {
-        Ok(()) => {
-            info!("stopped");
-            ExitCode::SUCCESS
-        }
-        Err(ManagerError::Leader(e)) => {
-            error!("leaderelection lost: {e}");
-            ExitCode::FAILURE
-        }
-        Err(e) => {
-            error!("{e}");
-            ExitCode::FAILURE
-        }
-    }
+            (ccm, None)
+        };
+        ccm.run_to_exit(shutdown).await
+    })
 }

@@ -150,5 +150,8 @@ fn missing_cluster_without_kubeconfig_fails_clearly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = format!("{}{}", stderr(&out), String::from_utf8_lossy(&out.stdout));
-    assert!(text.contains("cannot build the API client"), "{text}");
+    assert!(
+        text.contains("no API server configured") && text.contains("pass --kubeconfig or --master"),
+        "{text}"
+    );
 }

@@ -2,8 +2,10 @@
 //!
 //! [`cloud`] holds the provider contract, its registry and the fake cloud; the controllers
 //! (`node`, `node_lifecycle`, `service`, `route`) each live in their own module and are registered
-//! under the upstream canonical names and aliases.
+//! under the upstream canonical names and aliases. [`app`] runs them as a process: the stock
+//! binary and distros that embed them share it.
 
+pub mod app;
 pub mod cloud;
 pub mod context;
 pub mod event_sink;

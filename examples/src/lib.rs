@@ -1,1 +1,11 @@
-//! x
+//! Embedding the controller manager in your own binary; see `docs/embedding.md`.
+//!
+//! - `metal-ccm` (`src/bin/metal-ccm.rs`): a bare-metal distro's cloud-controller-manager: the
+//!   stock cloud controllers, its own provider ([`static_inventory`]) and its own controller
+//!   ([`node_inventory`]) on one shared cache and one flag set.
+//! - `ready-labeler` (`src/bin/ready-labeler.rs`, [`ready_labeler`]): a minimal controller on the
+//!   framework alone.
+
+pub mod node_inventory;
+pub mod ready_labeler;
+pub mod static_inventory;

@@ -303,59 +303,6 @@ async fn shutdown_waits_for_in_flight_reconciles() {
 }
 
 #[tokio::test]
-async fn on_leading_runs_before_the_first_initializer_and_its_error_aborts() {
-    let env = TestEnv::start().await.unwrap();
-    let order = Arc::new(Mutex::new(Vec::<&'static str>::new()));
-    let o = order.clone();
-    let first = Initializer::new("first", move |_ctx: InitContext<()>| {
-        let o = o.clone();
-        async move {
-            o.lock().push("initializer");
-            Ok(InitOutcome::NotStarted("nothing to do".into()))
-        }
-    });
-    let o = order.clone();
-    let manager = Manager::new(config(&["*"]), env.client(), ())
-        .with_initializers(Initializers::new().with(first.clone()))
-        .on_leading(move |_token| {
-            let o = o.clone();
-            async move {
-                o.lock().push("on_leading");
-                Ok(())
-            }
-        });
-    let stop = CancellationToken::new();
-    let run = tokio::spawn(manager.run(stop.clone()));
-    eventually("both ran", || order.lock().len() == 2).await;
-    assert_eq!(*order.lock(), vec!["on_leading", "initializer"]);
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-
-    let order = Arc::new(Mutex::new(Vec::<&'static str>::new()));
-    let o = order.clone();
-    let never = Initializer::new("never", move |_ctx: InitContext<()>| {
-        let o = o.clone();
-        async move {
-            o.lock().push("initializer");
-            Ok(InitOutcome::NotStarted("unreachable".into()))
-        }
-    });
-    let manager = Manager::new(config(&["*"]), env.client(), ())
-        .with_initializers(Initializers::new().with(never))
-        .on_leading(|_token| async { Err("cloud provider failed to initialize: boom".into()) });
-    let err = manager.run(CancellationToken::new()).await.unwrap_err();
-    assert!(err.to_string().contains("boom"), "{err}");
-    assert!(
-        order.lock().is_empty(),
-        "no initializer runs after a failed hook"
-    );
-}
-
-#[tokio::test]
 async fn reconciles_past_the_graceful_deadline_are_abandoned() {
     struct DropFlag(Arc<Mutex<bool>>);
     impl Drop for DropFlag {

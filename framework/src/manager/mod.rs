@@ -6,16 +6,21 @@
 //! informers and handlers → start the informer factory → wait for every cache → start the workers →
 //! on shutdown, drain in-flight reconciles up to a deadline.
 
+mod config;
 mod context;
 mod initializers;
 mod run;
 mod selection;
 mod signals;
 
+pub use config::ManagerConfig;
 pub use context::InitContext;
 pub use initializers::{
     InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError,
 };
-pub use run::{Manager, ManagerConfig, ManagerError, OnLeading};
+pub use run::{Manager, ManagerError, StartHook};
 pub use selection::*;
 pub use signals::shutdown_on_signals;
+
+#[cfg(test)]
+mod start_hook_tests;

@@ -2,7 +2,6 @@
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
 //! until shutdown and drains them within a deadline.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,13 +14,14 @@ use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::config::ManagerConfig;
 use super::context::{InitContext, Shared};
 use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::controller::layers::ControllerMetrics;
 use crate::informer::{SharedInformerFactory, SyncError};
-use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
+use crate::leader::{LeaderElector, LeaderError, LeaderMetrics};
 use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
@@ -50,7 +50,18 @@ pub enum ManagerError {
     /// The health and metrics server could not start.
     #[error(transparent)]
     Admin(#[from] AdminError),
+    /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
+    #[error("preparing to start controllers failed: {0}")]
+    StartHook(#[source] InitError),
 }
+
+/// Work that must happen on the leader before any controller starts (see
+/// [`Manager::with_start_hook`]); gets the embedder's context, the client and the stop token.
+pub type StartHook<C> = Arc<
+    dyn Fn(Arc<C>, kube::Client, CancellationToken) -> BoxFuture<'static, Result<(), InitError>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RunningLabels {
@@ -58,60 +69,18 @@ struct RunningLabels {
     manager: String,
 }
 
-/// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
-#[derive(Clone, Debug)]
-pub struct ManagerConfig {
-    /// Manager name: metrics label, default Lease name, event host.
-    pub name: String,
-    /// The `--controllers` list.
-    pub controllers: Vec<String>,
-    /// Pause (with jitter up to 100 %) between controller starts.
-    pub controller_start_interval: Duration,
-    /// Informer resync base; the factory draws period × U[1,2) once. `None` disables resync.
-    pub min_resync_period: Option<Duration>,
-    /// How long to wait for every cache before giving up.
-    pub cache_sync_timeout: Duration,
-    /// How long in-flight reconciles may take after shutdown is requested.
-    pub graceful_shutdown_timeout: Duration,
-    /// Run controllers only while holding this Lease.
-    pub leader_election: Option<LeaderElectionConfig>,
-    /// Serve /healthz, /readyz, /livez, /metrics here.
-    pub admin_addr: Option<SocketAddr>,
-}
-
-impl ManagerConfig {
-    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
-    pub fn new(name: impl Into<String>) -> Self {
-        ManagerConfig {
-            name: name.into(),
-            controllers: vec!["*".to_string()],
-            controller_start_interval: Duration::ZERO,
-            min_resync_period: None,
-            cache_sync_timeout: Duration::from_secs(120),
-            graceful_shutdown_timeout: Duration::from_secs(30),
-            leader_election: None,
-            admin_addr: None,
-        }
-    }
-}
-
 /// Owns the shared pieces of one process and runs its controllers.
 pub struct Manager<C> {
     config: ManagerConfig,
     client: kube::Client,
     initializers: Initializers<C>,
+    start_hook: Option<StartHook<C>>,
     extra: Arc<C>,
     registry: Arc<Mutex<Registry>>,
     health: HealthChecks,
     ready: HealthChecks,
     live: HealthChecks,
-    on_leading: Option<OnLeading>,
 }
-
-/// Work to do once leadership is won and before any controller starts (upstream calls the cloud
-/// provider's `Initialize` here); it gets the token that ends with leadership.
-pub type OnLeading =
-    Box<dyn Fn(CancellationToken) -> BoxFuture<'static, Result<(), InitError>> + Send + Sync>;
 
 impl<C: Send + Sync + 'static> Manager<C> {
     /// A manager with no controllers yet; `extra` is handed to every initializer.
@@ -120,30 +89,33 @@ impl<C: Send + Sync + 'static> Manager<C> {
             config,
             client,
             initializers: Initializers::new(),
+            start_hook: None,
             extra: Arc::new(extra),
             registry: Arc::new(Mutex::new(Registry::default())),
             health: HealthChecks::new(),
             ready: HealthChecks::new(),
             live: HealthChecks::new(),
-            on_leading: None,
         }
-    }
-
-    /// Runs `hook` after leadership is won (or at once without leader election) and before the
-    /// first initializer; an error aborts start-up like an initializer error.
-    pub fn on_leading<F, Fut>(mut self, hook: F) -> Self
-    where
-        F: Fn(CancellationToken) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = Result<(), InitError>> + Send + 'static,
-    {
-        self.on_leading = Some(Box::new(move |token| Box::pin(hook(token))));
-        self
     }
 
     /// Uses `registry` for `/metrics`, so metrics the embedder registered before building the
     /// manager (API client, cloud provider) are served with the manager's own.
     pub fn with_registry(mut self, registry: Arc<Mutex<Registry>>) -> Self {
         self.registry = registry;
+        self
+    }
+
+    /// Runs `hook` once the manager may start controllers (after the Lease is won, when leader
+    /// election is on) and before the first initializer, as upstream calls
+    /// `cloud.Initialize` only on the leader. An error aborts start-up like an initializer's.
+    pub fn with_start_hook<F, Fut>(mut self, hook: F) -> Self
+    where
+        F: Fn(Arc<C>, kube::Client, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<(), InitError>> + Send + 'static,
+    {
+        self.start_hook = Some(Arc::new(move |extra, client, stop| {
+            Box::pin(hook(extra, client, stop))
+        }));
         self
     }
 
@@ -251,14 +223,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.clone(),
         );
 
-        if let Some(hook) = &self.on_leading
-            && let Err(source) = hook(stop.clone()).await
+        if let Some(hook) = &self.start_hook
+            && let Err(source) = hook(self.extra.clone(), self.client.clone(), stop.clone()).await
         {
             stop.cancel();
-            return Err(ManagerError::Init {
-                name: "on-leading hook".to_string(),
-                source,
-            });
+            return Err(ManagerError::StartHook(source));
         }
 
         let mut started = Vec::new();

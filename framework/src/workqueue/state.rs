@@ -153,7 +153,39 @@ impl<K: Clone + Eq + Hash> State<K> {
             self.queue.push_back(key.clone());
             return true;
         }
+        self.shrink_if_sparse();
         false
+    }
+
+    /// Gives back memory after a burst: containers never shrink by themselves, so a queue that once
+    /// held a full relist's keys would keep that capacity for the life of the process. Shrinking
+    /// only below a quarter of capacity keeps the cost amortized O(1) per operation.
+    fn shrink_if_sparse(&mut self) {
+        const RETAINED: usize = 1024;
+        fn sparse(len: usize, capacity: usize) -> bool {
+            capacity > RETAINED && len.saturating_mul(4) < capacity
+        }
+        if sparse(self.queue.len(), self.queue.capacity()) {
+            self.queue.shrink_to(self.queue.len() * 2);
+        }
+        if sparse(self.dirty.len(), self.dirty.capacity()) {
+            self.dirty.shrink_to(self.dirty.len() * 2);
+        }
+        if sparse(self.processing.len(), self.processing.capacity()) {
+            self.processing.shrink_to(self.processing.len() * 2);
+        }
+        if sparse(self.waiting.len(), self.waiting.capacity()) {
+            self.waiting.shrink_to(self.waiting.len() * 2);
+        }
+        if sparse(self.heap.len(), self.heap.capacity()) {
+            self.heap.shrink_to(self.heap.len() * 2);
+        }
+    }
+
+    /// Capacity of the FIFO, for tests that check memory is given back.
+    #[cfg(test)]
+    pub(super) fn fifo_capacity(&self) -> usize {
+        self.queue.capacity()
     }
 
     /// The delaying queue's `AddAfter` once the delay is known to be positive or zero.
@@ -260,5 +292,31 @@ impl<K: Clone + Eq + Hash> State<K> {
 
     pub(super) fn metrics(&self) -> Option<&QueueMetrics> {
         self.metrics.as_ref()
+    }
+}
+
+#[cfg(test)]
+mod shrink_tests {
+    use super::State;
+
+    #[test]
+    fn a_drained_burst_gives_its_memory_back() {
+        let mut state = State::<u64>::new(None);
+        for key in 0..20_000 {
+            state.add(key);
+        }
+        let burst = state.fifo_capacity();
+        assert!(burst >= 20_000);
+        while let Some(key) = state.pop() {
+            state.done(&key);
+        }
+        assert!(
+            state.fifo_capacity() <= 2048,
+            "capacity {} kept after draining a burst of {burst}",
+            state.fifo_capacity()
+        );
+        // Still a working queue afterwards.
+        assert!(state.add(7));
+        assert_eq!(state.pop(), Some(7));
     }
 }

@@ -1,0 +1,487 @@
+//! The cloud-controller-manager as a library (upstream `app/`): everything a binary does between
+//! parsing its flags and running the controllers, so the stock binary and a distro's own binary
+//! share it and a distro's `main` fits on a screen.
+//!
+//! [`CloudControllerManager::run`] does, in order: validate every flag at once (nothing starts on
+//! an error) → start logs and tracing → build the API client (QPS/burst, metrics) → create the
+//! provider named by `--cloud-provider` from `--cloud-config` → refuse a cloud without a cluster
+//! ID unless `--allow-untagged-cloud` → wrap it in [`InstrumentedCloud`] → run the [`Manager`],
+//! which serves health and metrics, wins the Lease, calls the provider's `initialize` (on the
+//! leader only, as upstream) and starts the selected controllers.
+//!
+//! ```no_run
+//! use clap::Parser;
+//! use cloud_controllers::app::{self, CloudControllerManager, CloudManagerOptions};
+//!
+//! #[derive(Parser)]
+//! struct Cli {
+//!     #[command(flatten)]
+//!     ccm: CloudManagerOptions,
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> std::process::ExitCode {
+//!     let cli: Cli = app::parse_args();
+//!     let shutdown = controller_manager::manager::shutdown_on_signals();
+//!     CloudControllerManager::new("my-ccm", cli.ccm).run_to_exit(shutdown).await
+//! }
+//! ```
+
+use std::fmt;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::{Args, Parser};
+use controller_manager::client::{ClientError, ClientMetrics, build_client, client_from_config};
+use controller_manager::manager::{
+    ControllerSelection, Initializer, Initializers, Manager, ManagerConfig, ManagerError,
+};
+use controller_manager::options::{GenericOptions, reject_unsupported_flags};
+use controller_manager::telemetry::{self, TelemetryError, TelemetryOptions};
+use parking_lot::Mutex;
+use prometheus_client::registry::Registry;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+use crate::cloud::{
+    BoxError, CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext,
+    InstrumentedCloud, RegistryError,
+};
+use crate::options::CloudOptions;
+use crate::{CloudContext, cloud_initializers};
+
+/// Every flag of a cloud-controller-manager, grouped as upstream; flatten it into a distro's
+/// own `clap::Parser` next to the distro's flags so there is one flag set.
+#[derive(Args, Clone, Debug)]
+pub struct CloudManagerOptions {
+    /// Provider and cloud controller flags.
+    #[command(flatten)]
+    pub cloud: CloudOptions,
+    /// Controllers, API client, leader election, serving and log flags.
+    #[command(flatten)]
+    pub generic: GenericOptions,
+    /// OTLP trace export flags.
+    #[command(flatten)]
+    pub telemetry: TelemetryOptions,
+}
+
+/// The flag set alone, so [`CloudManagerOptions::from_args`] can parse it.
+#[derive(Parser)]
+#[command(name = "cloud-controller-manager")]
+struct OptionsOnly {
+    #[command(flatten)]
+    options: CloudManagerOptions,
+}
+
+impl CloudManagerOptions {
+    /// Parses flags without a program name, with the rules of [`parse_args`], e.g.
+    /// `from_args(["--cloud-provider=fake", "--leader-elect=false"])`: options for tests and for
+    /// programs that build their arguments themselves.
+    pub fn from_args<I, S>(args: I) -> Result<Self, clap::Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let argv = std::iter::once("cloud-controller-manager".to_string())
+            .chain(args.into_iter().map(Into::into));
+        try_parse_args_from::<OptionsOnly>(argv).map(|o| o.options)
+    }
+
+    /// Every flag problem at once, including `--controllers` names `initializers` does not know
+    /// and clashing names in the map itself; empty means valid.
+    pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
+        let mut errors = self.cloud.validate();
+        errors.extend(self.generic.validate());
+        errors.extend(self.telemetry.validate());
+        if let Err(e) = initializers.check() {
+            errors.push(e.to_string());
+        }
+        if let Err(e) = ControllerSelection::parse(&self.generic.controllers, &initializers.known())
+        {
+            errors.push(e.to_string());
+        }
+        errors
+    }
+}
+
+/// Parses the process arguments into `P` as `P::parse()` does, with two upstream (pflag) rules
+/// clap lacks: upstream flags this build does not support are rejected by name (clap alone would
+/// say only "unexpected argument"), and a flag given twice takes its last value (clap would
+/// refuse it), so overlays that append arguments keep working. List flags such as
+/// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
+/// error and exits with status 2 on bad input.
+pub fn parse_args<P: Parser>() -> P {
+    // Lossy, so a non-UTF-8 argument becomes a clap error instead of a panic in `env::args`.
+    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
+    match try_parse_args_from(args) {
+        Ok(parsed) => parsed,
+        Err(e) => e.exit(),
+    }
+}
+
+/// [`parse_args`] over explicit arguments (the first is the program name), returning the error.
+pub fn try_parse_args_from<P: Parser>(
+    args: impl IntoIterator<Item = String>,
+) -> Result<P, clap::Error> {
+    let args: Vec<String> = args.into_iter().collect();
+    let mut command = P::command().args_override_self(true);
+    let unsupported = reject_unsupported_flags(args.get(1..).unwrap_or_default());
+    if !unsupported.is_empty() {
+        return Err(command.error(
+            clap::error::ErrorKind::UnknownArgument,
+            unsupported.join("\n"),
+        ));
+    }
+    let mut matches = command.try_get_matches_from_mut(&args)?;
+    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
+}
+
+/// Why the process could not run or stopped with an error; each says what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Flags were invalid; nothing was started.
+    #[error("{}", InvalidFlags(.0))]
+    InvalidFlags(Vec<String>),
+    /// Logging or trace export could not start.
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
+    /// No API client could be built from `--kubeconfig` / `--master` / in-cluster config.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// `--cloud-provider` / `--cloud-config` did not yield a provider.
+    #[error(transparent)]
+    Provider(#[from] RegistryError),
+    /// The cloud has no cluster ID and `--allow-untagged-cloud` is off.
+    #[error(
+        "no ClusterID found; a ClusterID is required for the cloud provider to function properly. \
+         This check can be bypassed by setting --allow-untagged-cloud=true"
+    )]
+    NoClusterId,
+    /// The manager stopped with an error (provider initialize, a controller, the Lease, ...).
+    #[error(transparent)]
+    Manager(#[from] ManagerError),
+}
+
+struct InvalidFlags<'a>(&'a [String]);
+
+impl fmt::Display for InvalidFlags<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for e in self.0 {
+            writeln!(f, "{e}")?;
+        }
+        write!(
+            f,
+            "{} invalid flag value(s); nothing was started",
+            self.0.len()
+        )
+    }
+}
+
+impl AppError {
+    /// Status 2 for flag errors (as clap and upstream's cobra), 1 for everything else, including
+    /// lost leadership (upstream exits 1 on "leaderelection lost").
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            AppError::InvalidFlags(_) => ExitCode::from(2),
+            _ => ExitCode::FAILURE,
+        }
+    }
+}
+
+/// One cloud-controller-manager process: the stock controllers and providers plus whatever a
+/// distro adds, over one client, one informer cache and one metrics registry.
+pub struct CloudControllerManager {
+    name: String,
+    options: CloudManagerOptions,
+    providers: CloudProviderRegistry,
+    initializers: Initializers<CloudContext>,
+    cloud: Option<Arc<dyn CloudProvider>>,
+    client_config: Option<kube::Config>,
+    telemetry: bool,
+}
+
+impl CloudControllerManager {
+    /// The stock controllers and built-in providers under `name` (the user agent, Lease name,
+    /// metrics `manager` label and trace service name), configured by `options`.
+    pub fn new(name: impl Into<String>, options: CloudManagerOptions) -> Self {
+        CloudControllerManager {
+            name: name.into(),
+            options,
+            providers: CloudProviderRegistry::with_builtin(),
+            initializers: cloud_initializers(),
+            cloud: None,
+            client_config: None,
+            telemetry: true,
+        }
+    }
+
+    /// Registers a provider `--cloud-provider=NAME` can pick; `factory` gets the bytes of
+    /// `--cloud-config`. Fails on a taken or reserved name.
+    pub fn provider(
+        mut self,
+        name: &str,
+        factory: impl Fn(Option<&[u8]>) -> Result<Arc<dyn CloudProvider>, BoxError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> Result<Self, RegistryError> {
+        self.providers.register(name, factory)?;
+        Ok(self)
+    }
+
+    /// Adds a controller after the stock ones; `--controllers` selects it by its name or alias.
+    pub fn controller(mut self, initializer: Initializer<CloudContext>) -> Self {
+        self.initializers = self.initializers.with(initializer);
+        self
+    }
+
+    /// Replaces the whole initializer map, e.g. to drop or replace a stock controller.
+    pub fn initializers(mut self, initializers: Initializers<CloudContext>) -> Self {
+        self.initializers = initializers;
+        self
+    }
+
+    /// Uses `cloud` instead of creating one from `--cloud-provider` (tests, `--dev`).
+    pub fn with_cloud(mut self, cloud: Arc<dyn CloudProvider>) -> Self {
+        self.cloud = Some(cloud);
+        self
+    }
+
+    /// Talks to the API server described by `config` instead of the client flags (tests, `--dev`).
+    pub fn with_client_config(mut self, config: kube::Config) -> Self {
+        self.client_config = Some(config);
+        self
+    }
+
+    /// Leaves logging and tracing to the caller, who installed a `tracing` subscriber already
+    /// (tests, or a distro with its own log pipeline); `-v` and the tracing flags then do nothing.
+    pub fn without_telemetry(mut self) -> Self {
+        self.telemetry = false;
+        self
+    }
+
+    /// Every flag problem at once, including a `--cloud-provider` nobody registered (unless a
+    /// cloud was given with [`Self::with_cloud`]); empty means [`Self::run`] may start.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = self.options.validate(&self.initializers);
+        let name = self.options.cloud.cloud_provider.trim();
+        if self.cloud.is_none() && !name.is_empty() && !self.providers.contains(name) {
+            let registered = self.providers.names().join(", ");
+            errors.push(if name == "external" {
+                format!(
+                    "--cloud-provider=external means \"a separate cloud-controller-manager runs the cloud loops\"; this process is that manager, so name the provider it should run: one of {registered}"
+                )
+            } else {
+                format!(
+                    "--cloud-provider={name}: unknown cloud provider; registered providers are {registered}"
+                )
+            });
+        }
+        errors
+    }
+
+    /// Runs until `shutdown` is cancelled, then drains; see the module docs for the order.
+    pub async fn run(self, shutdown: CancellationToken) -> Result<(), AppError> {
+        let errors = self.validate();
+        if !errors.is_empty() {
+            return Err(AppError::InvalidFlags(errors));
+        }
+        let CloudManagerOptions {
+            cloud: cloud_options,
+            generic,
+            telemetry: tracing_options,
+        } = self.options;
+        let _telemetry = match self.telemetry {
+            true => Some(telemetry::init(
+                &self.name,
+                &generic.logging,
+                &tracing_options,
+            )?),
+            false => None,
+        };
+
+        let registry = Arc::new(Mutex::new(Registry::default()));
+        let client_metrics = ClientMetrics::new(&mut registry.lock());
+        let client = match self.client_config {
+            Some(config) => client_from_config(
+                config,
+                generic.client.kube_api_qps,
+                generic.client.kube_api_burst,
+                &self.name,
+                Some(&client_metrics),
+            )?,
+            None => build_client(&generic.client, &self.name, Some(&client_metrics)).await?,
+        };
+
+        let cloud = match self.cloud {
+            Some(cloud) => cloud,
+            None => self.providers.init(
+                &cloud_options.cloud_provider,
+                cloud_options.cloud_config.as_deref(),
+            )?,
+        };
+        if !cloud.has_cluster_id() {
+            if !cloud_options.allow_untagged_cloud {
+                return Err(AppError::NoClusterId);
+            }
+            warn!(
+                "detected a cluster without a ClusterID; a ClusterID will be required in the future"
+            );
+        }
+        let cloud_metrics = CloudMetrics::new(&mut registry.lock());
+        let cloud: Arc<dyn CloudProvider> =
+            Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
+
+        let provider = cloud_options.cloud_provider.clone();
+        let config = ManagerConfig::from_options(self.name.as_str(), &generic);
+        let manager = Manager::new(config, client, CloudContext::new(cloud, cloud_options))
+            .with_registry(registry)
+            .with_initializers(self.initializers)
+            .with_start_hook(|ctx: Arc<CloudContext>, client, shutdown| async move {
+                let provider = ctx.cloud.provider_name().to_string();
+                ctx.cloud
+                    .initialize(InitializeContext { client, shutdown })
+                    .await
+                    .map_err(|e| {
+                        format!("cloud provider {provider:?} failed to initialize: {e}").into()
+                    })
+            });
+        info!(%provider, name = %self.name, "starting cloud-controller-manager");
+        manager.run(shutdown).await?;
+        info!("stopped");
+        Ok(())
+    }
+
+    /// [`Self::run`] for a `main` that returns [`ExitCode`]: logs the error (or prints it, for
+    /// flag errors, which come before logging starts) and maps it to the exit status.
+    pub async fn run_to_exit(self, shutdown: CancellationToken) -> ExitCode {
+        match self.run(shutdown).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                if matches!(e, AppError::InvalidFlags(_) | AppError::Telemetry(_)) {
+                    // Logging is not up yet: stderr is the only place the operator looks.
+                    let mut stderr = std::io::stderr().lock();
+                    let _ = std::io::Write::write_fmt(&mut stderr, format_args!("error: {e}\n"));
+                } else if matches!(e, AppError::Manager(ManagerError::Leader(_))) {
+                    error!("leaderelection lost: {e}");
+                } else {
+                    error!("{e}");
+                }
+                e.exit_code()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        ccm: CloudManagerOptions,
+        /// A distro's own flag next to the stock ones.
+        #[arg(long, default_value = "x")]
+        extra: String,
+    }
+
+    fn options(args: &[&str]) -> CloudManagerOptions {
+        CloudManagerOptions::from_args(args.iter().copied()).unwrap()
+    }
+
+    #[test]
+    fn stock_and_distro_flags_parse_into_one_set() {
+        let argv = [
+            "t",
+            "--cloud-provider=fake",
+            "--extra=y",
+            "--controllers=*,-route",
+        ];
+        let cli = try_parse_args_from::<Cli>(argv.iter().map(|s| s.to_string())).unwrap();
+        assert_eq!(cli.extra, "y");
+        assert_eq!(cli.ccm.generic.controllers, vec!["*", "-route"]);
+        assert!(cli.ccm.validate(&cloud_initializers()).is_empty());
+    }
+
+    #[test]
+    fn a_repeated_flag_takes_its_last_value_and_lists_accumulate() {
+        let o = options(&[
+            "--secure-port=1",
+            "--secure-port=2",
+            "--controllers=*",
+            "--controllers=-route",
+            "--leader-elect=false",
+            "--leader-elect",
+        ]);
+        assert_eq!(o.generic.serving.secure_port, 2);
+        assert_eq!(o.generic.controllers, vec!["*", "-route"]);
+        assert!(o.generic.leader_election.leader_elect);
+    }
+
+    #[test]
+    fn unsupported_upstream_flags_are_named() {
+        let argv = ["t", "--profiling", "--feature-gates=A=true"].map(String::from);
+        let err = try_parse_args_from::<Cli>(argv).err().unwrap();
+        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
+        let msg = err.to_string();
+        assert!(msg.contains("--profiling is an upstream"), "{msg}");
+        assert!(msg.contains("--feature-gates is an upstream"), "{msg}");
+    }
+
+    #[test]
+    fn validate_reports_flag_and_controller_errors_together() {
+        let o = options(&["--kube-api-burst=0", "--controllers=*,-nope,bogus"]);
+        let errors = o.validate(&cloud_initializers());
+        assert_eq!(errors.len(), 3, "{errors:#?}");
+        assert_eq!(errors[0], "--cloud-provider cannot be empty");
+        assert!(errors[1].contains("--kube-api-burst"), "{errors:#?}");
+        assert!(
+            errors[2].starts_with(
+                "\"nope\" is not in the list of known controllers, \"bogus\" is not in the list of known controllers"
+            ),
+            "{errors:#?}"
+        );
+    }
+
+    #[test]
+    fn added_controllers_are_selectable_and_clashes_are_flag_errors() {
+        let mine = || Initializer::new("my-controller", |_ctx| async { unreachable!() });
+        let o = options(&["--cloud-provider=fake", "--controllers=my-controller"]);
+        let ccm = CloudControllerManager::new("t", o.clone()).controller(mine());
+        assert!(o.validate(&ccm.initializers).is_empty());
+        let clash = ccm.controller(mine());
+        let errors = o.validate(&clash.initializers);
+        assert_eq!(
+            errors,
+            vec!["controller name or alias \"my-controller\" is registered twice"]
+        );
+    }
+
+    #[tokio::test]
+    async fn invalid_flags_stop_before_anything_starts() {
+        let o = options(&["--concurrent-node-syncs=0", "--cloud-provider=fake"]);
+        let err = CloudControllerManager::new("t", o)
+            .run(CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--concurrent-node-syncs must be at least 1\n1 invalid flag value(s); nothing was started"
+        );
+        assert_eq!(err.exit_code(), ExitCode::from(2));
+    }
+
+    #[test]
+    fn providers_register_beside_the_builtin_ones() {
+        let o = options(&["--cloud-provider=fake"]);
+        let ccm = CloudControllerManager::new("t", o)
+            .provider("mine", |_| Err("unused".into()))
+            .unwrap();
+        assert_eq!(ccm.providers.names(), vec!["fake", "mine"]);
+        assert!(matches!(
+            ccm.provider("fake", |_| Err("unused".into())),
+            Err(RegistryError::Duplicate { .. })
+        ));
+    }
+}

@@ -1,0 +1,167 @@
+//! `docs/deploy/` stays true: the Deployment's arguments are valid flags of the stock controller
+//! manager, its probes point at the port `--secure-port` serves, it runs as the ServiceAccount
+//! the RBAC binds, and a manager started with exactly those arguments answers the probes.
+//! (The RBAC itself is checked against real requests in `bin/tests/rbac_least_privilege.rs`.)
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions, try_parse_args_from};
+use cloud_controllers::cloud_initializers;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Container, Node};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, PostParams};
+use kube::runtime::wait::await_condition;
+use kube_testenv::TestEnv;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    ccm: CloudManagerOptions,
+}
+
+fn deploy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy")
+}
+
+fn documents(file: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(deploy_dir().join(file)).unwrap();
+    serde_saphyr::from_multiple(&text).unwrap()
+}
+
+fn deployment() -> Deployment {
+    let docs = documents("deployment.yaml");
+    assert_eq!(docs.len(), 1);
+    serde_json::from_value(docs[0].clone()).unwrap()
+}
+
+fn container(d: &Deployment) -> Container {
+    let spec = d.spec.clone().unwrap().template.spec.unwrap();
+    assert_eq!(spec.containers.len(), 1);
+    spec.containers[0].clone()
+}
+
+fn port_of(c: &Container, port: &IntOrString) -> i32 {
+    match port {
+        IntOrString::Int(p) => *p,
+        IntOrString::String(name) => {
+            c.ports
+                .iter()
+                .flatten()
+                .find(|p| p.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("no containerPort named {name}"))
+                .container_port
+        }
+    }
+}
+
+#[test]
+fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
+    let d = deployment();
+    let c = container(&d);
+    let args = c.args.clone().unwrap();
+    let argv = std::iter::once("cloud-controller-manager".to_string()).chain(args);
+    let cli: Cli = try_parse_args_from(argv).expect("Deployment args parse");
+    assert_eq!(
+        cli.ccm.validate(&cloud_initializers()),
+        Vec::<String>::new()
+    );
+    assert!(
+        cli.ccm.generic.leader_election.leader_elect,
+        "leader election on"
+    );
+
+    let admin = i32::from(cli.ccm.generic.serving.secure_port);
+    for (probe, path) in [
+        (&c.liveness_probe, "/healthz"),
+        (&c.readiness_probe, "/readyz"),
+    ] {
+        let get = probe.clone().unwrap().http_get.unwrap();
+        assert_eq!(get.path.as_deref(), Some(path));
+        assert_eq!(port_of(&c, &get.port), admin, "{path} probes --secure-port");
+    }
+
+    let rbac = documents("rbac.yaml");
+    let sa = rbac.iter().find(|d| d["kind"] == "ServiceAccount").unwrap();
+    let pod = d.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        sa["metadata"]["name"].as_str()
+    );
+    assert_eq!(
+        d.metadata.namespace.as_deref(),
+        sa["metadata"]["namespace"].as_str()
+    );
+
+    let kustomization = documents("kustomization.yaml");
+    let listed: Vec<&str> = kustomization[0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(listed, ["rbac.yaml", "deployment.yaml"]);
+}
+
+/// One plain HTTP/1.1 GET; the status code.
+async fn get(port: u16, path: &str) -> u16 {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out.split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
+    let env = TestEnv::start().await.unwrap();
+    let nodes: Api<Node> = Api::all(env.client());
+    let taint = json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"});
+    let node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [taint]}});
+    let node: Node = serde_json::from_value(node).unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+
+    // The Deployment's args, on a free loopback port instead of 10258.
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let args = container(&deployment()).args.unwrap();
+    let argv = std::iter::once("ccm".to_string()).chain(args).chain([
+        format!("--secure-port={port}"),
+        "--bind-address=127.0.0.1".into(),
+    ]);
+    let cli: Cli = try_parse_args_from(argv).unwrap();
+    let stop = CancellationToken::new();
+    let manager = CloudControllerManager::new("cloud-controller-manager", cli.ccm)
+        .with_client_config(env.config())
+        .run(stop.clone());
+    let manager = tokio::spawn(manager);
+
+    // The fake cloud (no --cloud-config) adopts every Node: once n1 is initialized, the leader
+    // runs its controllers, so caches are synced.
+    let initialized = |n: Option<&Node>| {
+        n.and_then(|n| n.spec.as_ref()?.provider_id.clone())
+            .is_some()
+    };
+    let waited = tokio::time::timeout(
+        Duration::from_secs(60),
+        await_condition(nodes, "n1", initialized),
+    );
+    assert!(matches!(waited.await, Ok(Ok(_))), "n1 was not initialized");
+    assert_eq!(get(port, "/healthz").await, 200);
+    assert_eq!(get(port, "/readyz").await, 200);
+
+    stop.cancel();
+    manager.await.unwrap().unwrap();
+}

@@ -1,0 +1,83 @@
+//! How to test a provider with the real controllers, in-process, against kube-testenv (the
+//! pattern `docs/writing-a-provider.md` shows): the stock controllers initialize a Node from the
+//! `static-inventory` provider and give a LoadBalancer Service a VIP.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions};
+use embedding_examples::static_inventory::{Inventory, StaticInventory};
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, PostParams};
+use kube::runtime::wait::await_condition;
+use kube_testenv::TestEnv;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const INVENTORY: &str = r#"
+region: dc-1
+machines:
+  - {name: n1, id: SN-1, type: r650, zone: rack-1, addresses: [{type: InternalIP, address: 10.0.0.1}]}
+loadBalancerVIPs: [192.0.2.10]
+"#;
+
+#[tokio::test]
+async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
+    let env = TestEnv::start().await.unwrap();
+    let nodes: Api<Node> = Api::all(env.client());
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    let taint = json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"});
+    let node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [taint]}});
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(node).unwrap(),
+        )
+        .await
+        .unwrap();
+    let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+    services
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(svc).unwrap(),
+        )
+        .await
+        .unwrap();
+
+    let provider = StaticInventory::new(Inventory::from_yaml(INVENTORY.as_bytes()).unwrap());
+    let options = CloudManagerOptions::from_args([
+        "--cloud-provider=static-inventory",
+        "--leader-elect=false",
+        "--secure-port=0",
+    ])
+    .unwrap();
+    let stop = CancellationToken::new();
+    let manager = CloudControllerManager::new("provider-test", options)
+        .with_cloud(Arc::new(provider))
+        .with_client_config(env.config())
+        .without_telemetry()
+        .run(stop.clone());
+    let manager = tokio::spawn(manager);
+
+    let wait = Duration::from_secs(60);
+    let initialized = |n: Option<&Node>| {
+        n.and_then(|n| n.spec.as_ref()?.provider_id.clone())
+            .as_deref()
+            == Some("static-inventory://SN-1")
+    };
+    let node = tokio::time::timeout(wait, await_condition(nodes, "n1", initialized)).await;
+    let node = node.unwrap().unwrap().unwrap();
+    let labels = node.metadata.labels.unwrap();
+    assert_eq!(labels["topology.kubernetes.io/zone"], "rack-1");
+    assert_eq!(labels["node.kubernetes.io/instance-type"], "r650");
+
+    let has_vip = |s: Option<&Service>| {
+        let ingress = s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.clone());
+        ingress.is_some_and(|i| i.iter().any(|i| i.ip.as_deref() == Some("192.0.2.10")))
+    };
+    let vip = tokio::time::timeout(wait, await_condition(services, "web", has_vip)).await;
+    assert!(matches!(vip, Ok(Ok(Some(_)))), "{vip:?}");
+
+    stop.cancel();
+    manager.await.unwrap().unwrap();
+}

@@ -1,0 +1,127 @@
+//! [`ManagerConfig`]: what one manager runs with, and how the generic flags map onto it, so
+//! every binary built on the framework (the stock one and embedders' distros) reads its flags the
+//! same way.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::leader::{LeaderElectionConfig, default_identity};
+use crate::options::GenericOptions;
+
+/// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    /// Manager name: metrics label, default Lease name, event host.
+    pub name: String,
+    /// The `--controllers` list.
+    pub controllers: Vec<String>,
+    /// Pause (with jitter up to 100 %) between controller starts.
+    pub controller_start_interval: Duration,
+    /// Informer resync base; the factory draws period × U[1,2) once. `None` disables resync.
+    pub min_resync_period: Option<Duration>,
+    /// How long to wait for every cache before giving up.
+    pub cache_sync_timeout: Duration,
+    /// How long in-flight reconciles may take after shutdown is requested.
+    pub graceful_shutdown_timeout: Duration,
+    /// Run controllers only while holding this Lease.
+    pub leader_election: Option<LeaderElectionConfig>,
+    /// Serve /healthz, /readyz, /livez, /metrics here.
+    pub admin_addr: Option<SocketAddr>,
+}
+
+impl ManagerConfig {
+    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
+    pub fn new(name: impl Into<String>) -> Self {
+        ManagerConfig {
+            name: name.into(),
+            controllers: vec!["*".to_string()],
+            controller_start_interval: Duration::ZERO,
+            min_resync_period: None,
+            cache_sync_timeout: Duration::from_secs(120),
+            graceful_shutdown_timeout: Duration::from_secs(30),
+            leader_election: None,
+            admin_addr: None,
+        }
+    }
+    /// The configuration the generic flags describe: `--controllers`, `--controller-start-interval`,
+    /// `--min-resync-period`, `--secure-port`/`--bind-address` (port 0 turns the admin server off)
+    /// and the `--leader-elect*` group. The Lease is named `name` unless
+    /// `--leader-elect-resource-name` says otherwise, and held as [`default_identity`].
+    pub fn from_options(name: impl Into<String>, options: &GenericOptions) -> Self {
+        let mut config = ManagerConfig::new(name);
+        config.controllers = options.controllers.clone();
+        config.controller_start_interval = options.controller_start_interval.get();
+        config.min_resync_period = Some(options.min_resync_period.get());
+        let serving = &options.serving;
+        if serving.secure_port != 0 {
+            config.admin_addr = Some(SocketAddr::new(serving.bind_address, serving.secure_port));
+        }
+        let le = &options.leader_election;
+        if le.leader_elect {
+            config.leader_election = Some(LeaderElectionConfig {
+                lease_name: le
+                    .leader_elect_resource_name
+                    .clone()
+                    .unwrap_or_else(|| config.name.clone()),
+                lease_namespace: le.leader_elect_resource_namespace.clone(),
+                identity: default_identity(),
+                lease_duration: le.leader_elect_lease_duration.get(),
+                renew_deadline: le.leader_elect_renew_deadline.get(),
+                retry_period: le.leader_elect_retry_period.get(),
+                release_on_cancel: le.leader_elect_release_on_cancel,
+            });
+        }
+        config
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        generic: GenericOptions,
+    }
+
+    fn config(args: &[&str]) -> ManagerConfig {
+        let argv = std::iter::once("t").chain(args.iter().copied());
+        ManagerConfig::from_options("my-manager", &Cli::parse_from(argv).generic)
+    }
+
+    #[test]
+    fn defaults_serve_admin_and_elect_a_leader_named_after_the_manager() {
+        let c = config(&[]);
+        assert_eq!(c.controllers, vec!["*"]);
+        assert_eq!(c.min_resync_period, Some(Duration::from_secs(12 * 3600)));
+        assert_eq!(c.admin_addr, Some("0.0.0.0:10258".parse().unwrap()));
+        let le = c.leader_election.expect("leader election is on by default");
+        assert_eq!(le.lease_name, "my-manager");
+        assert_eq!(le.lease_namespace, "kube-system");
+        assert_eq!(le.lease_duration, Duration::from_secs(15));
+        assert_eq!(le.renew_deadline, Duration::from_secs(10));
+        assert_eq!(le.retry_period, Duration::from_secs(2));
+        assert!(!le.identity.is_empty());
+    }
+
+    #[test]
+    fn flags_override_lease_and_turn_things_off() {
+        let c = config(&[
+            "--controllers=a,-b",
+            "--secure-port=0",
+            "--leader-elect-resource-name=other",
+            "--leader-elect-resource-namespace=ops",
+        ]);
+        assert_eq!(c.controllers, vec!["a", "-b"]);
+        assert_eq!(c.admin_addr, None);
+        let le = c.leader_election.expect("still on");
+        assert_eq!(
+            (le.lease_name.as_str(), le.lease_namespace.as_str()),
+            ("other", "ops")
+        );
+        assert!(config(&["--leader-elect=false"]).leader_election.is_none());
+    }
+}
