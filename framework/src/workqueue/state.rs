@@ -297,17 +297,17 @@ impl<K: Clone + Eq + Hash> State<K> {
 
 #[cfg(test)]
 mod shrink_tests {
-    use super::State;
+    use super::{Cause, State};
 
     #[test]
     fn a_drained_burst_gives_its_memory_back() {
         let mut state = State::<u64>::new(None);
         for key in 0..20_000 {
-            state.add(key);
+            state.add(key, Cause::default());
         }
         let burst = state.fifo_capacity();
         assert!(burst >= 20_000);
-        while let Some(key) = state.pop() {
+        while let Some((key, _)) = state.pop() {
             state.done(&key);
         }
         assert!(
@@ -316,7 +316,7 @@ mod shrink_tests {
             state.fifo_capacity()
         );
         // Still a working queue afterwards.
-        assert!(state.add(7));
-        assert_eq!(state.pop(), Some(7));
+        assert!(state.add(7, Cause::default()));
+        assert_eq!(state.pop(), Some((7, Cause::default())));
     }
 }
