@@ -1,5 +1,6 @@
 //! `docs/metrics.md` is the contract of `/metrics`: this test parses the doc's tables, runs the
-//! built binary with `--dev` until its controllers have done their work, scrapes `/metrics`, and
+//! built binary with `--dev` until its controllers have done their work, scrapes `/metrics` (plain
+//! HTTP, `--dev`'s default; `admin_tls.rs` covers HTTPS), and
 //! checks both directions: every documented metric is exposed with its documented type and exactly
 //! its documented label names (and values, where the doc lists them), and nothing undocumented is
 //! exposed.
@@ -8,10 +9,7 @@ mod admin_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use admin_support::{DEADLINE, DevBinary, scratch_dir};
-use k8s_openapi::api::core::v1::Service;
-use kube::Api;
-use kube::runtime::wait::await_condition;
+use admin_support::{Admin, DevBinary, scratch_dir};
 
 const DOC: &str = include_str!("../../docs/metrics.md");
 
@@ -237,19 +235,8 @@ fn samples_parse_with_escaped_values() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_metric_and_label_set_matches_docs_metrics_md() -> anyhow::Result<()> {
     let dir = scratch_dir("metrics-contract")?;
-    let binary = DevBinary::start(&dir, &[]).await?;
-    // Once the dev Service has its ingress IP, every controller has reconciled at least once.
-    let services: Api<Service> = Api::namespaced(binary.client().await?, "default");
-    tokio::time::timeout(
-        DEADLINE,
-        await_condition(services, "hello", |s: Option<&Service>| {
-            s.and_then(|s| s.status.as_ref())
-                .and_then(|s| s.load_balancer.as_ref())
-                .and_then(|lb| lb.ingress.as_ref())
-                .is_some_and(|i| !i.is_empty())
-        }),
-    )
-    .await??;
+    let binary = DevBinary::start(&dir, Admin::Http).await?;
+    binary.wait_until_reconciled().await?;
 
     let scraped = binary.get("/metrics").await?;
     assert_eq!(scraped.status, 200);

@@ -7,6 +7,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -15,6 +16,10 @@ use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::rustls::pki_types::pem::PemObject;
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 /// Generous: the binary is a debug build and the machine is shared.
 pub const DEADLINE: Duration = Duration::from_secs(90);
@@ -42,21 +47,59 @@ pub struct DevBinary {
     pub admin: SocketAddr,
     /// The kubeconfig `--dev` wrote for its embedded API server.
     pub kubeconfig: PathBuf,
+    /// The CA file to trust for HTTPS, or `None` when the admin port serves plain HTTP.
+    pub ca: Option<PathBuf>,
+}
+
+/// How the binary's admin port is set up.
+pub enum Admin {
+    /// `--dev`'s default: plain HTTP.
+    Http,
+    /// HTTPS with the generated pair, kept in `<dir>/certs` by `--cert-dir`.
+    GeneratedCert,
+    /// HTTPS with `--tls-cert-file` / `--tls-private-key-file`.
+    CertFiles {
+        /// Chain file (also trusted by the test's client).
+        cert: PathBuf,
+        /// Key file.
+        key: PathBuf,
+    },
+}
+
+/// Where `--cert-dir` points in [`Admin::GeneratedCert`].
+pub fn cert_dir(dir: &Path) -> PathBuf {
+    dir.join("certs")
 }
 
 impl DevBinary {
     /// Starts `cloud-controller-manager --dev` with the admin server on a free loopback port,
     /// plus `extra` flags, and returns once the embedded API server is up (the binary says so on
     /// stdout after writing the kubeconfig).
-    pub async fn start(dir: &Path, extra: &[String]) -> anyhow::Result<Self> {
+    pub async fn start(dir: &Path, admin: Admin) -> anyhow::Result<Self> {
         let port = free_port()?;
         let kubeconfig = dir.join("kubeconfig");
+        let (extra, ca) = match admin {
+            Admin::Http => (vec![], None),
+            Admin::GeneratedCert => (
+                vec![format!("--cert-dir={}", cert_dir(dir).display())],
+                Some(cert_dir(dir).join("cloud-controller-manager.crt")),
+            ),
+            Admin::CertFiles { cert, key } => (
+                vec![
+                    format!("--tls-cert-file={}", cert.display()),
+                    format!("--tls-private-key-file={}", key.display()),
+                    // Must be ignored when files are given, as upstream.
+                    format!("--cert-dir={}", cert_dir(dir).display()),
+                ],
+                Some(cert),
+            ),
+        };
         let mut child = Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
             .arg("--dev")
             .arg(format!("--secure-port={port}"))
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--dev-kubeconfig={}", kubeconfig.display()))
-            .args(extra)
+            .args(&extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -79,6 +122,7 @@ impl DevBinary {
             child,
             admin: SocketAddr::from(([127, 0, 0, 1], port)),
             kubeconfig,
+            ca,
         };
         match tokio::time::timeout(DEADLINE, up_rx).await {
             Ok(Ok(())) => Ok(binary),
@@ -89,9 +133,31 @@ impl DevBinary {
         }
     }
 
-    /// GET `path` from the admin server.
+    /// GET `path` from the admin server, over HTTPS trusting [`Self::ca`] when it has one.
     pub async fn get(&self, path: &str) -> anyhow::Result<Response> {
-        http_get(self.admin, path).await
+        match &self.ca {
+            Some(ca) => https_get(self.admin, path, ca).await,
+            None => http_get(self.admin, path).await,
+        }
+    }
+
+    /// Waits until the dev Service has its ingress IP: by then the manager serves its admin port
+    /// (started before the controllers) and every controller has reconciled.
+    pub async fn wait_until_reconciled(&self) -> anyhow::Result<()> {
+        use k8s_openapi::api::core::v1::Service;
+        let services: kube::Api<Service> = kube::Api::namespaced(self.client().await?, "default");
+        let has_ingress = |s: Option<&Service>| {
+            s.and_then(|s| s.status.as_ref())
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref())
+                .is_some_and(|i| !i.is_empty())
+        };
+        tokio::time::timeout(
+            DEADLINE,
+            kube::runtime::wait::await_condition(services, "hello", has_ingress),
+        )
+        .await??;
+        Ok(())
     }
 
     /// A client for the embedded API server, from the kubeconfig the binary wrote.
@@ -120,6 +186,27 @@ pub struct Response {
 pub async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<Response> {
     let stream = TcpStream::connect(addr).await?;
     send_get(TokioIo::new(stream), addr, path).await
+}
+
+/// GET `path` over HTTPS from `addr` (as `localhost`), trusting every certificate in `ca_file`.
+pub async fn https_get(addr: SocketAddr, path: &str, ca_file: &Path) -> anyhow::Result<Response> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca_file)
+        .with_context(|| format!("reading {}", ca_file.display()))?
+    {
+        // The serving certificate is not a CA; only the CA behind it becomes a trust anchor.
+        let _ = roots.add(cert?);
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let stream = TcpStream::connect(addr).await?;
+    let tls = TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost")?, stream)
+        .await?;
+    send_get(TokioIo::new(tls), addr, path).await
 }
 
 async fn send_get<T>(io: T, addr: SocketAddr, path: &str) -> anyhow::Result<Response>
