@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use kube_runtime::{WatchStreamExt, watcher};
+use kube_runtime::watcher;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -260,8 +260,17 @@ impl<K: InformerResource> ErasedInformer for Informer<K> {
             ListMode::Paged(page_size) => config.page_size(page_size),
             ListMode::Streaming => config.streaming_lists(),
         };
-        let api = <K::Scope as ScopedApi>::api::<K>(client.clone(), scope.namespace.as_deref());
-        let stream = watcher(api, config).default_backoff();
+        // Each informer's watcher gets its own throttle, so one resource whose watches are cut
+        // does not slow the others down.
+        // (Building a client spawns its request buffer, so only inside a runtime; without one
+        // `start_with_stream` reports the missing runtime instead of panicking here.)
+        let client = if tokio::runtime::Handle::try_current().is_ok() {
+            super::watch_throttle::WatchThrottle::client(client)
+        } else {
+            client.clone()
+        };
+        let api = <K::Scope as ScopedApi>::api::<K>(client, scope.namespace.as_deref());
+        let stream = super::backoff::with_backoff(watcher(api, config));
         if let Err(error) = self.start_with_stream(stream, shutdown) {
             tracing::error!(%error, "informer not started");
         }

@@ -41,6 +41,7 @@
 //! - Transforms and indexes must be set before start; after start they fail with
 //!   [`InformerError::AlreadyStarted`] (client-go returns the same kind of error).
 
+mod backoff;
 mod driver;
 mod event;
 mod factory;
@@ -50,6 +51,7 @@ mod resource;
 mod scope;
 mod shared;
 mod store;
+mod watch_throttle;
 
 #[cfg(test)]
 mod tests;

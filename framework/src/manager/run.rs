@@ -1,16 +1,19 @@
 //! The manager: selects controllers, optionally waits to lead, builds every selected controller,
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
-//! until shutdown and drains them within a deadline.
+//! until shutdown and drains them within a deadline. Workers still running at the deadline are
+//! aborted (their in-flight reconciles are dropped at their next await) before `run` returns, so
+//! nothing acts after the Lease is released.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{BoxFuture, join_all};
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -145,9 +148,15 @@ impl<C: Send + Sync + 'static> Manager<C> {
     }
 
     /// Runs until `shutdown` is cancelled (or leadership is lost), then drains.
+    ///
+    /// Dropping the returned future (an embedder's `select!`, an aborted task) stops what it
+    /// started as a cancellation would: the informers and workers run in spawned tasks that would
+    /// otherwise go on reconciling without a lease.
     pub async fn run(self, shutdown: CancellationToken) -> Result<(), ManagerError> {
         let selection = self.validate()?;
         let this = Arc::new(self);
+        let shutdown = shutdown.child_token();
+        let _stop_on_drop = shutdown.clone().drop_guard();
 
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
@@ -292,7 +301,10 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
         info!("caches are synced");
 
-        let mut tasks = Vec::new();
+        // A JoinSet, not detached tasks: when the drain deadline passes (or this future is dropped)
+        // every worker still running is aborted, so no reconcile goes on acting after the manager
+        // returned and the Lease was released.
+        let mut tasks = JoinSet::new();
         for (name, metric_name, run) in started {
             let labels = RunningLabels {
                 name: metric_name,
@@ -301,25 +313,23 @@ impl<C: Send + Sync + 'static> Manager<C> {
             running.get_or_create(&labels).set(1);
             self.health.add_check(&name, || Ok(()));
             let running = running.clone();
-            tasks.push(tokio::spawn(async move {
+            tasks.spawn(async move {
                 run.await;
                 running.get_or_create(&labels).set(0);
-            }));
+            });
         }
 
         stop.cancelled().await;
         info!("shutting down: draining in-flight reconciles");
-        let aborts: Vec<_> = tasks.iter().map(|t| t.abort_handle()).collect();
-        let drained =
-            tokio::time::timeout(self.config.graceful_shutdown_timeout, join_all(tasks)).await;
+        let drain = async { while tasks.join_next().await.is_some() {} };
+        let drained = tokio::time::timeout(self.config.graceful_shutdown_timeout, drain).await;
         if drained.is_err() {
-            for abort in aborts {
-                abort.abort();
-            }
             warn!(
                 timeout = ?self.config.graceful_shutdown_timeout,
+                abandoned = tasks.len(),
                 "graceful shutdown timed out; abandoning in-flight reconciles"
             );
+            tasks.shutdown().await;
         }
         Ok(())
     }

@@ -100,6 +100,11 @@ impl FromStr for GoDuration {
                 .ok_or_else(|| err("number too large"))?;
             rest = tail;
         }
+        // Go's time.Duration is an int64 of nanoseconds (at most ~292 years); larger values are
+        // rejected as upstream does, and so never reach `Instant + Duration` arithmetic.
+        if total_nanos > i64::MAX as u128 {
+            return Err(err("number too large"));
+        }
         let secs =
             u64::try_from(total_nanos / 1_000_000_000).map_err(|_| err("number too large"))?;
         // The remainder of a division by 1e9 always fits in u32.

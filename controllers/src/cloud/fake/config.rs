@@ -190,7 +190,8 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
         // An empty file means "all defaults", like no file at all.
         FileConfig::default()
     } else {
-        serde_saphyr::from_slice(yaml)?
+        // So does an empty document (`---`, only comments, `~`): it is YAML null.
+        serde_saphyr::from_slice::<Option<FileConfig>>(yaml)?.unwrap_or_default()
     };
 
     let provider_name = file
