@@ -40,6 +40,14 @@ pub struct DevOptions {
 }
 
 impl Cli {
+    /// `--dev` serves its admin port over plain HTTP, so the demo's
+    /// `curl http://localhost:10258/metrics` just works, unless a certificate flag
+    /// (`--cert-dir`, `--tls-cert-file`) asks for HTTPS.
+    pub fn dev_admin_over_http(&self) -> bool {
+        let serving = &self.options.generic.serving;
+        self.dev.dev && serving.tls_cert_file.is_none() && serving.cert_dir.is_none()
+    }
+
     /// `--dev` needs no provider flag and gets a pod network for the route controller; explicit
     /// flags still win.
     pub fn apply_dev_defaults(&mut self) {
@@ -50,5 +58,34 @@ impl Cli {
         if cloud.cluster_cidr.is_empty() {
             cloud.cluster_cidr = "10.244.0.0/16".to_string();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::parse_from(std::iter::once("cloud-controller-manager").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn dev_serves_plain_http_unless_a_certificate_flag_is_given() {
+        assert!(cli(&["--dev"]).dev_admin_over_http());
+        assert!(!cli(&["--dev", "--cert-dir=/tmp/ccm"]).dev_admin_over_http());
+        assert!(
+            !cli(&[
+                "--dev",
+                "--tls-cert-file=/tmp/tls.crt",
+                "--tls-private-key-file=/tmp/tls.key"
+            ])
+            .dev_admin_over_http()
+        );
+        assert!(
+            !cli(&["--cloud-provider=fake"]).dev_admin_over_http(),
+            "only --dev"
+        );
     }
 }

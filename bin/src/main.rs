@@ -44,10 +44,14 @@ fn main() -> ExitCode {
         // Kept alive until the manager stops: dropping it stops the embedded API server.
         let (ccm, _dev) = if cli.dev.dev {
             match dev::start(&cli).await {
-                Ok(env) => (
-                    ccm.with_cloud(env.cloud()).with_client_config(env.config()),
-                    Some(env),
-                ),
+                Ok(env) => {
+                    let ccm = ccm.with_cloud(env.cloud()).with_client_config(env.config());
+                    let ccm = match cli.dev_admin_over_http() {
+                        true => ccm.with_plain_http_admin(),
+                        false => ccm,
+                    };
+                    (ccm, Some(env))
+                }
                 Err(e) => {
                     eprintln!("error: cannot start the --dev environment: {e:#}");
                     return ExitCode::FAILURE;

@@ -198,6 +198,7 @@ pub struct CloudControllerManager {
     cloud: Option<Arc<dyn CloudProvider>>,
     client_config: Option<kube::Config>,
     telemetry: bool,
+    plain_http_admin: bool,
 }
 
 impl CloudControllerManager {
@@ -212,6 +213,7 @@ impl CloudControllerManager {
             cloud: None,
             client_config: None,
             telemetry: true,
+            plain_http_admin: false,
         }
     }
 
@@ -250,6 +252,13 @@ impl CloudControllerManager {
     /// Talks to the API server described by `config` instead of the client flags (tests, `--dev`).
     pub fn with_client_config(mut self, config: kube::Config) -> Self {
         self.client_config = Some(config);
+        self
+    }
+
+    /// Serves the admin port over plain HTTP instead of HTTPS (`--dev` without certificate flags,
+    /// or a distro behind its own TLS); the certificate flags then do nothing.
+    pub fn with_plain_http_admin(mut self) -> Self {
+        self.plain_http_admin = true;
         self
     }
 
@@ -333,7 +342,10 @@ impl CloudControllerManager {
             Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
 
         let provider = cloud_options.cloud_provider.clone();
-        let config = ManagerConfig::from_options(self.name.as_str(), &generic);
+        let mut config = ManagerConfig::from_options(self.name.as_str(), &generic);
+        if self.plain_http_admin {
+            config.admin_tls = None;
+        }
         let manager = Manager::new(config, client, CloudContext::new(cloud, cloud_options))
             .with_registry(registry)
             .with_initializers(self.initializers)

@@ -83,6 +83,11 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
     ] {
         let get = probe.clone().unwrap().http_get.unwrap();
         assert_eq!(get.path.as_deref(), Some(path));
+        assert_eq!(
+            get.scheme.as_deref(),
+            Some("HTTPS"),
+            "--secure-port serves HTTPS"
+        );
         assert_eq!(port_of(&c, &get.port), admin, "{path} probes --secure-port");
     }
 
@@ -108,9 +113,29 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
     assert_eq!(listed, ["rbac.yaml", "deployment.yaml"]);
 }
 
-/// One plain HTTP/1.1 GET; the status code.
-async fn get(port: u16, path: &str) -> u16 {
-    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+/// One HTTP/1.1 GET over TLS, trusting the CA the manager wrote to `cert_dir`; the status code.
+async fn get(port: u16, cert_dir: &std::path::Path, path: &str) -> u16 {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+
+    let mut roots = RootCertStore::empty();
+    let chain = cert_dir.join("cloud-controller-manager.crt");
+    for cert in CertificateDer::pem_file_iter(&chain).unwrap() {
+        let _ = roots.add(cert.unwrap()); // the CA is the anchor; the serving cert is not a CA
+    }
+    let provider = std::sync::Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut s = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+        .connect(name, tcp)
         .await
         .unwrap();
     let req = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
@@ -137,9 +162,12 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
     let port = free.local_addr().unwrap().port();
     drop(free);
     let args = container(&deployment()).args.unwrap();
+    // Keep the generated certificate, so the probe below can trust it.
+    let cert_dir = std::env::temp_dir().join(format!("deploy-manifests-{}", std::process::id()));
     let argv = std::iter::once("ccm".to_string()).chain(args).chain([
         format!("--secure-port={port}"),
         "--bind-address=127.0.0.1".into(),
+        format!("--cert-dir={}", cert_dir.display()),
     ]);
     let cli: Cli = try_parse_args_from(argv).unwrap();
     let stop = CancellationToken::new();
@@ -159,8 +187,8 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
         await_condition(nodes, "n1", initialized),
     );
     assert!(matches!(waited.await, Ok(Ok(_))), "n1 was not initialized");
-    assert_eq!(get(port, "/healthz").await, 200);
-    assert_eq!(get(port, "/readyz").await, 200);
+    assert_eq!(get(port, &cert_dir, "/healthz").await, 200);
+    assert_eq!(get(port, &cert_dir, "/readyz").await, 200);
 
     stop.cancel();
     manager.await.unwrap().unwrap();

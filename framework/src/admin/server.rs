@@ -10,6 +10,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
+use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
 use super::health::HealthChecks;
@@ -43,12 +44,14 @@ pub struct AdminServer {
     listener: std::net::TcpListener,
     local_addr: SocketAddr,
     router: Router,
+    tls: Option<Arc<ServerConfig>>,
 }
 
 impl std::fmt::Debug for AdminServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdminServer")
             .field("local_addr", &self.local_addr)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -89,7 +92,14 @@ impl AdminServer {
             listener,
             local_addr,
             router: router.with_state(endpoints),
+            tls: None,
         })
+    }
+
+    /// Serves HTTPS with `config` (see [`ServingCert`](super::ServingCert)) instead of plain HTTP.
+    pub fn with_tls(mut self, config: Arc<ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
     }
 
     /// The bound address (the real port when asked for port 0).
@@ -99,12 +109,21 @@ impl AdminServer {
 
     /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
-        let listener = listener::into_tokio(self.listener)?;
-        tracing::info!(addr = %self.local_addr, "admin server listening");
-        axum::serve(listener, self.router)
-            .with_graceful_shutdown(shutdown.cancelled_owned())
-            .await
-            .map_err(AdminError::Serve)
+        let tcp = listener::into_tokio(self.listener)?;
+        tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), "admin server listening");
+        match self.tls {
+            Some(config) => {
+                axum::serve(listener::TlsListener::new(tcp, config), self.router)
+                    .with_graceful_shutdown(shutdown.cancelled_owned())
+                    .await
+            }
+            None => {
+                axum::serve(tcp, self.router)
+                    .with_graceful_shutdown(shutdown.cancelled_owned())
+                    .await
+            }
+        }
+        .map_err(AdminError::Serve)
     }
 }
 

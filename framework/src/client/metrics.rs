@@ -75,17 +75,17 @@ impl ClientMetrics {
         };
         registry.register(
             "rest_client_requests",
-            "Number of HTTP requests, partitioned by status code, method, and host.",
+            "Number of HTTP requests, partitioned by status code, method, and host",
             metrics.requests.clone(),
         );
         registry.register(
             "rest_client_request_duration_seconds",
-            "Request latency in seconds. Broken down by verb, and host.",
+            "Request latency in seconds. Broken down by verb, and host",
             metrics.duration.clone(),
         );
         registry.register(
             "rest_client_rate_limiter_duration_seconds",
-            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host",
             metrics.rate_limiter.clone(),
         );
         metrics

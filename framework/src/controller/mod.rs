@@ -25,6 +25,8 @@ pub use outcome::RetryAfter;
 pub use periodic::{Period, run_periodically};
 pub use runner::Controller;
 
+use crate::workqueue::Cause;
+
 /// What a reconcile is asked to do: bring the object behind `key` to its desired state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request<K> {
@@ -34,6 +36,9 @@ pub struct Request<K> {
     pub controller: Arc<str>,
     /// How many rate-limited retries preceded this run (0 on the first try or after success).
     pub attempt: u32,
+    /// Why the queue handed the key out: the add's kind and the trace contexts of the adds it
+    /// absorbed, which [`layers::TraceLayer`] turns into span links.
+    pub cause: Cause,
 }
 
 /// How a successful reconcile wants its key treated next.

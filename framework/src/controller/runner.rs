@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tower::{BoxError, Service};
 
 use super::layers::catch_panic::Panicked;
+use super::layers::trace::followup;
 use super::outcome::requeue;
 use super::{Action, Request};
 use crate::workqueue::{QueueKey, WorkQueue};
@@ -113,11 +114,11 @@ where
 {
     let mut service = prototype.clone();
     loop {
-        let key = tokio::select! {
+        let (key, cause) = tokio::select! {
             biased;
             () = shutdown.cancelled() => return,
-            key = queue.get() => match key {
-                Some(key) => key,
+            next = queue.get_with_cause() => match next {
+                Some(next) => next,
                 None => return,
             },
         };
@@ -125,15 +126,16 @@ where
             key: key.clone(),
             controller: Arc::clone(&name),
             attempt: queue.num_requeues(&key),
+            cause,
         };
-        let result = tokio::select! {
+        let (result, reconcile_span) = tokio::select! {
             biased;
             ready = ready(&mut service) => match ready {
-                Ok(()) => call(&mut service, request).await,
+                Ok(()) => followup::scope(call(&mut service, request)).await,
                 Err(error) => {
                     // tower: a service whose poll_ready failed must not be used again.
                     service = prototype.clone();
-                    Err(error)
+                    (Err(error), None)
                 }
             },
             // Stop waiting for capacity on shutdown; the key was not started, so it is not lost
@@ -147,7 +149,12 @@ where
             // A service that panicked may be left half-updated: continue with a fresh clone.
             service = prototype.clone();
         }
-        requeue(&queue, &name, &key, result);
+        {
+            // The requeue's enqueue span (and its log line) belong to the reconcile's trace.
+            let _entered = reconcile_span.as_ref().map(tracing::Span::enter);
+            requeue(&queue, &name, &key, result);
+        }
+        drop(reconcile_span);
         queue.done(&key);
     }
 }

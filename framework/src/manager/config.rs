@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::admin::ServingCert;
 use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::options::GenericOptions;
 
@@ -27,6 +28,9 @@ pub struct ManagerConfig {
     pub leader_election: Option<LeaderElectionConfig>,
     /// Serve /healthz, /readyz, /livez, /metrics here.
     pub admin_addr: Option<SocketAddr>,
+    /// Serve them over HTTPS with this certificate (upstream's secure serving); `None` serves
+    /// plain HTTP, for tests, `--dev` and embedders behind their own TLS.
+    pub admin_tls: Option<ServingCert>,
 }
 
 impl ManagerConfig {
@@ -41,10 +45,13 @@ impl ManagerConfig {
             graceful_shutdown_timeout: Duration::from_secs(30),
             leader_election: None,
             admin_addr: None,
+            admin_tls: None,
         }
     }
     /// The configuration the generic flags describe: `--controllers`, `--controller-start-interval`,
     /// `--min-resync-period`, `--secure-port`/`--bind-address` (port 0 turns the admin server off)
+    /// served over HTTPS as upstream (`--tls-cert-file`/`--tls-private-key-file`, else a
+    /// self-signed pair kept in `--cert-dir` if given; the pair is named after the manager),
     /// and the `--leader-elect*` group. The Lease is named `name` unless
     /// `--leader-elect-resource-name` says otherwise, and held as [`default_identity`].
     pub fn from_options(name: impl Into<String>, options: &GenericOptions) -> Self {
@@ -55,6 +62,12 @@ impl ManagerConfig {
         let serving = &options.serving;
         if serving.secure_port != 0 {
             config.admin_addr = Some(SocketAddr::new(serving.bind_address, serving.secure_port));
+            config.admin_tls = Some(ServingCert::from_flags(
+                serving.tls_cert_file.as_deref(),
+                serving.tls_private_key_file.as_deref(),
+                serving.cert_dir.as_deref(),
+                &config.name,
+            ));
         }
         let le = &options.leader_election;
         if le.leader_elect {
@@ -98,6 +111,14 @@ mod tests {
         assert_eq!(c.controllers, vec!["*"]);
         assert_eq!(c.min_resync_period, Some(Duration::from_secs(12 * 3600)));
         assert_eq!(c.admin_addr, Some("0.0.0.0:10258".parse().unwrap()));
+        assert_eq!(
+            c.admin_tls,
+            Some(ServingCert::SelfSigned {
+                cert_dir: None,
+                pair_name: "my-manager".to_string()
+            }),
+            "HTTPS with a self-signed pair made in memory, as upstream"
+        );
         let le = c.leader_election.expect("leader election is on by default");
         assert_eq!(le.lease_name, "my-manager");
         assert_eq!(le.lease_namespace, "kube-system");
@@ -116,12 +137,37 @@ mod tests {
             "--leader-elect-resource-namespace=ops",
         ]);
         assert_eq!(c.controllers, vec!["a", "-b"]);
-        assert_eq!(c.admin_addr, None);
+        assert_eq!((c.admin_addr, c.admin_tls), (None, None));
         let le = c.leader_election.expect("still on");
         assert_eq!(
             (le.lease_name.as_str(), le.lease_namespace.as_str()),
             ("other", "ops")
         );
         assert!(config(&["--leader-elect=false"]).leader_election.is_none());
+    }
+
+    #[test]
+    fn certificate_flags_choose_the_serving_certificate() {
+        let c = config(&["--cert-dir=/var/run/ccm"]);
+        assert_eq!(
+            c.admin_tls,
+            Some(ServingCert::SelfSigned {
+                cert_dir: Some("/var/run/ccm".into()),
+                pair_name: "my-manager".to_string()
+            })
+        );
+        let c = config(&[
+            "--tls-cert-file=/etc/ccm/tls.crt",
+            "--tls-private-key-file=/etc/ccm/tls.key",
+            "--cert-dir=/var/run/ccm",
+        ]);
+        assert_eq!(
+            c.admin_tls,
+            Some(ServingCert::Files {
+                cert: "/etc/ccm/tls.crt".into(),
+                key: "/etc/ccm/tls.key".into(),
+            }),
+            "files win over --cert-dir, as upstream"
+        );
     }
 }

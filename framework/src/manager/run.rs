@@ -161,13 +161,16 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
             Some(addr) => {
-                let server = AdminServer::new(
+                let mut server = AdminServer::new(
                     addr,
                     this.health.clone(),
                     this.ready.clone(),
                     this.live.clone(),
                     this.registry.clone(),
                 )?;
+                if let Some(cert) = &this.config.admin_tls {
+                    server = server.with_tls(cert.server_config().map_err(AdminError::from)?);
+                }
                 info!(addr = %server.local_addr(), "serving health and metrics");
                 Some(tokio::spawn(server.serve(admin_stop.clone())))
             }

@@ -54,6 +54,8 @@ pub struct ReceivedSpan {
     pub attributes: BTreeMap<String, String>,
     /// Resource attributes of the sender rendered as strings.
     pub resource: BTreeMap<String, String>,
+    /// Links to other spans (e.g. a reconcile's links to the enqueues that caused it).
+    pub links: Vec<ReceivedLink>,
     /// The protocol it arrived over.
     pub transport: Transport,
 }
@@ -64,11 +66,27 @@ impl ReceivedSpan {
         self.attributes.get(key).map(String::as_str)
     }
 
+    /// Whether `self` carries a link to `other`.
+    pub fn links_to(&self, other: &ReceivedSpan) -> bool {
+        self.links
+            .iter()
+            .any(|l| l.trace_id == other.trace_id && l.span_id == other.span_id)
+    }
+
     /// Whether `self` is a direct child of `parent`.
     pub fn is_child_of(&self, parent: &ReceivedSpan) -> bool {
         self.trace_id == parent.trace_id
             && self.parent_span_id.as_deref() == Some(parent.span_id.as_str())
     }
+}
+
+/// One span link as received: the linked span's ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReceivedLink {
+    /// Lower-case hex trace id of the linked span.
+    pub trace_id: String,
+    /// Lower-case hex span id of the linked span.
+    pub span_id: String,
 }
 
 #[derive(Default)]
@@ -97,6 +115,14 @@ impl Recorded {
                         status_code: span.status.map(|s| s.code).unwrap_or_default(),
                         attributes: attributes(&span.attributes),
                         resource: resource.clone(),
+                        links: span
+                            .links
+                            .iter()
+                            .map(|l| ReceivedLink {
+                                trace_id: hex(&l.trace_id),
+                                span_id: hex(&l.span_id),
+                            })
+                            .collect(),
                         transport,
                     });
                 }

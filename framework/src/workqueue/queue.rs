@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::{Duration, Instant};
 
+use super::cause::{AddReason, Cause, enqueue_span};
 use super::metrics::WorkQueueMetrics;
 use super::rate_limit::{RateLimiter, default_controller_rate_limiter};
 use super::state::{Scheduled, State};
@@ -141,18 +142,37 @@ impl<K: QueueKey> WorkQueue<K> {
         &self.inner.name
     }
 
-    /// Marks `key` as needing processing; ignored after shutdown and while it is already waiting.
+    /// Marks `key` as needing processing; ignored after shutdown and while it is already waiting
+    /// (then only its [`Cause`] is recorded).
     pub fn add(&self, key: K) {
+        let cause = self.cause(&key, AddReason::Add);
         let pushed = {
             let mut state = self.inner.state.lock();
             let promoted = state.promote_if_delayed();
-            promoted + usize::from(state.add(key))
+            promoted + usize::from(state.add(key, cause))
         };
         self.wake(pushed);
     }
 
     /// Adds `key` once `delay` has passed; if it is already waiting, the earlier time wins.
     pub fn add_after(&self, key: K, delay: Duration) {
+        let cause = self.cause(&key, AddReason::AddAfter);
+        self.schedule(key, delay, cause);
+    }
+
+    /// Retries `key` after the delay its rate limiter decides (client-go `AddRateLimited`).
+    pub fn add_rate_limited(&self, key: K) {
+        let delay = self.inner.limiter.when(&key);
+        let cause = self.cause(&key, AddReason::RateLimited);
+        self.schedule(key, delay, cause);
+    }
+
+    /// Opens the add's `enqueue` span (outside the lock) and keeps its context as the cause.
+    fn cause(&self, key: &K, reason: AddReason) -> Cause {
+        Cause::new(reason, enqueue_span(&self.inner.name, key, reason))
+    }
+
+    fn schedule(&self, key: K, delay: Duration, cause: Cause) {
         let now = Instant::now();
         let (scheduled, promoted) = {
             let mut state = self.inner.state.lock();
@@ -161,7 +181,7 @@ impl<K: QueueKey> WorkQueue<K> {
             } else {
                 state.promote_due(now)
             };
-            (state.schedule(key, delay, now), promoted)
+            (state.schedule(key, delay, now, cause), promoted)
         };
         self.wake(promoted);
         match scheduled {
@@ -172,12 +192,6 @@ impl<K: QueueKey> WorkQueue<K> {
                 self.inner.timer.notify_one();
             }
         }
-    }
-
-    /// Retries `key` after the delay its rate limiter decides (client-go `AddRateLimited`).
-    pub fn add_rate_limited(&self, key: K) {
-        let delay = self.inner.limiter.when(&key);
-        self.add_after(key, delay);
     }
 
     /// Clears `key`'s failure history after a success, so its next failure backs off from scratch.
@@ -194,6 +208,12 @@ impl<K: QueueKey> WorkQueue<K> {
     /// Every key returned must be passed to [`done`](Self::done). Cancel-safe: a `get` dropped
     /// before it returns takes no key, so it can sit in `select!` beside a shutdown signal.
     pub async fn get(&self) -> Option<K> {
+        self.get_with_cause().await.map(|(key, _)| key)
+    }
+
+    /// Like [`get`](Self::get), and also says why the key was queued, so the reconcile's span
+    /// can link to the adds that caused it (see [`Cause`]).
+    pub async fn get_with_cause(&self) -> Option<(K, Cause)> {
         self.ensure_background();
         loop {
             let mut notified = pin!(self.inner.ready.notified());
@@ -201,11 +221,11 @@ impl<K: QueueKey> WorkQueue<K> {
             {
                 let mut state = self.inner.state.lock();
                 let promoted = state.promote_if_delayed();
-                if let Some(key) = state.pop() {
+                if let Some(handed_out) = state.pop() {
                     drop(state);
                     // Keys promoted beyond the one taken here are for other waiters.
                     self.wake(promoted.saturating_sub(1));
-                    return Some(key);
+                    return Some(handed_out);
                 }
                 if state.shutting_down {
                     return None;

@@ -9,6 +9,7 @@ use std::hash::Hash;
 
 use tokio::time::{Duration, Instant};
 
+use super::cause::Cause;
 use super::metrics::QueueMetrics;
 
 /// How far in the future a delay that would overflow the clock is parked (tokio uses the same bound).
@@ -53,16 +54,29 @@ pub(super) enum Scheduled {
     Waiting(bool),
 }
 
+/// A key that needs processing: when it was first added (when metrics are on) and why.
+struct Dirty {
+    since: Option<Instant>,
+    cause: Cause,
+}
+
+/// A delayed key: its earliest ready time and the causes of every `add_after` it absorbed.
+struct Waiting {
+    ready: Instant,
+    cause: Cause,
+}
+
 /// client-go's queue state: `queue` (FIFO), `dirty` (needs processing), `processing` (handed out),
-/// plus the delaying queue's heap and per-key earliest ready time.
+/// plus the delaying queue's heap and per-key earliest ready time. Each dirty or delayed key also
+/// carries the [`Cause`] of the adds it absorbed, handed out with the key.
 pub(super) struct State<K> {
     queue: VecDeque<K>,
-    /// Keys that need processing; the value is the first-add time when metrics are on.
-    dirty: HashMap<K, Option<Instant>>,
+    /// Keys that need processing.
+    dirty: HashMap<K, Dirty>,
     /// Keys handed out and not yet `done`; the value is the hand-out time when metrics are on.
     processing: HashMap<K, Option<Instant>>,
     /// Earliest ready time per delayed key; heap entries that disagree with it are stale.
-    waiting: HashMap<K, Instant>,
+    waiting: HashMap<K, Waiting>,
     heap: BinaryHeap<Delayed<K>>,
     seq: u64,
     pub(super) shutting_down: bool,
@@ -90,33 +104,41 @@ impl<K: Clone + Eq + Hash> State<K> {
     }
 
     /// client-go `Add`: returns `true` if the key was pushed onto the FIFO (one waiter should wake).
-    pub(super) fn add(&mut self, key: K) -> bool {
-        if self.shutting_down || self.dirty.contains_key(&key) {
+    /// A key already dirty absorbs `cause` instead.
+    pub(super) fn add(&mut self, key: K, cause: Cause) -> bool {
+        if self.shutting_down {
             return false;
         }
-        let stamp = self.stamp();
+        if let Some(dirty) = self.dirty.get_mut(&key) {
+            dirty.cause.absorb(cause);
+            return false;
+        }
+        let since = self.stamp();
         if let Some(m) = &self.metrics {
             m.added();
         }
         if self.processing.contains_key(&key) {
-            self.dirty.insert(key, stamp);
+            self.dirty.insert(key, Dirty { since, cause });
             return false;
         }
-        self.dirty.insert(key.clone(), stamp);
+        self.dirty.insert(key.clone(), Dirty { since, cause });
         self.queue.push_back(key);
         true
     }
 
     /// client-go `Get` without the blocking: pops the head and moves it from dirty to processing.
-    pub(super) fn pop(&mut self) -> Option<K> {
+    pub(super) fn pop(&mut self) -> Option<(K, Cause)> {
         let key = self.queue.pop_front()?;
-        let added = self.dirty.remove(&key).flatten();
+        let (added, cause) = match self.dirty.remove(&key) {
+            Some(dirty) => (dirty.since, dirty.cause),
+            None => (None, Cause::default()),
+        };
         let now = self.stamp();
         if let (Some(m), Some(now)) = (&self.metrics, now) {
             m.got(added.map(|t| now.saturating_duration_since(t)));
         }
         self.processing.insert(key.clone(), now);
-        Some(key)
+        Some((key, cause))
     }
 
     /// client-go `Done`: returns `true` if the key was dirty and went back onto the FIFO.
@@ -167,7 +189,13 @@ impl<K: Clone + Eq + Hash> State<K> {
     }
 
     /// The delaying queue's `AddAfter` once the delay is known to be positive or zero.
-    pub(super) fn schedule(&mut self, key: K, delay: Duration, now: Instant) -> Scheduled {
+    pub(super) fn schedule(
+        &mut self,
+        key: K,
+        delay: Duration,
+        now: Instant,
+        cause: Cause,
+    ) -> Scheduled {
         if self.shutting_down {
             return Scheduled::Ignored;
         }
@@ -175,15 +203,21 @@ impl<K: Clone + Eq + Hash> State<K> {
             m.retried();
         }
         if delay.is_zero() {
-            return Scheduled::Added(self.add(key));
+            return Scheduled::Added(self.add(key, cause));
         }
         let ready = now.checked_add(delay).unwrap_or_else(|| now + FAR_FUTURE);
         match self.waiting.get_mut(&key) {
-            // A later request never postpones an earlier one.
-            Some(existing) if *existing <= ready => return Scheduled::Waiting(false),
-            Some(existing) => *existing = ready,
+            // A later request never postpones an earlier one, but its cause is kept.
+            Some(existing) if existing.ready <= ready => {
+                existing.cause.absorb(cause);
+                return Scheduled::Waiting(false);
+            }
+            Some(existing) => {
+                existing.ready = ready;
+                existing.cause.absorb(cause);
+            }
             None => {
-                self.waiting.insert(key.clone(), ready);
+                self.waiting.insert(key.clone(), Waiting { ready, cause });
             }
         }
         let earliest = self.heap.peek().is_none_or(|top| ready < top.ready);
@@ -202,11 +236,13 @@ impl<K: Clone + Eq + Hash> State<K> {
         let mut pushed = 0;
         while self.heap.peek().is_some_and(|top| top.ready <= now) {
             let Some(entry) = self.heap.pop() else { break };
-            if self.waiting.get(&entry.key) != Some(&entry.ready) {
+            if self.waiting.get(&entry.key).map(|w| w.ready) != Some(entry.ready) {
                 continue; // superseded by an earlier request for the same key
             }
-            self.waiting.remove(&entry.key);
-            if self.add(entry.key) {
+            let Some(waiting) = self.waiting.remove(&entry.key) else {
+                continue;
+            };
+            if self.add(entry.key, waiting.cause) {
                 pushed += 1;
             }
         }
@@ -261,17 +297,17 @@ impl<K: Clone + Eq + Hash> State<K> {
 
 #[cfg(test)]
 mod shrink_tests {
-    use super::State;
+    use super::{Cause, State};
 
     #[test]
     fn a_drained_burst_gives_its_memory_back() {
         let mut state = State::<u64>::new(None);
         for key in 0..20_000 {
-            state.add(key);
+            state.add(key, Cause::default());
         }
         let burst = state.fifo_capacity();
         assert!(burst >= 20_000);
-        while let Some(key) = state.pop() {
+        while let Some((key, _)) = state.pop() {
             state.done(&key);
         }
         assert!(
@@ -280,7 +316,7 @@ mod shrink_tests {
             state.fifo_capacity()
         );
         // Still a working queue afterwards.
-        assert!(state.add(7));
-        assert_eq!(state.pop(), Some(7));
+        assert!(state.add(7, Cause::default()));
+        assert_eq!(state.pop(), Some((7, Cause::default())));
     }
 }

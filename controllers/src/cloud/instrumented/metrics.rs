@@ -55,12 +55,12 @@ impl CloudMetrics {
         };
         registry.register(
             "cloud_provider_requests",
-            "Number of cloud provider calls, by provider, method and outcome.",
+            "Number of cloud provider calls, by provider, method and outcome",
             metrics.requests.clone(),
         );
         registry.register(
             "cloud_provider_request_duration_seconds",
-            "Latency of cloud provider calls in seconds, by provider and method.",
+            "Latency of cloud provider calls in seconds, by provider and method",
             metrics.duration.clone(),
         );
         metrics

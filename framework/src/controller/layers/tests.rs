@@ -21,6 +21,7 @@ fn request(key: &'static str, attempt: u32) -> Request<&'static str> {
         key,
         controller: Arc::from("c"),
         attempt,
+        cause: Default::default(),
     }
 }
 
@@ -172,7 +173,9 @@ async fn trace_opens_a_reconcile_span_and_records_the_outcome() {
                 expect(&[
                     ("controller", "c"),
                     ("object.ref", "ns/fail"),
+                    ("reason", "add"),
                     ("attempt", "3"),
+                    ("queue.adds", "0"),
                     ("outcome", "error"),
                     ("error", "boom"),
                 ])
@@ -182,7 +185,9 @@ async fn trace_opens_a_reconcile_span_and_records_the_outcome() {
                 expect(&[
                     ("controller", "c"),
                     ("object.ref", "requeue"),
+                    ("reason", "add"),
                     ("attempt", "0"),
+                    ("queue.adds", "0"),
                     ("outcome", "requeue_after"),
                     ("requeue_after", "1s"),
                 ])

@@ -52,6 +52,7 @@ where
             }
         }
         tracing::debug!("reconcile finished");
+        super::followup::offer(this.span);
         Poll::Ready(result)
     }
 }

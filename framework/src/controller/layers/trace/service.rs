@@ -5,6 +5,7 @@ use std::task::{Context, Poll};
 
 use tower::{BoxError, Service};
 use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::TraceFuture;
 use crate::controller::{Action, Request};
@@ -37,15 +38,23 @@ where
     }
 
     fn call(&mut self, request: Request<K>) -> Self::Future {
+        // A root whatever span the worker runs in: one trace per reconcile, joined to its causes
+        // by links rather than by parenthood (a deduplicated key has several causes).
         let span = tracing::info_span!(
+            parent: None,
             "reconcile",
             controller = %request.controller,
             object.ref = %request.key,
+            reason = request.cause.reason.as_str(),
             attempt = request.attempt,
+            queue.adds = request.cause.adds,
             outcome = Empty,
             requeue_after = Empty,
             error = Empty,
         );
+        for link in &request.cause.links {
+            span.add_link(link.clone());
+        }
         let future = span.in_scope(|| self.inner.call(request));
         TraceFuture::new(future, span)
     }
