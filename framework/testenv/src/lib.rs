@@ -14,6 +14,7 @@
 //! ```
 
 mod admission;
+mod allocations;
 mod continue_token;
 mod discovery;
 mod faults;

@@ -10,7 +10,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::admission::AdmissionConfig;
-use crate::resources::{ResourceType, lookup};
+use crate::resources::ResourceType;
 use crate::status::{ApiError, Cause, go_quote};
 use crate::store::State;
 
@@ -205,7 +205,7 @@ pub fn admit(
         } else if old.is_none() && !ip.is_empty() && ip != "None" {
             match ip.parse::<Ipv4Addr>() {
                 Ok(addr) if in_range(cfg, addr) => {
-                    if used_ips(state).contains(&ip) {
+                    if state.allocations().has_ip(&ip) {
                         causes.push(Cause::invalid("spec.clusterIPs", &go_string_slice(&[ip.clone()]), &format!("failed to allocate IP {ip}: provided IP is already allocated")));
                     }
                 }
@@ -273,25 +273,50 @@ pub fn admit(
         return Err(invalid(causes));
     }
 
-    // Node ports last, so validation failures allocate nothing.
+    // Node ports last, so validation failures allocate nothing. Ports the old object held stay
+    // its own; other explicit ones must be free, as upstream's port allocator requires.
+    let held = held_node_ports(&old_spec);
+    let mut taken: HashSet<i64> = HashSet::new();
+    if needs_node_ports(&ty) {
+        let explicit = spec
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+            .filter_map(|(i, p)| Some((i, p.get("nodePort").and_then(Value::as_i64)?)))
+            .filter(|(_, n)| *n != 0);
+        for (i, np) in explicit {
+            if !held.contains(&np) && !taken.contains(&np) && state.allocations().has_port(np) {
+                causes.push(Cause::invalid(
+                    format!("spec.ports[{i}].nodePort"),
+                    &np.to_string(),
+                    "provided port is already allocated",
+                ));
+            }
+            taken.insert(np);
+        }
+        if !causes.is_empty() {
+            return Err(invalid(causes));
+        }
+    }
+    let free =
+        |taken: &HashSet<i64>, p: i64| !taken.contains(&p) && !state.allocations().has_port(p);
     let allocate = needs_node_ports(&ty)
         && spec.get("allocateLoadBalancerNodePorts") != Some(&Value::Bool(false));
-    if allocate {
-        let mut used = used_node_ports(state);
-        if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
-            for p in ports.iter_mut() {
-                if p.get("nodePort")
-                    .and_then(Value::as_i64)
-                    .is_some_and(|n| n != 0)
-                {
-                    continue;
-                }
-                let np = allocate_node_port(cfg, &used).ok_or_else(|| {
-                    ApiError::internal("failed to allocate a nodePort: range is full")
-                })?;
-                used.insert(np);
-                p["nodePort"] = np.into();
+    if allocate && let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut() {
+            if p.get("nodePort")
+                .and_then(Value::as_i64)
+                .is_some_and(|n| n != 0)
+            {
+                continue;
             }
+            let np = allocate_node_port(cfg, |p| free(&taken, p)).ok_or_else(|| {
+                ApiError::internal("failed to allocate a nodePort: range is full")
+            })?;
+            taken.insert(np);
+            p["nodePort"] = np.into();
         }
     }
     // healthCheckNodePort: LoadBalancer with externalTrafficPolicy Local gets one (kept across
@@ -311,21 +336,9 @@ pub fn admit(
             .filter(|v| v.as_i64().is_some_and(|n| n != 0));
         let hc = match kept {
             Some(v) => v.clone(),
-            None => {
-                let mut used = used_node_ports(state);
-                used.extend(
-                    spec.get("ports")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64)),
-                );
-                allocate_node_port(cfg, &used)
-                    .ok_or_else(|| {
-                        ApiError::internal("failed to allocate a nodePort: range is full")
-                    })?
-                    .into()
-            }
+            None => allocate_node_port(cfg, |p| free(&taken, p))
+                .ok_or_else(|| ApiError::internal("failed to allocate a nodePort: range is full"))?
+                .into(),
         };
         spec["healthCheckNodePort"] = hc;
     }
@@ -347,53 +360,34 @@ fn range_str(cfg: &AdmissionConfig) -> String {
     format!("{}/{}", Ipv4Addr::from(base), 32 - size.trailing_zeros())
 }
 
-fn services(state: &State) -> impl Iterator<Item = &Value> {
-    let id = lookup("", "v1", "services").unwrap_or(0);
-    state.iter(id, None, None).map(|(_, v)| v.as_ref())
-}
-
-fn used_ips(state: &State) -> HashSet<String> {
-    services(state)
-        .filter_map(|s| {
-            s.pointer("/spec/clusterIP")
-                .and_then(Value::as_str)
-                .map(String::from)
-        })
-        .collect()
-}
-
-fn used_node_ports(state: &State) -> HashSet<i64> {
-    services(state)
-        .flat_map(|s| {
-            s.pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
+/// The nodePorts and healthCheckNodePort a Service's old spec held (empty on create).
+fn held_node_ports(old_spec: &Value) -> HashSet<i64> {
+    old_spec
+        .get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
         .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-        .chain(services(state).filter_map(|s| {
-            s.pointer("/spec/healthCheckNodePort")
-                .and_then(Value::as_i64)
-        }))
+        .chain(old_spec.get("healthCheckNodePort").and_then(Value::as_i64))
         .collect()
 }
 
+/// A free clusterIP: probes from a random start, so it is constant time while the range is
+/// sparse (it scans the whole range only when the range is nearly full).
 fn allocate_ip(state: &State, cfg: &AdmissionConfig) -> Option<String> {
-    let used = used_ips(state);
     let (base, size) = cfg.service_net;
     // .0 is the network, .1 the kubernetes Service, the last the broadcast address.
     let usable = size.checked_sub(3)?;
     let start = rand::rng().random_range(0..usable);
     (0..usable)
         .map(|i| Ipv4Addr::from(base + 2 + (start + i) % usable).to_string())
-        .find(|ip| !used.contains(ip))
+        .find(|ip| !state.allocations().has_ip(ip))
 }
 
-fn allocate_node_port(cfg: &AdmissionConfig, used: &HashSet<i64>) -> Option<i64> {
+/// A free node port, probed from a random start like [`allocate_ip`].
+fn allocate_node_port(cfg: &AdmissionConfig, free: impl Fn(i64) -> bool) -> Option<i64> {
     let lo = i64::from(*cfg.node_ports.start());
     let n = i64::from(*cfg.node_ports.end()) - lo + 1;
     let start = rand::rng().random_range(0..n);
-    (0..n)
-        .map(|i| lo + (start + i) % n)
-        .find(|p| !used.contains(p))
+    (0..n).map(|i| lo + (start + i) % n).find(|p| free(*p))
 }

@@ -14,7 +14,8 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::resources::{ResId, TABLE};
+use crate::allocations::Allocations;
+use crate::resources::{ResId, TABLE, lookup};
 use crate::selectors::Filter;
 
 /// Store key of one object: (namespace, name); namespace is empty for cluster-scoped types.
@@ -115,6 +116,8 @@ pub struct State {
     subscribers: Vec<Subscriber>,
     next_sub: u64,
     watch_buffer: usize,
+    services: Option<ResId>,
+    allocations: Allocations,
 }
 
 /// The store: a lock around [`State`].
@@ -135,6 +138,8 @@ impl Store {
                 subscribers: Vec::new(),
                 next_sub: 0,
                 watch_buffer: watch_buffer.max(1),
+                services: lookup("", "v1", "services"),
+                allocations: Allocations::default(),
             }),
         }
     }
@@ -179,6 +184,11 @@ impl State {
         self.objects[res].get(&(ns.to_string(), name.to_string()))
     }
 
+    /// The cluster IPs and node ports stored Services hold, for constant-time allocation.
+    pub fn allocations(&self) -> &Allocations {
+        &self.allocations
+    }
+
     /// Objects of a type in key order, optionally limited to a namespace, starting after `after`.
     pub fn iter<'a>(
         &'a self,
@@ -210,6 +220,12 @@ impl State {
         let key = key_of(&obj);
         let obj = Arc::new(obj);
         let prev = self.objects[res].insert(key, obj.clone());
+        if Some(res) == self.services {
+            if let Some(prev) = &prev {
+                self.allocations.release(prev);
+            }
+            self.allocations.add(&obj);
+        }
         self.record(Event::new(rv, res, ty, obj.clone(), prev));
         obj
     }
@@ -217,6 +233,9 @@ impl State {
     /// Removes an object under a fresh resourceVersion and notifies watches.
     pub fn remove(&mut self, res: ResId, ns: &str, name: &str) -> Option<Arc<Value>> {
         let prev = self.objects[res].remove(&(ns.to_string(), name.to_string()))?;
+        if Some(res) == self.services {
+            self.allocations.release(&prev);
+        }
         self.rv += 1;
         let rv = self.rv;
         let mut last = (*prev).clone();
