@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use http_body_util::BodyExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Node};
+use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::api::{Api, ListParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::json;
@@ -16,6 +16,7 @@ const NODES: usize = 5_000;
 const EVENTS: usize = 10_000;
 const WATCHERS: usize = 10;
 const WRITERS: usize = 8;
+const SERVICES: usize = 10_000;
 
 async fn create_many<K, F>(api: Api<K>, total: usize, make: F)
 where
@@ -153,6 +154,29 @@ async fn fan_out(env: &TestEnv) {
     );
 }
 
+/// Service creates allocate a clusterIP each; the rate of the last thousand shows whether
+/// allocation slows down as Services accumulate.
+async fn create_services(env: &TestEnv) {
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    let make = |i: usize| -> Service {
+        serde_json::from_value(json!({
+            "metadata": {"name": format!("svc-{i:05}")},
+            "spec": {"ports": [{"port": 80}]}
+        }))
+        .expect("service")
+    };
+    let t0 = Instant::now();
+    create_many(services.clone(), SERVICES - 1_000, make).await;
+    let t1 = Instant::now();
+    create_many(services, 1_000, move |i| make(SERVICES - 1_000 + i)).await;
+    let (all, last) = (t0.elapsed(), t1.elapsed());
+    println!(
+        "create {SERVICES} ClusterIP services ({WRITERS} writers): {all:?} ({:.0}/s); last 1000: {last:?} ({:.0}/s)",
+        SERVICES as f64 / all.as_secs_f64(),
+        1_000.0 / last.as_secs_f64()
+    );
+}
+
 fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -164,7 +188,11 @@ fn main() {
             .start()
             .await
             .expect("start");
-        list_nodes(&env).await;
-        fan_out(&env).await;
+        let only_services = std::env::args().any(|a| a == "services");
+        if !only_services {
+            list_nodes(&env).await;
+            fan_out(&env).await;
+        }
+        create_services(&env).await;
     });
 }
