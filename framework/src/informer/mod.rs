@@ -44,6 +44,7 @@
 mod backoff;
 mod driver;
 mod event;
+mod event_span;
 mod factory;
 mod key;
 mod listener;
