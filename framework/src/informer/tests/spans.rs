@@ -21,6 +21,9 @@ struct Opened {
 
 type Spans = Arc<Mutex<HashMap<span::Id, Opened>>>;
 
+/// What a spying handler reports per event: the event, and the id and record of its span.
+type Seen = (String, span::Id, Opened);
+
 /// Remembers every span's name and fields by id. Ids are reused after a span closes, so the
 /// entry for an id is only looked up while that span is alive (inside the handler).
 struct SpanLog(Spans);
@@ -54,7 +57,7 @@ impl<S: tracing::Subscriber + for<'a> LookupSpan<'a>> tracing_subscriber::Layer<
 fn spying(
     spans: &Spans,
 ) -> (
-    mpsc::UnboundedReceiver<(String, span::Id, Opened)>,
+    mpsc::UnboundedReceiver<Seen>,
     impl FnMut(&Event<Node>) + Send + 'static,
 ) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -113,17 +116,15 @@ async fn every_handler_runs_in_one_root_watch_event_span_per_event() {
     h.start();
 
     // Each event has one span, shared by both handlers, made as a root.
-    let check = |(ea, ida, sa): (String, span::Id, Opened),
-                 (eb, idb, _): (String, span::Id, Opened),
-                 want: &str,
-                 fields_want: Vec<(&str, &str)>| {
-        assert_eq!(ea, want);
-        assert_eq!(eb, want);
-        assert_eq!(ida, idb, "one span per event, not per handler");
-        assert_eq!(sa.name, "watch event");
-        assert!(sa.root, "{sa:?} is a root");
-        assert_eq!(fields(&sa), fields_want);
-    };
+    let check =
+        |(ea, ida, sa): Seen, (eb, idb, _): Seen, want: &str, fields_want: Vec<(&str, &str)>| {
+            assert_eq!(ea, want);
+            assert_eq!(eb, want);
+            assert_eq!(ida, idb, "one span per event, not per handler");
+            assert_eq!(sa.name, "watch event");
+            assert!(sa.root, "{sa:?} is a root");
+            assert_eq!(fields(&sa), fields_want);
+        };
 
     h.list(vec![node("n1", 1)]);
     check(
