@@ -3,7 +3,8 @@
 //! to an independent in-test OTLP receiver (built on `opentelemetry-proto`) over gRPC and over
 //! HTTP/protobuf. One LoadBalancer Service is created; what arrives on the wire must be one trace
 //! whose root is the Service's reconcile, with the `EnsureLoadBalancer` cloud span and the API
-//! spans as its children, and a link to the `enqueue` span of the watch event that queued it.
+//! spans as its children, and a link to the `enqueue` span that queued it, itself a child of the
+//! `watch event` span of the Service's ADDED.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -242,6 +243,35 @@ fn assert_reconcile_trace(spans: &[ReceivedSpan]) {
         assert_eq!(e.kind, 4, "producer");
         assert_eq!(e.attr("reason"), Some("add"));
     }
+
+    // The linked enqueue was made by the Service informer's handler, inside the `watch event`
+    // span of the event that added the Service: the root of the enqueue's trace.
+    let linked = enqueues
+        .iter()
+        .find(|e| root.links_to(e))
+        .expect("checked above");
+    let event = spans
+        .iter()
+        .find(|s| linked.is_child_of(s))
+        .unwrap_or_else(|| panic!("the parent of {linked:#?} arrived: {spans:#?}"));
+    assert_eq!(event.name, "watch event");
+    assert_eq!(event.parent_span_id, None, "the watch event is a root");
+    assert_eq!(event.trace_id, linked.trace_id);
+    assert_eq!(event.attr("k8s.kind"), Some("Service"));
+    assert_eq!(event.attr("object.ref"), Some("default/web"));
+    assert_eq!(event.attr("event.type"), Some("added"));
+    // The Service is created while the manager starts: it arrives in the first list or as a
+    // watch ADDED, depending on which comes first.
+    assert!(
+        matches!(event.attr("event.source"), Some("watch" | "list")),
+        "{event:#?}"
+    );
+    assert!(
+        event
+            .attr("k8s.resource_version")
+            .is_some_and(|rv| !rv.is_empty()),
+        "{event:#?}"
+    );
 }
 
 #[tokio::test]

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use tracing::Span;
 
 use super::event::{Event, EventHandler};
 
 /// One item in a handler's queue.
 pub(crate) enum Notification<K> {
-    /// An event to hand to the handler.
-    Event(Event<K>),
+    /// An event to hand to the handler, with the `watch event` span to run the handler in.
+    Event(Event<K>, Span),
     /// Every object of the initial list (or of the replay) precedes this marker.
     InitialListDelivered,
 }
@@ -67,18 +68,23 @@ impl<K: Send + Sync + 'static> ListenerTask<K> {
                 Some(Notification::InitialListDelivered) => {
                     synced.send_replace(true);
                 }
-                Some(Notification::Event(event)) => {
-                    // One handler's bug must not silently end its subscription or take down the
-                    // process (client-go would crash it): log, skip the event, go on.
-                    let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                        handler.on_event(&event);
-                    }));
-                    if delivered.is_err() {
-                        tracing::error!(
-                            handler = id,
-                            "informer event handler panicked; event skipped"
-                        );
-                    }
+                Some(Notification::Event(event, span)) => {
+                    // The handler runs inside the event's span, so the `enqueue` spans it opens
+                    // (and its log lines) belong to the event's trace. `on_event` is synchronous,
+                    // so the span is never held across an await.
+                    span.in_scope(|| {
+                        // One handler's bug must not silently end its subscription or take down
+                        // the process (client-go would crash it): log, skip the event, go on.
+                        let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            handler.on_event(&event);
+                        }));
+                        if delivered.is_err() {
+                            tracing::error!(
+                                handler = id,
+                                "informer event handler panicked; event skipped"
+                            );
+                        }
+                    });
                 }
             }
         }

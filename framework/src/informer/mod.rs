@@ -24,6 +24,10 @@
 //!   end and delivered as a diff: new → `Added`, existing → `Updated` (also when unchanged, as
 //!   client-go's `Replace`; then old and new are the same `Arc`), vanished → `Deleted` with the
 //!   last cached state.
+//! - Every handler runs each event inside that event's root `watch event` span (INFO; kind,
+//!   type, source, object ref, resourceVersion), one span per event shared by all handlers, so
+//!   the `enqueue` span a handler opens, and through its link the reconcile, lead back to the
+//!   event (see docs/tracing.md). client-go has no such span.
 //! - Resync re-delivers every cached object as `Updated` with old == new, per handler period
 //!   (minimum 1 s; zero disables), queued in order with real events; it never calls the API.
 //! - Lists use `resourceVersion=0` (`any_semantic`, served from the API server's watch cache, as
@@ -44,6 +48,7 @@
 mod backoff;
 mod driver;
 mod event;
+mod event_span;
 mod factory;
 mod key;
 mod listener;

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::InformerError;
 use super::event::{Event, EventHandler};
+use super::event_span::{EventSource, event_span};
 use super::key::ObjectKey;
 use super::listener::{HandlerRegistration, Listener, ListenerTask, Notification, RemoveListener};
 use super::scope::InformerScope;
@@ -233,7 +234,9 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
         let listener = Listener { id, tx };
         if d.synced {
             for obj in self.shared.store.list() {
-                listener.send(Notification::Event(Event::Added(obj)));
+                let event = Event::Added(obj);
+                let span = event_span(&self.shared.kind, EventSource::Replay, &event);
+                listener.send(Notification::Event(event, span));
             }
             listener.send(Notification::InitialListDelivered);
         }
@@ -350,7 +353,8 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
     pub(crate) fn upsert(&self, key: ObjectKey, obj: Arc<K>) {
         let mut d = self.dispatch.lock();
         let event = self.store.upsert(key, obj);
-        broadcast(&mut d, &event);
+        let span = event_span(&self.kind, EventSource::Watch, &event);
+        broadcast(&mut d, &event, &span);
     }
 
     /// Forgets one deleted object and queues `Deleted` with the final state the watch reported.
@@ -361,7 +365,9 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
             tracing::debug!(informer = %self.describe(), %key, "delete of an object not in the cache ignored");
             return;
         }
-        broadcast(&mut d, &Event::Deleted(last));
+        let event = Event::Deleted(last);
+        let span = event_span(&self.kind, EventSource::Watch, &event);
+        broadcast(&mut d, &event, &span);
     }
 
     /// Swaps in a complete list and queues the difference; the first one marks the informer,
@@ -369,8 +375,14 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
     pub(crate) fn replace(&self, listed: Vec<(ObjectKey, Arc<K>)>) {
         let mut d = self.dispatch.lock();
         let events = self.store.replace(listed);
+        let source = if d.synced {
+            EventSource::Relist
+        } else {
+            EventSource::List
+        };
         for event in &events {
-            broadcast(&mut d, event);
+            let span = event_span(&self.kind, source, event);
+            broadcast(&mut d, event, &span);
         }
         if !d.synced {
             d.synced = true;
@@ -393,10 +405,12 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
             return;
         };
         for obj in self.store.list() {
-            listener.send(Notification::Event(Event::Updated {
+            let event = Event::Updated {
                 old: Arc::clone(&obj),
                 new: obj,
-            }));
+            };
+            let span = event_span(&self.kind, EventSource::Resync, &event);
+            listener.send(Notification::Event(event, span));
         }
     }
 
@@ -414,9 +428,9 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
     }
 }
 
-fn broadcast<K>(d: &mut Dispatch<K>, event: &Event<K>) {
+fn broadcast<K>(d: &mut Dispatch<K>, event: &Event<K>, span: &tracing::Span) {
     d.listeners
-        .retain(|l| l.send(Notification::Event(event.clone())));
+        .retain(|l| l.send(Notification::Event(event.clone(), span.clone())));
 }
 
 impl<K: Send + Sync> RemoveListener for Shared<K> {

@@ -6,6 +6,7 @@ mod factory;
 mod relist;
 mod resync;
 mod setup;
+mod spans;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,69 @@
+//! Owns the `watch event` span: one per event the informer delivers, made where the object type
+//! is known and entered around every handler's `on_event`, so the `enqueue` span a handler opens
+//! is its child and a reconcile's link leads back to the event that caused it.
+//!
+//! The span is INFO, so it reaches a trace backend at the default verbosity together with the
+//! `enqueue` and `reconcile` spans it explains. It is always a root (`parent: None`): a late
+//! registration made inside some other span must not adopt the replayed events. One span serves
+//! every handler of an event (each notification carries a clone, a reference count); it closes
+//! when the last handler has run. With tracing off the macro returns a disabled span without
+//! evaluating any field, so the cost is one level check per event.
+
+use kube::Resource;
+use tracing::Span;
+
+use super::event::Event;
+use super::key::ObjectKey;
+
+/// Where an event came from; the span's `event.source`, so a trace tells a live change from a
+/// cache re-delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventSource {
+    /// A watch ADDED, MODIFIED or DELETED.
+    Watch,
+    /// The diff of the first complete list.
+    List,
+    /// The diff of a later list (after a 410 Gone or a reconnect).
+    Relist,
+    /// A handler's periodic re-delivery of the cache.
+    Resync,
+    /// The cache replayed to a handler registered after start.
+    Replay,
+}
+
+impl EventSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            EventSource::Watch => "watch",
+            EventSource::List => "list",
+            EventSource::Relist => "relist",
+            EventSource::Resync => "resync",
+            EventSource::Replay => "replay",
+        }
+    }
+}
+
+/// The span's `event.type`: `added`, `updated` or `deleted` as the handler sees the event, and
+/// `resync` for a resync's `Updated { old == new }`.
+fn event_type<K>(source: EventSource, event: &Event<K>) -> &'static str {
+    match (source, event) {
+        (EventSource::Resync, _) => "resync",
+        (_, Event::Added(_)) => "added",
+        (_, Event::Updated { .. }) => "updated",
+        (_, Event::Deleted(_)) => "deleted",
+    }
+}
+
+/// Opens the `watch event` span of one event of `kind` (the informer's kind label).
+pub(crate) fn event_span<K: Resource>(kind: &str, source: EventSource, event: &Event<K>) -> Span {
+    let obj = event.object();
+    tracing::info_span!(
+        parent: None,
+        "watch event",
+        "k8s.kind" = kind,
+        "event.type" = event_type(source, event),
+        "event.source" = source.as_str(),
+        "object.ref" = %ObjectKey::from_object(obj.as_ref()),
+        "k8s.resource_version" = obj.meta().resource_version.as_deref().unwrap_or(""),
+    )
+}
