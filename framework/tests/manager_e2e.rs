@@ -246,50 +246,66 @@ async fn not_started_is_skipped_and_an_init_error_aborts_start_up() {
     );
 }
 
-#[tokio::test]
-async fn shutdown_waits_for_in_flight_reconciles() {
-    let env = TestEnv::start().await.unwrap();
-    create_node(&env, "slow").await;
+/// A controller over Nodes whose every reconcile awaits `reconcile()`; the receiver fires when the
+/// first reconcile begins.
+fn node_controller<F, Fut>(
+    name: &'static str,
+    reconcile: F,
+) -> (Initializer<()>, tokio::sync::oneshot::Receiver<()>)
+where
+    F: Fn() -> Fut + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started_tx = Arc::new(Mutex::new(Some(started_tx)));
-    let finished = Arc::new(Mutex::new(false));
-    let done = finished.clone();
-    let slow = Initializer::new("slow", move |ctx: InitContext<()>| {
+    let init = Initializer::new(name, move |ctx: InitContext<()>| {
         let started_tx = started_tx.clone();
-        let done = done.clone();
+        let reconcile = reconcile.clone();
         async move {
             let informer = ctx.factory.informer::<Node>();
-            let queue = ctx.queue::<String>("slow", ItemExponential::default());
+            let queue = ctx.queue::<String>(name, ItemExponential::default());
             let q = queue.clone();
             informer
                 .add_handler(move |e: &Event<Node>| q.add(e.object().name_any()))
                 .detach();
             let svc = tower::service_fn(move |_req: Request<String>| {
                 let started_tx = started_tx.clone();
-                let done = done.clone();
+                let work = reconcile();
                 async move {
                     if let Some(tx) = started_tx.lock().take() {
                         let _ = tx.send(());
                     }
-                    tokio::time::sleep(Duration::from_millis(500)).await;
-                    *done.lock() = true;
+                    work.await;
                     Ok::<_, Infallible>(Action::Done)
                 }
             });
             let stop = ctx.shutdown.clone();
             Ok(InitOutcome::Started(Box::pin(async move {
-                Controller::new("slow", queue, svc).run(stop).await
+                Controller::new(name, queue, svc).run(stop).await
             })))
+        }
+    });
+    (init, started_rx)
+}
+
+#[tokio::test]
+async fn shutdown_waits_for_in_flight_reconciles() {
+    let env = TestEnv::start().await.unwrap();
+    create_node(&env, "slow").await;
+    let finished = Arc::new(Mutex::new(false));
+    let done = finished.clone();
+    let (slow, started) = node_controller("slow", move || {
+        let done = done.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            *done.lock() = true;
         }
     });
     let manager = Manager::new(config(&["*"]), env.client(), ())
         .with_initializers(Initializers::new().with(slow));
     let stop = CancellationToken::new();
     let run = tokio::spawn(manager.run(stop.clone()));
-    tokio::time::timeout(WAIT, started_rx)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(WAIT, started).await.unwrap().unwrap();
     stop.cancel();
     tokio::time::timeout(WAIT, run)
         .await
@@ -312,36 +328,13 @@ async fn reconciles_past_the_graceful_deadline_are_abandoned() {
     }
     let env = TestEnv::start().await.unwrap();
     create_node(&env, "stuck").await;
-    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
-    let started_tx = Arc::new(Mutex::new(Some(started_tx)));
     let dropped = Arc::new(Mutex::new(false));
     let flag = dropped.clone();
-    let stuck = Initializer::new("stuck", move |ctx: InitContext<()>| {
-        let started_tx = started_tx.clone();
-        let flag = flag.clone();
+    let (stuck, started) = node_controller("stuck", move || {
+        let guard = DropFlag(flag.clone());
         async move {
-            let informer = ctx.factory.informer::<Node>();
-            let queue = ctx.queue::<String>("stuck", ItemExponential::default());
-            let q = queue.clone();
-            informer
-                .add_handler(move |e: &Event<Node>| q.add(e.object().name_any()))
-                .detach();
-            let svc = tower::service_fn(move |_req: Request<String>| {
-                let started_tx = started_tx.clone();
-                let guard = DropFlag(flag.clone());
-                async move {
-                    let _guard = guard;
-                    if let Some(tx) = started_tx.lock().take() {
-                        let _ = tx.send(());
-                    }
-                    std::future::pending::<()>().await;
-                    Ok::<_, Infallible>(Action::Done)
-                }
-            });
-            let stop = ctx.shutdown.clone();
-            Ok(InitOutcome::Started(Box::pin(async move {
-                Controller::new("stuck", queue, svc).run(stop).await
-            })))
+            let _guard = guard;
+            std::future::pending::<()>().await;
         }
     });
     let mut cfg = config(&["*"]);
@@ -350,10 +343,7 @@ async fn reconciles_past_the_graceful_deadline_are_abandoned() {
         Manager::new(cfg, env.client(), ()).with_initializers(Initializers::new().with(stuck));
     let stop = CancellationToken::new();
     let run = tokio::spawn(manager.run(stop.clone()));
-    tokio::time::timeout(WAIT, started_rx)
-        .await
-        .unwrap()
-        .unwrap();
+    tokio::time::timeout(WAIT, started).await.unwrap().unwrap();
     stop.cancel();
     tokio::time::timeout(WAIT, run)
         .await
