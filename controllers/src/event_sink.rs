@@ -6,14 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::ObjectReference;
 use parking_lot::Mutex;
 
-/// Severity of an event, as the Kubernetes Event `type` field spells it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EventType {
-    /// Something expected happened.
-    Normal,
-    /// Something the operator should look at.
-    Warning,
-}
+/// Severity of an event: the framework's type, so sinks pass it to the recorder unchanged.
+pub use controller_manager::events::EventType;
 
 /// Receives events; implementations must never block or fail the caller.
 pub trait EventSink: Send + Sync {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_manager::controller::RetryAfter;
-use controller_manager::events::{EventRecorder, EventType as RecorderEventType};
+use controller_manager::events::EventRecorder;
 use controller_manager::informer::Store;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 
@@ -31,10 +31,6 @@ pub struct RecorderSink(pub EventRecorder);
 
 impl EventSink for RecorderSink {
     fn emit(&self, regarding: &ObjectReference, type_: EventType, reason: &str, message: &str) {
-        let type_ = match type_ {
-            EventType::Normal => RecorderEventType::Normal,
-            EventType::Warning => RecorderEventType::Warning,
-        };
         self.0.event(regarding, type_, reason, message);
     }
 }

@@ -99,18 +99,23 @@ impl LeaderElectionConfig {
     }
 }
 
-/// Holder identity as upstream builds it, `<hostname>_<uuid v4>`, unique even for two replicas on
-/// one host.
-pub fn default_identity() -> String {
-    let host = hostname::get()
+/// The host name used in identities and event sources; `localhost` when it cannot be read, so
+/// start-up never fails on it.
+pub fn host_name() -> String {
+    hostname::get()
         .ok()
         .and_then(|h| h.into_string().ok())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| {
-            tracing::warn!("cannot read the hostname; using \"localhost\" in the leader identity");
+            tracing::warn!("cannot read the hostname; using \"localhost\"");
             "localhost".to_string()
-        });
-    format!("{host}_{}", uuid::Uuid::new_v4())
+        })
+}
+
+/// Holder identity as upstream builds it, `<hostname>_<uuid v4>`, unique even for two replicas on
+/// one host.
+pub fn default_identity() -> String {
+    format!("{}_{}", host_name(), uuid::Uuid::new_v4())
 }
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ mod record;
 mod status;
 mod store;
 
-pub use config::{LeaderElectionConfig, default_identity};
+pub use config::{LeaderElectionConfig, default_identity, host_name};
 pub use elector::LeaderElector;
 pub use status::{HEALTH_TOLERANCE, LeaderMetrics, LeaderState, LeaderStatus};
 

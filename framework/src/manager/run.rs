@@ -225,7 +225,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 controller_metrics: ControllerMetrics::new(&mut registry),
                 retry_bucket: TokenBucket::new(10.0, 100),
                 registry: self.registry.clone(),
-                host: hostname(),
+                host: crate::leader::host_name(),
             })
         };
         let running: Family<RunningLabels, Gauge> = Family::default();
@@ -338,17 +338,4 @@ impl<C: Send + Sync + 'static> Manager<C> {
 /// `base × U[1,2)`, as client-go spreads resyncs and controller starts.
 fn jittered(base: Duration) -> Duration {
     base.mul_f64(1.0 + rand::random::<f64>())
-}
-
-fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/etc/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-        })
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_string())
 }

@@ -44,12 +44,7 @@ pub fn resource_attributes(
 /// `hostname_<uuid>`, the identity upstream uses for leader election, so a trace and a Lease
 /// holder can be matched to one process.
 pub fn default_instance_id() -> String {
-    let host = hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_string());
-    format!("{host}_{}", uuid::Uuid::new_v4())
+    crate::leader::default_identity()
 }
 
 /// The W3C Baggage-like `key=value,key2=value2` format of `OTEL_RESOURCE_ATTRIBUTES`.
