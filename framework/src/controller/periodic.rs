@@ -209,7 +209,7 @@ mod tests {
         let task = tokio::spawn(scope.scope(run_periodically(
             Period::Sliding(Duration::from_secs(1)),
             CancellationToken::new(),
-            || std::future::pending::<()>(),
+            std::future::pending::<()>,
         )));
         tokio::time::sleep(Duration::from_secs(60)).await;
         abandon.cancel();
