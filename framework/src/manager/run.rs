@@ -334,9 +334,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 name: metric_name,
                 manager: self.config.name.clone(),
             };
+            // Panics are labelled like the reconcile metrics (the short alias), the check by
+            // the canonical name, as upstream names its health checks.
             let scope = ControllerScope::new(
                 &name,
-                shared.controller_metrics.panics(&name),
+                shared.controller_metrics.panics(&labels.name),
                 abandon.clone(),
             );
             let check = scope.clone();
