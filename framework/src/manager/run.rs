@@ -1,8 +1,9 @@
 //! The manager: selects controllers, optionally waits to lead, builds every selected controller,
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
-//! until shutdown and drains them within a deadline. Workers still running at the deadline are
-//! aborted (their in-flight reconciles are dropped at their next await) before `run` returns, so
-//! nothing acts after the Lease is released.
+//! until shutdown (or until one of them stops, which is fatal) and drains them within a deadline.
+//! Work still running at the deadline, or at once when leadership is lost, is abandoned: the
+//! controllers' workers and periodic loops drop it (see `ControllerScope::abandoned`) before `run`
+//! returns, so nothing acts after the Lease is released or lost.
 
 use std::sync::Arc;
 use std::time::Duration;
