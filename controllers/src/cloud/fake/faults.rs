@@ -81,6 +81,38 @@ impl Method {
             Method::DeleteRoute => "DeleteRoute",
         }
     }
+
+    /// Every method, in the order of the contract.
+    pub const ALL: [Method; 23] = [
+        Method::Initialize,
+        Method::GetLoadBalancer,
+        Method::GetLoadBalancerName,
+        Method::EnsureLoadBalancer,
+        Method::UpdateLoadBalancer,
+        Method::EnsureLoadBalancerDeleted,
+        Method::NodeAddresses,
+        Method::NodeAddressesByProviderID,
+        Method::InstanceID,
+        Method::InstanceType,
+        Method::InstanceTypeByProviderID,
+        Method::InstanceExistsByProviderID,
+        Method::InstanceShutdownByProviderID,
+        Method::InstanceExists,
+        Method::InstanceShutdown,
+        Method::InstanceMetadata,
+        Method::GetZoneByProviderID,
+        Method::GetZoneByNodeName,
+        Method::ListClusters,
+        Method::Master,
+        Method::ListRoutes,
+        Method::CreateRoute,
+        Method::DeleteRoute,
+    ];
+
+    /// The method with this upstream name (`"UpdateLoadBalancer"`), as config files spell it.
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
+    }
 }
 
 impl fmt::Display for Method {

@@ -14,6 +14,7 @@
 //! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
+//! | `rate_limit.rs` | the API quota that answers `Retry { after }` |
 //! | `gates.rs` | holding calls mid-flight |
 //! | `world.rs` | the state the facets share, and instance lookups |
 //!
@@ -44,6 +45,7 @@ mod gates;
 mod instances;
 mod ip_pool;
 mod load_balancers;
+mod rate_limit;
 mod routes;
 mod world;
 
@@ -64,11 +66,13 @@ pub use config::{ConfigError, SourceLine};
 pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
 pub use gates::HeldCalls;
 pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
+pub use rate_limit::{RateLimit, RateLimitError};
 pub use world::{DEFAULT_INSTANCE_TYPE, Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
 use gates::Gates;
 use ip_pool::IpPool;
+use rate_limit::Quota;
 use world::World;
 
 /// The provider name the fake registers under and uses in provider IDs (`fake://node-1`).
@@ -88,6 +92,7 @@ struct Shared {
     world: Mutex<World>,
     faults: Faults,
     gates: Gates,
+    quota: Quota,
 }
 
 impl Default for FakeCloud {
@@ -134,6 +139,7 @@ impl FakeCloud {
                 world: Mutex::new(world),
                 faults: Faults::default(),
                 gates: Gates::default(),
+                quota: Quota::default(),
             }),
             caller: Arc::new(Mutex::new(None)),
         }
@@ -206,9 +212,22 @@ impl FakeCloud {
         self.shared.faults.clear_faults(None);
     }
 
-    /// Delays every call of `method` by `latency` (`Duration::ZERO` removes the delay).
+    /// Delays every call of `method` by `latency` (`Duration::ZERO` removes the delay);
+    /// `GetLoadBalancerName` is synchronous and never waits.
     pub fn set_latency(&self, method: Method, latency: Duration) {
         self.shared.faults.set_latency(method, latency);
+    }
+
+    /// Gives the cloud an API quota, or removes it (`None`). Over the quota a call fails at once
+    /// with [`CloudError::Retry`], `after` being the time until the quota lets one call through;
+    /// refused calls are logged. A new quota starts full. A limit that lets nothing through
+    /// (`qps <= 0` or `burst == 0`) is refused with its error.
+    pub fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), RateLimitError> {
+        if let Some(limit) = &limit {
+            limit.validate()?;
+        }
+        self.shared.quota.set(limit);
+        Ok(())
     }
 
     // ---- instances ----
@@ -345,7 +364,8 @@ impl FakeCloud {
             .add_cluster(name.into(), master.into());
     }
 
-    /// Runs one provider call: latency, then a hold, then a fault or `op` on the world; logs it.
+    /// Runs one provider call: the quota (which may refuse it at once), latency, then a hold,
+    /// then a fault or `op` on the world; logs it.
     async fn call<T>(
         &self,
         method: Method,
@@ -354,13 +374,18 @@ impl FakeCloud {
     ) -> Result<T, CloudError> {
         let key = key.into();
         let caller = self.caller.lock().clone();
-        if let Some(latency) = self.shared.faults.latency(method) {
-            tokio::time::sleep(latency).await;
-        }
-        self.shared.gates.pass(method).await;
-        let result = match self.shared.faults.take_fault(method, &key) {
-            Some(err) => Err(err),
-            None => op(&mut self.shared.world.lock()),
+        let result = match self.shared.quota.admit(method) {
+            Err(refused) => Err(refused),
+            Ok(()) => {
+                if let Some(latency) = self.shared.faults.latency(method) {
+                    tokio::time::sleep(latency).await;
+                }
+                self.shared.gates.pass(method).await;
+                match self.shared.faults.take_fault(method, &key) {
+                    Some(err) => Err(err),
+                    None => op(&mut self.shared.world.lock()),
+                }
+            }
         };
 
         self.shared.faults.record(CloudCall {
