@@ -63,7 +63,9 @@ use super::{
 
 pub use builder::FakeCloudBuilder;
 pub use config::{ConfigError, SourceLine};
-pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
+pub use faults::{
+    CallOutcome, CloudCall, DEFAULT_CALL_LOG_CAPACITY, FaultError, FaultSpec, Method,
+};
 pub use gates::HeldCalls;
 pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
 pub use rate_limit::{RateLimit, RateLimitError};
@@ -77,6 +79,24 @@ use world::World;
 
 /// The provider name the fake registers under and uses in provider IDs (`fake://node-1`).
 pub const PROVIDER_NAME: &str = "fake";
+
+/// The registry factory of the `fake` provider: the cloud `--cloud-config` describes, or an
+/// empty one (no instances, no adoption) without a file. Register it with
+/// [`crate::cloud::CloudProviderRegistry::with_fake`] or
+/// [`crate::app::CloudControllerManager::with_fake_provider`].
+pub fn factory(config: Option<&[u8]>) -> Result<Arc<dyn CloudProvider>, crate::cloud::BoxError> {
+    let cloud = match config {
+        Some(bytes) => FakeCloud::from_config(bytes)?,
+        None => FakeCloud::new(),
+    };
+    if cloud.all_instances().is_empty() && !cloud.shared.world.lock().adopt_unknown_nodes {
+        tracing::warn!(
+            "fake cloud provider without instances: it initializes and deletes no Node; it is a \
+             test double, not a cloud (list instances in --cloud-config, or try --dev)"
+        );
+    }
+    Ok(Arc::new(cloud))
+}
 
 /// An in-memory cloud; see the [module docs](self).
 #[derive(Clone)]
@@ -166,9 +186,22 @@ impl FakeCloud {
         }
     }
 
-    /// Every call made so far, oldest first, from all handles.
+    /// The calls made so far, oldest first, from all handles: the newest
+    /// [`DEFAULT_CALL_LOG_CAPACITY`] (see [`Self::set_call_log_capacity`]); count with
+    /// [`Self::call_count`], which misses none.
     pub fn calls(&self) -> Vec<CloudCall> {
         self.shared.faults.calls()
+    }
+
+    /// How many calls to `method` were made since the last [`Self::clear_calls`], including those
+    /// the log has dropped: what benchmarks count.
+    pub fn call_count(&self, method: Method) -> u64 {
+        self.shared.faults.count(method)
+    }
+
+    /// Keeps at most `capacity` calls in the log (0 keeps counters only); the oldest are dropped.
+    pub fn set_call_log_capacity(&self, capacity: usize) {
+        self.shared.faults.set_call_log_capacity(capacity);
     }
 
     /// The calls to one method, oldest first.
@@ -178,9 +211,9 @@ impl FakeCloud {
         calls
     }
 
-    /// Waits until at least `n` calls to `method` are logged (counting from the last
-    /// [`Self::clear_calls`]) and returns them; wrap it in `tokio::time::timeout` instead of
-    /// polling the log with sleeps.
+    /// Waits until at least `n` calls to `method` were made (counting from the last
+    /// [`Self::clear_calls`]) and returns those the log holds; wrap it in `tokio::time::timeout`
+    /// instead of polling the log with sleeps.
     pub async fn wait_for_calls(&self, method: Method, n: usize) -> Vec<CloudCall> {
         self.shared.faults.wait_for_calls(method, n).await
     }
