@@ -120,7 +120,7 @@ impl Bucket {
 impl std::fmt::Debug for CloudBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CloudBudget")
-            .field("limited", &self.state.is_some())
+            .field("active", &self.state.is_some())
             .finish_non_exhaustive()
     }
 }
