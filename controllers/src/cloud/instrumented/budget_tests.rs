@@ -187,3 +187,71 @@ async fn the_in_flight_limit_caps_concurrent_calls() {
         "{text}"
     );
 }
+
+/// 40 load balancers updated at once against a cloud quota of 5 calls/s, each caller retrying
+/// after the `Retry-After` it gets: how many calls the cloud refuses, and when the last is done.
+async fn storm_against_a_quota(options: BudgetOptions) -> (usize, Duration) {
+    use crate::cloud::fake::RateLimit;
+    let fake = FakeCloud::new();
+    let names: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
+    for name in &names {
+        crate::cloud::LoadBalancer::ensure_load_balancer(&fake, "k", &svc(name), &[])
+            .await
+            .unwrap();
+    }
+    fake.set_rate_limit(Some(RateLimit::new(5.0, 5))).unwrap();
+    fake.clear_calls();
+    let cloud = InstrumentedCloud::new(Arc::new(fake.clone()), None).with_budget(&options);
+    let lb = cloud.load_balancer().unwrap();
+    let start = Instant::now();
+    let callers = names.iter().map(|name| async move {
+        loop {
+            match lb.update_load_balancer("k", &svc(name), &[]).await {
+                Ok(()) => return,
+                Err(e) => tokio::time::sleep(e.retry_after().unwrap()).await,
+            }
+        }
+    });
+    futures::future::join_all(callers).await;
+    let refused = fake
+        .calls_to(Method::UpdateLoadBalancer)
+        .iter()
+        .filter(|c| !c.outcome.is_ok())
+        .count();
+    (refused, start.elapsed())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_budget_matching_the_quota_turns_429_storms_into_waiting() {
+    let (unbudgeted, took) = storm_against_a_quota(BudgetOptions::default()).await;
+    let paused = BudgetOptions {
+        pause_on_retry: true,
+        ..BudgetOptions::default()
+    };
+    let (with_pause, took_paused) = storm_against_a_quota(paused).await;
+    let rate = BudgetOptions {
+        qps: 5.0,
+        burst: 5,
+        ..BudgetOptions::default()
+    };
+    let (with_rate, took_rate) = storm_against_a_quota(rate).await;
+    eprintln!(
+        "refused: none {unbudgeted} ({took:?}), pause-on-retry {with_pause} ({took_paused:?}), \
+         qps {with_rate} ({took_rate:?})"
+    );
+    // Measured: 630 refusals without a budget (every waiter wakes for the same next token),
+    // 35 with the pause (one per call over the burst), none with a rate at the quota.
+    assert_eq!(with_rate, 0, "a budget at the quota is never refused");
+    assert!(
+        with_pause <= 40,
+        "about one refusal per call over the burst: {with_pause}"
+    );
+    assert!(
+        unbudgeted >= 10 * with_pause,
+        "{unbudgeted} vs {with_pause}"
+    );
+    // Nobody is slower for it: 35 calls over the burst at 5/s.
+    for took in [took, took_paused, took_rate] {
+        assert_eq!(took, Duration::from_secs(7));
+    }
+}
