@@ -66,6 +66,12 @@ pub enum Error {
     /// The node port range is empty.
     #[error("invalid node port range {0}-{1}")]
     NodePortRange(u16, u16),
+    /// The CA or a certificate for HTTPS could not be made.
+    #[error("setting up HTTPS: {0}")]
+    Tls(String),
+    /// A client certificate was asked of a server started without [`Builder::https`].
+    #[error("client certificates need HTTPS: start the server with Builder::https(true)")]
+    NoHttps,
     /// A ServiceAccount token could not be minted (e.g. its namespace does not exist).
     #[error("minting a token for ServiceAccount {namespace}/{name}: {message}")]
     ServiceAccountToken {
@@ -114,6 +120,7 @@ pub(crate) struct Shared {
     pub(crate) watch: watch::WatchConfig,
     pub(crate) address: String,
     pub(crate) auth: auth::Auth,
+    pub(crate) tls: Option<Arc<auth::Tls>>,
 }
 
 /// Options for [`TestEnv`]; start with [`TestEnv::builder`].
@@ -127,6 +134,7 @@ pub struct Builder {
     watch_buffer: usize,
     static_tokens: HashMap<String, auth::UserInfo>,
     authorization: bool,
+    https: bool,
 }
 
 impl Default for Builder {
@@ -140,6 +148,7 @@ impl Default for Builder {
             watch_buffer: 10_000,
             static_tokens: HashMap::new(),
             authorization: false,
+            https: false,
         }
     }
 }
@@ -203,6 +212,17 @@ impl Builder {
         self
     }
 
+    /// Serves HTTPS with a CA made at start (default: plain HTTP). [`TestEnv::config`] and the
+    /// written kubeconfig trust it; client certificates it signs
+    /// ([`TestEnv::client_certificate`]) authenticate as their CN in their O groups, and the CA is
+    /// published as `client-ca-file` in `kube-system/extension-apiserver-authentication`, as
+    /// kube-apiserver does with `--client-ca-file`. kubectl (client-go) sends bearer tokens and
+    /// client certificates over TLS only.
+    pub fn https(mut self, https: bool) -> Self {
+        self.https = https;
+        self
+    }
+
     /// Binds, seeds the objects a fresh cluster has, and starts serving.
     pub async fn start(self) -> Result<TestEnv, Error> {
         let service_net = AdmissionConfig::parse_cidr(&self.service_range)
@@ -228,7 +248,16 @@ impl Builder {
             service_net,
             node_ports: self.node_ports.clone(),
         };
+        let tls = match self.https {
+            true => Some(Arc::new(
+                auth::Tls::new().map_err(|e| Error::Tls(e.to_string()))?,
+            )),
+            false => None,
+        };
         seed(&store, &admission, addr);
+        if let Some(tls) = &tls {
+            store.with(|s| auth::publish_client_ca(s, &admission, &tls.ca_pem));
+        }
         let admin_token = auth::random_token();
         let mut tokens = self.static_tokens.clone();
         tokens.insert(
@@ -248,6 +277,7 @@ impl Builder {
                 tokens: auth::Tokens::new(tokens),
                 enforce: self.authorization,
             },
+            tls,
         });
         let (ctl, rx) = mpsc::channel(4);
         tokio::spawn(server::run(listener, shared.clone(), rx));
@@ -343,9 +373,47 @@ impl TestEnv {
         Builder::default()
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with [`Builder::https`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.inner.addr)
+        let scheme = match self.inner.shared.tls {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://{}", self.inner.addr)
+    }
+
+    /// The CA certificate (PEM) of a server started with [`Builder::https`].
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.inner.shared.tls.as_ref().map(|t| t.ca_pem.as_str())
+    }
+
+    /// A client certificate and key (PEM) for `user` in `groups`, signed by this server's CA
+    /// (needs [`Builder::https`]).
+    pub fn client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<(String, String), Error> {
+        let tls = self.inner.shared.tls.as_ref().ok_or(Error::NoHttps)?;
+        tls.client_certificate(user, groups)
+            .map_err(|e| Error::Tls(e.to_string()))
+    }
+
+    /// A kube config that authenticates with a client certificate for `user` in `groups`
+    /// (needs [`Builder::https`]).
+    pub fn config_with_client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<kube::Config, Error> {
+        let (cert, key) = self.client_certificate(user, groups)?;
+        let mut config = self.config_with_token("");
+        let info = json!({
+            "client-certificate-data": auth::base64(cert.as_bytes()),
+            "client-key-data": auth::base64(key.as_bytes()),
+        });
+        config.auth_info = serde_json::from_value(info).map_err(|e| Error::Tls(e.to_string()))?;
+        Ok(config)
     }
 
     /// The socket address served.
@@ -367,9 +435,14 @@ impl TestEnv {
             Err(_) => http::Uri::from_static("http://127.0.0.1"),
         };
         let mut config = kube::Config::new(uri);
+        if let Some(tls) = &self.inner.shared.tls {
+            config.root_cert = Some(vec![tls.ca_der.clone()]);
+        }
         // AuthInfo's token is a secrecy::SecretString; going through its serde form spares this
         // crate a dependency on secrecy.
-        if let Ok(info) = serde_json::from_value(json!({ "token": token })) {
+        if !token.is_empty()
+            && let Ok(info) = serde_json::from_value(json!({ "token": token }))
+        {
             config.auth_info = info;
         }
         config
@@ -434,10 +507,16 @@ impl TestEnv {
 
     /// Writes a kubeconfig that kubectl (and any client-go program) can use, as [`ADMIN_USER`].
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(
-            path,
-            kubeconfig_yaml_with_token(&self.url(), &self.inner.admin_token),
-        )
+        let mut yaml = kubeconfig_yaml_with_token(&self.url(), &self.inner.admin_token);
+        if let Some(tls) = &self.inner.shared.tls {
+            let ca = format!(
+                "    server: {}\n    certificate-authority-data: {}\n",
+                self.url(),
+                auth::base64(tls.ca_pem.as_bytes())
+            );
+            yaml = yaml.replace(&format!("    server: {}\n", self.url()), &ca);
+        }
+        std::fs::write(path, yaml)
     }
 
     /// Every request served so far, in arrival order.

@@ -226,7 +226,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
-    let user = auth::authenticate(&shared, header(header::AUTHORIZATION).as_deref());
+    let cert = req.extensions().get::<auth::ClientCertUser>();
+    let user = auth::authenticate(&shared, cert, header(header::AUTHORIZATION).as_deref());
     let mut record = RequestRecord {
         verb: String::new(),
         resource: String::new(),

@@ -8,14 +8,16 @@ mod attributes;
 mod bootstrap;
 mod rbac;
 mod reviews;
+mod tls;
 mod tokens;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-pub use bootstrap::seed;
+pub use bootstrap::{publish_client_ca, seed};
 pub use reviews::mint;
+pub use tls::{ClientCertUser, Tls, base64};
 pub use tokens::{API_AUDIENCE, Tokens, UserInfo, random_token};
 
 use crate::Shared;
@@ -30,9 +32,17 @@ pub struct Auth {
     pub enforce: bool,
 }
 
-/// Who sent a request with this `Authorization` header: the token's user, anonymous without
-/// a bearer token, or upstream's 401 for a bearer token that does not authenticate.
-pub fn authenticate(shared: &Shared, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
+/// Who sent a request: the user of its verified client certificate (checked first, as
+/// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
+/// one, or upstream's 401 for a bearer token that does not authenticate.
+pub fn authenticate(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    authorization: Option<&str>,
+) -> Result<UserInfo, ApiError> {
+    if let Some(ClientCertUser(user)) = cert {
+        return Ok(user.clone());
+    }
     let token = authorization.and_then(|h| {
         let mut parts = h.split(' ');
         let scheme = parts.next()?;
