@@ -78,4 +78,41 @@ async fn kubectl_sends_tokens_over_https() {
         err,
         "Error from server (Forbidden): nodes is forbidden: User \"system:serviceaccount:default:nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"
     );
+    // `kubectl auth can-i` and `kubectl create token` send protobuf SelfSubjectAccessReviews
+    // and TokenRequests.
+    let can_i = |verb: &'static str, resource: &'static str| {
+        let token = token.clone();
+        let kubectl = &kubectl;
+        async move {
+            let (ok, out, _) = kubectl
+                .run(&["--token", &token, "auth", "can-i", verb, resource])
+                .await;
+            (ok, out)
+        }
+    };
+    assert_eq!(can_i("list", "nodes").await, (false, "no".to_string()));
+    assert_eq!(
+        can_i("create", "selfsubjectaccessreviews.authorization.k8s.io").await,
+        (true, "yes".to_string())
+    );
+    let (ok, out, err) = kubectl
+        .run(&["create", "token", "nobody", "--duration", "15m"])
+        .await;
+    assert!(ok, "{err}");
+    let nodes: Api<Node> = Api::all(env.client_with_token(&out));
+    let err = nodes.list(&Default::default()).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("system:serviceaccount:default:nobody"),
+        "{err}"
+    );
+    let minted = env
+        .requests()
+        .into_iter()
+        .rfind(|r| r.subresource.as_deref() == Some("token"))
+        .unwrap();
+    assert_eq!(
+        (minted.verb.as_str(), minted.status, minted.user.as_str()),
+        ("create", 201, kube_testenv::ADMIN_USER)
+    );
 }

@@ -6,6 +6,7 @@
 
 mod attributes;
 mod bootstrap;
+mod protobuf;
 mod rbac;
 mod reviews;
 mod tls;

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::attributes::Attributes;
+use super::protobuf;
 use super::rbac;
 use super::tokens::{API_AUDIENCE, UserInfo};
 use crate::Shared;
@@ -58,7 +59,12 @@ pub fn serve(
     if a.verb != "create" {
         return Some(Err(ApiError::method_not_allowed()));
     }
-    let obj = match crate::router::decode_body(content_type, body) {
+    let protobuf = content_type.split(';').next().map(str::trim) == Some(protobuf::CONTENT_TYPE);
+    let decoded = match protobuf {
+        true => protobuf::decode(body),
+        false => crate::router::decode_body(content_type, body),
+    };
+    let obj = match decoded {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
             return Some(Err(ApiError::bad_request(
