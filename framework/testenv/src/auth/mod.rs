@@ -55,8 +55,9 @@ pub fn authenticate(
     };
     let audiences = [API_AUDIENCE.to_string()];
     shared
-        .store
-        .with(|s| shared.auth.tokens.authenticate(s, token, &audiences))
+        .auth
+        .tokens
+        .authenticate(&shared.store, token, &audiences)
         .map(|ok| ok.user)
         .ok_or_else(unauthorized)
 }

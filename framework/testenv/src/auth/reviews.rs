@@ -117,8 +117,9 @@ fn token_review(shared: &Shared, obj: Value) -> Result<(u16, Value), ApiError> {
         audiences = vec![API_AUDIENCE.to_string()];
     }
     let found = shared
-        .store
-        .with(|s| shared.auth.tokens.authenticate(s, token, &audiences));
+        .auth
+        .tokens
+        .authenticate(&shared.store, token, &audiences);
     let status = match found {
         Some(ok) => {
             let mut user = json!({"username": ok.user.name, "groups": ok.user.groups});
