@@ -8,7 +8,7 @@ mod auth_support;
 use auth_support::send;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, Patch, PatchParams, PostParams, WatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
 
@@ -151,7 +151,7 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
     create(
         &Api::<Role>::namespaced(admin.clone(), "default"),
         json!({"metadata": {"name": "cm-a"}, "rules": [
-            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["get"]}
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["get", "list", "watch"]}
         ]}),
     )
     .await;
@@ -171,6 +171,19 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
         "configmaps \"b\" is forbidden: User \"system:serviceaccount:default:app\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\""
     );
     forbidden(mine.list(&Default::default()).await.unwrap_err());
+    // A list or watch pinned to one name by a field selector is authorized for that name, as a
+    // single-object informer (e.g. on extension-apiserver-authentication) needs.
+    let pinned = ListParams::default().fields("metadata.name=a");
+    assert_eq!(mine.list(&pinned).await.unwrap().items.len(), 1);
+    let _stream = mine
+        .watch(&WatchParams::default().fields("metadata.name=a"), "0")
+        .await
+        .unwrap();
+    forbidden(
+        mine.list(&ListParams::default().fields("metadata.name=b"))
+            .await
+            .unwrap_err(),
+    );
     let status = sar(
         &env,
         ("default", "app"),
