@@ -288,6 +288,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         response.headers_mut().insert("audit-id", id);
     }
     record.status = response.status().as_u16();
+    auth::served(&shared, method.as_str(), &path, record.status);
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);
     response

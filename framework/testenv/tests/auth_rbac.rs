@@ -379,3 +379,68 @@ async fn masters_are_always_allowed_and_local_reviews_stay_in_their_namespace() 
         "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"other\": must match metadata.namespace"
     );
 }
+
+#[tokio::test]
+async fn aggregated_cluster_roles_collect_the_rules_of_the_roles_they_select() {
+    let env = enforcing().await;
+    let roles: Api<ClusterRole> = Api::all(env.client());
+    create(
+        &roles,
+        json!({"metadata": {"name": "monitoring"},
+               "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate-to-monitoring": "true"}}]}}),
+    )
+    .await;
+    create(
+        &roles,
+        json!({"metadata": {"name": "monitoring-endpoints", "labels": {"rbac.example.com/aggregate-to-monitoring": "true"}},
+               "rules": [{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get"]}]}),
+    )
+    .await;
+    let rules = |r: ClusterRole| serde_json::to_value(r.rules.unwrap_or_default()).unwrap();
+    assert_eq!(
+        rules(roles.get("monitoring").await.unwrap()),
+        json!([{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get"]}])
+    );
+    create(
+        &Api::<ClusterRoleBinding>::all(env.client()),
+        json!({"metadata": {"name": "prom"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "monitoring"},
+               "subjects": [{"kind": "User", "name": "prometheus"}]}),
+    )
+    .await;
+    let prometheus = |verb: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+               "spec": {"user": "prometheus", "resourceAttributes": {"verb": verb, "resource": "endpoints", "namespace": "default"}}})
+    };
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let (_, v) = send(
+        &env,
+        Some(env.admin_token()),
+        "POST",
+        path,
+        Some(prometheus("get")),
+    )
+    .await;
+    assert_eq!(v["status"]["allowed"], true);
+    // Relabelling the selected role out of the selector takes its rules away again.
+    roles
+        .patch(
+            "monitoring-endpoints",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"rbac.example.com/aggregate-to-monitoring": null}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rules(roles.get("monitoring").await.unwrap()), json!([]));
+    let (_, v) = send(
+        &env,
+        Some(env.admin_token()),
+        "POST",
+        path,
+        Some(prometheus("get")),
+    )
+    .await;
+    assert_eq!(v["status"], json!({"allowed": false}));
+}

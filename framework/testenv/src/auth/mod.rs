@@ -4,6 +4,7 @@
 //! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served, the auth
 //! APIs (TokenReview, TokenRequest, the access reviews) here and the rest by the router.
 
+mod aggregation;
 mod attributes;
 mod bootstrap;
 mod protobuf;
@@ -91,6 +92,18 @@ pub fn admit(
         }
     }
     reviews::serve(shared, user, &attrs, content_type, body).transpose()
+}
+
+/// After a request was served: a successful ClusterRole write re-aggregates the ClusterRoles
+/// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
+pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
+    let write = !matches!(method, "GET" | "HEAD");
+    if write
+        && (200..300).contains(&status)
+        && path.starts_with("/apis/rbac.authorization.k8s.io/v1/clusterroles")
+    {
+        shared.store.with(aggregation::aggregate);
+    }
 }
 
 /// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).
