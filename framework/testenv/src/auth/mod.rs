@@ -7,6 +7,7 @@
 mod aggregation;
 mod attributes;
 mod bootstrap;
+mod env;
 mod protobuf;
 mod rbac;
 mod reviews;
