@@ -8,6 +8,7 @@ mod aggregation;
 mod attributes;
 mod bootstrap;
 mod env;
+mod impersonation;
 mod protobuf;
 mod rbac;
 mod reviews;
@@ -35,10 +36,24 @@ pub struct Auth {
     pub enforce: bool,
 }
 
+/// Whom a request acts as: who sent it ([`authenticate`]), or the user it impersonates if the
+/// sender may (upstream's 401 or 403 otherwise).
+pub fn identify(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    headers: &http::HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    let authorization = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let requester = authenticate(shared, cert, authorization)?;
+    impersonation::act_as(shared, requester, headers)
+}
+
 /// Who sent a request: the user of its verified client certificate (checked first, as
 /// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
 /// one, or upstream's 401 for a bearer token that does not authenticate.
-pub fn authenticate(
+fn authenticate(
     shared: &Shared,
     cert: Option<&ClientCertUser>,
     authorization: Option<&str>,
