@@ -109,6 +109,15 @@ async fn kubectl_sends_tokens_over_https() {
         .await;
     assert_eq!((ok, out.as_str()), (false, "no"));
     let (ok, out, err) = kubectl
+        .run(&[&["auth", "can-i", "--list"][..], &as_nobody].concat())
+        .await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")),
+        "kubectl auth can-i --list shows the caller's rules: {out}"
+    );
+    let (ok, out, err) = kubectl
         .run(&["create", "token", "nobody", "--duration", "15m"])
         .await;
     assert!(ok, "{err}");

@@ -494,3 +494,61 @@ async fn impersonation_needs_the_impersonate_verb() {
     let msg = forbidden(as_carol.list(&Default::default()).await.unwrap_err());
     assert!(msg.contains("User \"carol\" cannot list"), "{msg}");
 }
+
+#[tokio::test]
+async fn self_subject_rules_reviews_list_what_a_caller_may_do() {
+    let env = enforcing().await;
+    let token = env.token_for_service_account("default", "lister").unwrap();
+    let admin = env.client();
+    create(
+        &Api::<Role>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "cm-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+        ]}),
+    )
+    .await;
+    create(
+        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "lister"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "lister"}]}),
+    )
+    .await;
+    let review = |ns: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": ns}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review("default"))).await;
+    assert_eq!(code, 201, "{v}");
+    let resources = v["status"]["resourceRules"].as_array().unwrap();
+    assert!(
+        resources.contains(
+            &json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]})
+        ),
+        "{v:#}"
+    );
+    assert!(
+        resources.contains(&json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]})),
+        "system:basic-user applies to every authenticated caller: {v:#}"
+    );
+    assert_eq!(v["status"]["incomplete"], false);
+    let (_, other) = send(
+        &env,
+        Some(&token),
+        "POST",
+        path,
+        Some(review("kube-system")),
+    )
+    .await;
+    assert!(
+        !other["status"]["resourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"] == json!(["configmaps"])),
+        "a Role grants nothing outside its namespace: {other:#}"
+    );
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review(""))).await;
+    assert_eq!(
+        (code, v["message"].as_str()),
+        (400, Some("no namespace on request"))
+    );
+}

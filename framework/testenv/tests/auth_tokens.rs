@@ -269,7 +269,8 @@ async fn discovery_lists_the_auth_apis() {
         [
             "subjectaccessreviews",
             "selfsubjectaccessreviews",
-            "localsubjectaccessreviews"
+            "localsubjectaccessreviews",
+            "selfsubjectrulesreviews"
         ]
     );
 }
