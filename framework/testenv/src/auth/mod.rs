@@ -1,8 +1,9 @@
-//! Authentication and authorization as kube-apiserver does them, in its order: the bearer token
-//! names the user (a bad one is 401, none is `system:anonymous`), the authorizer (RBAC plus the
-//! always-allowed `system:masters`, when enforcement is on; everything allowed otherwise, as
-//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served, the auth
-//! APIs (TokenReview, TokenRequest, the access reviews) here and the rest by the router.
+//! Authentication and authorization as kube-apiserver does them, in its order: the client
+//! certificate or bearer token names the user (a bad token is 401, none is `system:anonymous`),
+//! impersonation headers may switch it, the authorizer (RBAC plus the always-allowed
+//! `system:masters`, when enforcement is on; everything allowed otherwise, as
+//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served: the auth
+//! APIs (TokenReview, TokenRequest, the access and rules reviews) here, the rest by the router.
 
 mod aggregation;
 mod attributes;
@@ -114,10 +115,11 @@ pub fn admit(
 /// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
 pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
     let write = !matches!(method, "GET" | "HEAD");
-    if write
-        && (200..300).contains(&status)
-        && path.starts_with("/apis/rbac.authorization.k8s.io/v1/clusterroles")
-    {
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role_path = path
+        .strip_prefix(roles)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    if write && (200..300).contains(&status) && role_path {
         shared.store.with(aggregation::aggregate);
     }
 }
