@@ -289,10 +289,11 @@ fn register(state: &mut State, crd: &Value) {
     }
 }
 
-/// Stops serving every type of a CRD and forgets its objects.
+/// Stops serving every type of a CRD and forgets its objects; CRDs of the group whose names
+/// conflicted with it get another chance (upstream's naming controller requeues the group).
 fn retire(state: &mut State, crd_name: &str) {
     let ids = state.types().of_crd(crd_name);
-    let Some(objects) = ids.first().map(|(_, c)| c.objects) else {
+    let Some((objects, group)) = ids.first().map(|(_, c)| (c.objects, c.group.clone())) else {
         return;
     };
     let list: Vec<ResId> = ids.iter().map(|(id, _)| *id).collect();
@@ -300,6 +301,15 @@ fn retire(state: &mut State, crd_name: &str) {
         state.types_mut().unset(*id);
     }
     state.retire(&list, objects);
+    let Some(id) = crd_id() else { return };
+    let waiting: Vec<Value> = state
+        .iter(id, None, None)
+        .map(|(_, o)| (**o).clone())
+        .filter(|o| text(o, "/spec/group") == group && !established(o))
+        .collect();
+    for crd in waiting {
+        reconcile(state, &crd);
+    }
 }
 
 /// 405 for a create while the type's CRD is being deleted, as upstream.
