@@ -207,6 +207,14 @@ async fn an_established_crd_serves_its_resource_with_every_verb() {
         (w.data["spec"]["replicas"].clone(), generation(&w)),
         (json!(3), 4)
     );
+    let mut scale = api.get_scale("w1").await.unwrap();
+    scale.spec.as_mut().unwrap().replicas = Some(5);
+    let scale = api
+        .replace_scale("w1", &PostParams::default(), &scale)
+        .await
+        .unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(5));
+    assert_eq!(api.get("w1").await.unwrap().data["spec"]["replicas"], 5);
 
     // Field selectors: metadata.name, metadata.namespace and the CRD's selectableFields.
     let names = |l: kube::core::ObjectList<DynamicObject>| -> Vec<String> {
