@@ -404,3 +404,33 @@ async fn a_crd_deletion_waits_for_finalizers_of_its_objects() {
         "the last object took the CRD with it"
     );
 }
+
+#[tokio::test]
+async fn deleting_a_namespace_deletes_its_custom_resources() {
+    use k8s_openapi::api::core::v1::Namespace;
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    install(&client, widget_crd("Namespaced", "widgets", "Widget")).await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let ar = resource("widgets", "Widget");
+    let team: Api<DynamicObject> = Api::namespaced_with(client.clone(), "team", &ar);
+    let default: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    team.create(&PostParams::default(), &widget("w", "blue"))
+        .await
+        .unwrap();
+    default
+        .create(&PostParams::default(), &widget("w", "blue"))
+        .await
+        .unwrap();
+    namespaces
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(team.get_opt("w").await.unwrap().is_none());
+    assert!(default.get_opt("w").await.unwrap().is_some());
+}

@@ -298,6 +298,10 @@ mod tests {
                 "spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1",
             ]
         );
+        assert!(
+            s.validate_root(&json!({"spec": {"color": "red", "size": 2.0}}))
+                .is_empty()
+        );
         let msgs: Vec<String> = s
             .validate_root(&json!({"spec": {"size": "x"}}))
             .iter()

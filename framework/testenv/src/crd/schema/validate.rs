@@ -37,6 +37,8 @@ impl Schema {
         let type_ok = match self.ty.as_str() {
             "" => !self.int_or_string || matches!(actual, "string" | "integer"),
             "number" => matches!(actual, "number" | "integer"),
+            // A whole float (`1.0`) is an integer to kube-openapi, as it is in JSON.
+            "integer" => actual == "integer" || v.as_f64().is_some_and(|f| f.fract() == 0.0),
             t => t == actual,
         };
         if !type_ok {
