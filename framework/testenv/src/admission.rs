@@ -196,7 +196,7 @@ pub fn prepare_create(
     }
     match rt.strategy() {
         Strategy::Crd => crate::crd::admit::prepare_create(&mut obj),
-        Strategy::CustomResource => crate::crd::admit::apply_schema(rt, &mut obj),
+        Strategy::CustomResource => crate::crd::admit::prepare_create_custom(rt, &mut obj),
         _ => {}
     }
     let mut causes = name_causes(rt.name_rule(), &name);

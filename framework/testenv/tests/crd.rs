@@ -67,7 +67,8 @@ fn widget(name: &str, color: &str) -> DynamicObject {
     serde_json::from_value(json!({
         "apiVersion": format!("{GROUP}/v1"), "kind": "Widget",
         "metadata": {"name": name, "labels": {"app": "demo"}},
-        "spec": {"color": color, "replicas": 1, "unknown": "pruned"}
+        "spec": {"color": color, "replicas": 1, "unknown": "pruned"},
+        "status": {"ready": true}
     }))
     .unwrap()
 }
@@ -131,6 +132,10 @@ async fn an_established_crd_serves_its_resource_with_every_verb() {
         .await
         .unwrap();
     assert_eq!(generation(&created), 1);
+    assert!(
+        created.data.get("status").is_none(),
+        "create cannot set status"
+    );
     assert_eq!(
         created.data["spec"],
         json!({"color": "blue", "replicas": 1, "size": 1})

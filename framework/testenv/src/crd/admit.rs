@@ -79,6 +79,17 @@ pub fn prepare_update(crd: &mut Value) {
     add_stored_version(crd);
 }
 
+/// A new custom resource: with a status subresource, create cannot set status (upstream's
+/// custom resource strategy drops it).
+pub fn prepare_create_custom(rt: &Served, obj: &mut Value) {
+    if rt.status_subresource()
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.remove("status");
+    }
+    apply_schema(rt, obj);
+}
+
 /// Prunes unknown fields and applies defaults from the version's structural schema.
 pub fn apply_schema(rt: &Served, obj: &mut Value) {
     if let Some(schema) = rt.custom().and_then(|c| c.schema.as_ref()) {
