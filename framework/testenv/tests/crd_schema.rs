@@ -70,14 +70,14 @@ async fn invalid_crds_are_refused_with_upstreams_causes() {
             "metadata.name: Invalid value: \"things.example\": must be spec.names.plural+\".\"+spec.group".to_string(),
             "spec.group: Invalid value: \"example\": should be a domain with at least one dot".into(),
             "spec.scope: Unsupported value: \"Global\": supported values: \"Cluster\", \"Namespaced\"".into(),
-            format!("spec.names.plural: Invalid value: \"Things\": {dns1035}"),
-            "spec.names.listKind: Invalid value: \"Thing\": kind and listKind may not be the same".into(),
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields".into(),
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[a].items: Required value: must be specified".into(),
             format!("spec.versions[1].name: Invalid value: \"V2\": {dns1035}"),
             "spec.versions[1].schema.openAPIV3Schema.type: Invalid value: \"string\": must be object at the root".into(),
             "spec.versions[2].schema.openAPIV3Schema: Required value: schemas are required".into(),
             "spec.versions: Invalid value: []apiextensions.CustomResourceDefinitionVersion{...}: must have exactly one version marked as storage version".into(),
+            format!("spec.names.plural: Invalid value: \"Things\": {dns1035}"),
+            "spec.names.listKind: Invalid value: \"Thing\": kind and listKind may not be the same".into(),
         ]
     );
 }
@@ -349,4 +349,25 @@ async fn several_versions_share_objects_with_conversion_none() {
     assert_eq!(seen, [(beta.clone(), json!(1)), (beta, json!(2))]);
     let listed = api_at("v1beta1").list(&Default::default()).await.unwrap();
     assert_eq!(listed.items[0].data["spec"]["a"], 2);
+
+    // An established CRD keeps its scope and kind; a printer column needs a known type.
+    let mut changed = crds.get(name).await.unwrap();
+    changed.spec.scope = "Cluster".into();
+    changed.spec.names.kind = "Other".into();
+    changed.spec.versions[1].additional_printer_columns = Some(vec![
+        serde_json::from_value(json!({"name": "A", "type": "text", "jsonPath": ".spec.a"}))
+            .unwrap(),
+    ]);
+    let err = crds
+        .replace(name, &PostParams::default(), &changed)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        causes(err),
+        [
+            "spec.versions[1].additionalPrinterColumns[0].type: Invalid value: \"text\": must be one of boolean,date,integer,number,string",
+            "spec.scope: Invalid value: \"Cluster\": field is immutable",
+            "spec.names.kind: Invalid value: \"Other\": field is immutable",
+        ]
+    );
 }

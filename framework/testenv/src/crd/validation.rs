@@ -1,7 +1,7 @@
-//! Validation of a CustomResourceDefinition, worded as apiextensions-apiserver words it: name,
-//! group, scope, names, versions (exactly one storage version, DNS-1035 names, unique), a
-//! structural schema per version, printer columns, selectable fields, and on update the
-//! immutable fields and `storedVersions`.
+//! Validation of a CustomResourceDefinition, worded and ordered as apiextensions-apiserver's:
+//! name, group, scope, versions (DNS-1035 names, a structural schema each, printer columns,
+//! selectable fields; unique; exactly one storage version), names, and on update the immutable
+//! fields (group and plural; scope and kind once established) and `storedVersions`.
 
 use std::collections::BTreeSet;
 
@@ -76,7 +76,8 @@ fn names_causes(names: &Value, out: &mut Vec<Cause>) {
     }
 }
 
-const COLUMN_TYPES: &[&str] = &["boolean", "date", "integer", "number", "string"];
+const COLUMN_TYPES: &str = "boolean,date,integer,number,string";
+const COLUMN_FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
 
 fn version_causes(v: &Value, i: usize, out: &mut Vec<Cause>) {
     let p = format!("spec.versions[{i}]");
@@ -101,14 +102,23 @@ fn version_causes(v: &Value, i: usize, out: &mut Vec<Cause>) {
         if text(c, "/name").is_empty() {
             out.push(Cause::required(format!("{cp}.name"), ""));
         }
+        let one_of = |list: &str| format!("must be one of {list}");
         let ty = text(c, "/type");
         if ty.is_empty() {
-            out.push(Cause::required(format!("{cp}.type"), ""));
-        } else if !COLUMN_TYPES.contains(&ty) {
-            out.push(Cause::not_supported(
+            out.push(Cause::required(format!("{cp}.type"), &one_of(COLUMN_TYPES)));
+        } else if !COLUMN_TYPES.split(',').any(|t| t == ty) {
+            out.push(Cause::invalid(
                 format!("{cp}.type"),
                 &go_quote(ty),
-                COLUMN_TYPES,
+                &one_of(COLUMN_TYPES),
+            ));
+        }
+        let format = text(c, "/format");
+        if !format.is_empty() && !COLUMN_FORMATS.split(',').any(|f| f == format) {
+            out.push(Cause::invalid(
+                format!("{cp}.format"),
+                &go_quote(format),
+                &one_of(COLUMN_FORMATS),
             ));
         }
         if text(c, "/jsonPath").is_empty() {
@@ -189,6 +199,12 @@ fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
         out.push(Cause::forbidden(
             format!("{p}.additionalProperties"),
             "additionalProperties and properties are mutual exclusive",
+        ));
+    }
+    if s.get("uniqueItems") == Some(&Value::Bool(true)) {
+        out.push(Cause::forbidden(
+            format!("{p}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
         ));
     }
     if ty == "array" && !s.get("items").is_some_and(Value::is_object) {
@@ -294,7 +310,6 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
             &["Cluster", "Namespaced"],
         )),
     }
-    names_causes(&crd["spec"]["names"], &mut out);
     let versions = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
@@ -327,8 +342,21 @@ pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
             "must have exactly one version marked as storage version",
         ));
     }
+    names_causes(&crd["spec"]["names"], &mut out);
     if let Some(old) = old {
-        for (field, ptr) in [("spec.scope", "/spec/scope"), ("spec.group", "/spec/group")] {
+        let established = old["status"]["conditions"].as_array().is_some_and(|l| {
+            l.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        });
+        let mut immutable = vec![
+            ("spec.group", "/spec/group"),
+            ("spec.names.plural", "/spec/names/plural"),
+        ];
+        if established {
+            immutable.insert(0, ("spec.scope", "/spec/scope"));
+            immutable.insert(1, ("spec.names.kind", "/spec/names/kind"));
+        }
+        for (field, ptr) in immutable {
             if text(old, ptr) != text(crd, ptr) {
                 out.push(Cause::invalid(
                     field,
