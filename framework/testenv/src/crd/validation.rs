@@ -229,7 +229,7 @@ fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
             format!("{p}.x-kubernetes-list-map-keys"),
             "must not be empty if x-kubernetes-list-type is map",
         )),
-        "map" => {}
+        "map" => map_list_keys(s, p, out),
         other => out.push(Cause::not_supported(
             format!("{p}.x-kubernetes-list-type"),
             &go_quote(other),
@@ -270,6 +270,54 @@ fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
     }
     if let Some(add) = s.get("additionalProperties").filter(|i| i.is_object()) {
         structural(add, &format!("{p}.additionalProperties"), false, out);
+    }
+}
+
+/// A `map` list's items are objects whose key properties are scalars, each required or
+/// defaulted (a key must never be missing).
+fn map_list_keys(s: &Value, p: &str, out: &mut Vec<Cause>) {
+    let keys: Vec<&str> = s["x-kubernetes-list-map-keys"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let items = &s["items"];
+    let item_type = text(items, "/type");
+    if item_type != "object" {
+        out.push(Cause::invalid(
+            format!("{p}.items.type"),
+            &go_quote(item_type),
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    let required: Vec<&str> = items["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for k in &keys {
+        let Some(prop) = items.pointer(&format!("/properties/{k}")) else {
+            let list: Vec<String> = keys.iter().map(|k| go_quote(k)).collect();
+            out.push(Cause::invalid(
+                format!("{p}.x-kubernetes-list-map-keys"),
+                &format!("[]string{{{}}}", list.join(", ")),
+                "entries must all be names of item properties",
+            ));
+            continue;
+        };
+        let kp = format!("{p}.items.properties[{k}]");
+        if matches!(text(prop, "/type"), "array" | "object") {
+            out.push(Cause::invalid(
+                format!("{kp}.type"),
+                &go_quote(text(prop, "/type")),
+                "must be a scalar type if parent array's x-kubernetes-list-type is map",
+            ));
+        }
+        if !required.contains(k) && prop.get("default").is_none() {
+            out.push(Cause::required(
+                kp,
+                "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+            ));
+        }
     }
 }
 
