@@ -92,6 +92,15 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
         "customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com condition met"
     );
 
+    let crds = k.run(&["get", "crds"]).await;
+    let lines: Vec<&str> = crds.lines().collect();
+    assert_eq!(words(lines[0]), ["NAME", "CREATED", "AT"], "{crds}");
+    assert_eq!(words(lines[1])[0], "widgets.stable.example.com", "{crds}");
+    assert!(
+        words(lines[1])[1].ends_with('Z'),
+        "an RFC 3339 time: {crds}"
+    );
+
     let resources = k
         .run(&["api-resources", "--api-group=stable.example.com"])
         .await;
