@@ -519,10 +519,14 @@ pub fn delete(
 /// Deletes every namespaced object in a namespace being deleted (upstream's namespace controller
 /// does this asynchronously; here it happens at once).
 fn delete_namespace_content(state: &mut State, ns: &str) {
+    let mut done = Vec::new();
     for (res, rt) in state.types().all() {
-        if !rt.namespaced() || rt.custom().is_some_and(|c| c.objects != res) {
+        // Every version of a CRD addresses the same objects: visit them once.
+        let objects = rt.custom().map_or(res, |c| c.objects);
+        if !rt.namespaced() || done.contains(&objects) {
             continue;
         }
+        done.push(objects);
         let keys: Vec<ObjKey> = state
             .iter(res, Some(ns), None)
             .map(|(k, _)| k.clone())
