@@ -59,7 +59,7 @@ impl Target {
         }
     }
 
-    pub(crate) fn ns_key(&self) -> &str {
+    fn ns_key(&self) -> &str {
         if self.rt.namespaced() {
             self.ns.as_deref().unwrap_or("")
         } else {
@@ -67,7 +67,7 @@ impl Target {
         }
     }
 
-    pub(crate) fn name(&self) -> &str {
+    fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
 
@@ -79,20 +79,16 @@ impl Target {
         }
     }
 
-    pub(crate) fn not_found(&self) -> ApiError {
+    fn not_found(&self) -> ApiError {
         ApiError::not_found(self.rt.group(), self.rt.plural(), self.name())
     }
 
     /// 404 when a CRD-defined type was retired after the request was routed.
     fn check_served(&self, state: &State) -> Result<(), ApiError> {
-        if state.served(self.res).is_none() {
-            return Err(ApiError::not_found(
-                self.rt.group(),
-                self.rt.plural(),
-                self.name(),
-            ));
+        match state.served(self.res) {
+            Some(_) => Ok(()),
+            None => Err(self.not_found()),
         }
-        Ok(())
     }
 }
 
