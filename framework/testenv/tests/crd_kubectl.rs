@@ -1,6 +1,6 @@
 //! CRDs through kubectl: apply a CRD, `kubectl wait` for Established, find it in
-//! `kubectl api-resources`, apply and get custom resources by plural, short name and category
-//! with the CRD's printer columns, and delete the CRD (its resource type goes with it).
+//! `kubectl api-resources`, apply, scale and get custom resources by plural, short name and
+//! category with the CRD's printer columns, and delete the CRD (its resource type goes with it).
 
 mod support;
 
@@ -26,6 +26,9 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
     additionalPrinterColumns:
     - name: Color
       type: string
@@ -48,9 +51,11 @@ spec:
             properties:
               color: {type: string}
               size: {type: integer, default: 3}
+              replicas: {type: integer}
           status:
             type: object
             properties:
+              replicas: {type: integer}
               conditions:
                 type: array
                 x-kubernetes-list-type: map
@@ -149,9 +154,15 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
             "{what}: {out}"
         );
     }
+    assert_eq!(
+        k.run(&["scale", "widget", "w1", "--replicas=4"])
+            .await
+            .trim(),
+        "widget.stable.example.com/w1 scaled"
+    );
     let yaml = k.run(&["get", "wi", "w1", "-o", "yaml"]).await;
     assert!(
-        yaml.contains("generation: 2") && yaml.contains("size: 3"),
+        yaml.contains("generation: 3") && yaml.contains("size: 3") && yaml.contains("replicas: 4"),
         "{yaml}"
     );
 
