@@ -26,7 +26,8 @@ impl Schema {
     }
 
     fn validate(&self, v: &Value, path: &str, out: &mut Vec<Cause>) {
-        let shown = if path.is_empty() { "<root>" } else { path };
+        // kube-openapi names the root "" (so its messages start with " in body").
+        let shown = path;
         if v.is_null() {
             if !self.nullable && !self.ty.is_empty() {
                 out.push(type_invalid(path, "null", &self.ty, shown));
