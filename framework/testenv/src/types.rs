@@ -88,6 +88,8 @@ pub struct CustomType {
     pub scale: Option<ScaleSpec>,
     /// The structural schema of this version.
     pub schema: Option<Schema>,
+    /// The `openAPIV3Schema` as written, for the OpenAPI document.
+    pub openapi: Option<serde_json::Value>,
     /// Printer columns of this version (defaulted to Age when none are declared).
     pub columns: Vec<Column>,
     /// Field selector labels from `selectableFields` (`spec.color`).

@@ -118,6 +118,12 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
         ["widgets", "wi", "stable.example.com/v1", "true", "Widget"]
     );
 
+    let explained = k.run(&["explain", "widgets.spec"]).await;
+    assert!(
+        explained.contains("KIND:       Widget") && explained.contains("color\t<string>"),
+        "{explained}"
+    );
+
     let cr = k.write("widget.yaml", WIDGET_YAML);
     let cr = cr.to_str().unwrap();
     assert_eq!(
