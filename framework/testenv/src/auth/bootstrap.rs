@@ -7,7 +7,6 @@ use serde_json::{Value, json};
 
 use crate::admission::AdmissionConfig;
 use crate::handlers::{self, Target};
-use crate::resources::lookup;
 use crate::store::State;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
@@ -137,14 +136,8 @@ fn objects() -> Vec<(&'static str, Option<&'static str>, Value)> {
 /// Creates the bootstrap roles and bindings (after the system namespaces exist).
 pub fn seed(state: &mut State, cfg: &AdmissionConfig) {
     for (plural, ns, obj) in objects() {
-        let Some(res) = lookup(GROUP, "v1", plural) else {
+        let Some(t) = Target::builtin(GROUP, plural, ns) else {
             continue;
-        };
-        let t = Target {
-            res,
-            ns: ns.map(String::from),
-            name: None,
-            sub: None,
         };
         if let Err(e) = handlers::create(state, cfg, &t, obj, false) {
             tracing::error!(error = ?e, plural, "seeding the RBAC bootstrap policy");
@@ -160,11 +153,8 @@ pub fn publish_client_ca(state: &mut State, cfg: &AdmissionConfig, ca_pem: &str)
         "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
         "data": {"client-ca-file": ca_pem},
     });
-    let t = Target {
-        res: handlers::core("configmaps"),
-        ns: Some("kube-system".into()),
-        name: None,
-        sub: None,
+    let Some(t) = Target::builtin("", "configmaps", Some("kube-system")) else {
+        return;
     };
     if let Err(e) = handlers::create(state, cfg, &t, cm, false) {
         tracing::error!(error = ?e, "publishing the client CA");

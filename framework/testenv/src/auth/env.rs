@@ -103,12 +103,8 @@ impl TestEnv {
             message: e.message,
         };
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}});
-        let target = handlers::Target {
-            res: handlers::core("serviceaccounts"),
-            ns: Some(namespace.to_string()),
-            name: None,
-            sub: None,
-        };
+        let target = handlers::Target::builtin("", "serviceaccounts", Some(namespace))
+            .ok_or_else(|| fail(status::ApiError::no_route()))?;
         match shared
             .store
             .with(|s| handlers::create(s, &shared.admission, &target, sa, false))

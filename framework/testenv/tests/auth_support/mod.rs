@@ -1,5 +1,5 @@
-//! What the auth test suites share: kubectl run against a written admin kubeconfig (skipped with a
-//! message when kubectl is not installed), and raw requests with a chosen bearer token.
+//! What the auth test suites share: kubectl run against a written admin kubeconfig (failing the test
+//! when kubectl is not installed), and raw requests with a chosen bearer token.
 
 #![allow(dead_code)]
 
@@ -23,21 +23,22 @@ impl Drop for Kubectl {
 }
 
 impl Kubectl {
-    /// `None` (with a SKIPPED message) when kubectl is not installed.
-    pub fn new(env: &TestEnv) -> Option<Kubectl> {
+    /// Fails the test when kubectl is not installed: it is the independent client these tests
+    /// check kube-testenv with.
+    pub fn new(env: &TestEnv) -> Kubectl {
         let installed = Command::new("kubectl")
             .args(["version", "--client"])
             .output()
             .is_ok_and(|o| o.status.success());
-        if !installed {
-            eprintln!("SKIPPED: kubectl is not installed");
-            return None;
-        }
+        assert!(
+            installed,
+            "kubectl is not installed (Debian: apt-get install kubernetes-client; .ci/run installs it)"
+        );
         let dir = std::env::temp_dir().join(format!("kube-testenv-auth-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let kubeconfig = dir.join("kubeconfig");
         env.write_kubeconfig(&kubeconfig).unwrap();
-        Some(Kubectl { dir, kubeconfig })
+        Kubectl { dir, kubeconfig }
     }
 
     /// Whether this kubectl has `create token` (1.24+; older ones, like Debian's, do not).
