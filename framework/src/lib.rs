@@ -9,12 +9,14 @@
 //! The framework knows Kubernetes and nothing of clouds: cloud controllers live in their own crate.
 
 pub mod admin;
+pub mod builder;
 pub mod client;
 pub mod controller;
 pub mod events;
 pub mod informer;
 pub mod leader;
 pub mod manager;
+pub mod object;
 pub mod options;
 pub mod telemetry;
 pub mod workqueue;
