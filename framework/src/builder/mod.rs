@@ -22,6 +22,7 @@
 mod owners;
 pub mod predicates;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -224,5 +225,27 @@ impl<K: InformerResource> ControllerBuilder<K> {
         let shutdown = self.shutdown.clone();
         let controller = self.build(reconciler);
         InitOutcome::Started(Box::pin(controller.run(shutdown)))
+    }
+
+    /// [`start`](Self::start)s a reconciler of the cached object behind each key, as
+    /// kube-runtime's reconcilers are written: `reconcile(Arc<K>)`. A key whose object is no
+    /// longer cached (deleted) is done without a call; to act on deletion, hold a
+    /// [`finalizer`](crate::object::finalizer).
+    pub fn start_fn<F, Fut, E>(self, reconcile: F) -> InitOutcome
+    where
+        F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let (store, reconcile) = (self.store(), Arc::new(reconcile));
+        self.start(tower::service_fn(move |req: Request<ObjectKey>| {
+            let (object, reconcile) = (store.get(&req.key), Arc::clone(&reconcile));
+            async move {
+                match object {
+                    Some(object) => reconcile(object).await.map_err(Into::into),
+                    None => Ok::<_, BoxError>(Action::Done),
+                }
+            }
+        }))
     }
 }
