@@ -6,6 +6,7 @@
 //! - `ready-labeler` (`src/bin/ready-labeler.rs`, [`ready_labeler`]): a minimal controller on the
 //!   framework alone.
 
+pub mod address_pool;
 pub mod node_inventory;
 pub mod ready_labeler;
 pub mod static_inventory;

@@ -125,7 +125,22 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// Also reconciles the keys `mapper` derives from each event of an object of kind `W`: on an
     /// update, those of the old and of the new object (controller-runtime's `Watches` with
     /// `EnqueueRequestsFromMapFunc`, kube-runtime's `watches`).
-    pub fn watches<W, I>(mut self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
+    pub fn watches<W, I>(self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
+    where
+        W: InformerResource,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.watches_with_predicate(|_: &Event<W>| true, mapper)
+    }
+
+    /// [`watches`](Self::watches), mapping only the events `predicate` passes (controller-runtime's
+    /// `Watches(.., builder.WithPredicates(..))`), e.g. "every pool, when any pool's spec changes":
+    /// `.watches_with_predicate(generation_changed, move |_: &Pool| pools.keys())`.
+    pub fn watches_with_predicate<W, I>(
+        mut self,
+        predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+    ) -> Self
     where
         W: InformerResource,
         I: IntoIterator<Item = ObjectKey>,
@@ -135,6 +150,9 @@ impl<K: InformerResource> ControllerBuilder<K> {
             factory
                 .informer::<W>()
                 .add_handler(move |event: &Event<W>| {
+                    if !predicate(event) {
+                        return;
+                    }
                     if let Event::Updated { old, new } = event
                         && !Arc::ptr_eq(old, new)
                     {
