@@ -9,9 +9,10 @@ use std::ops::RangeInclusive;
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use crate::resources::{NameRule, ResourceType, Strategy, lookup};
+use crate::resources::{NameRule, ResId, Strategy, lookup};
 use crate::status::{ApiError, Cause, go_quote};
 use crate::store::State;
+use crate::types::Served;
 
 /// Server-wide settings the admission rules depend on.
 #[derive(Debug, Clone)]
@@ -48,11 +49,11 @@ pub fn now() -> String {
         .to_string()
 }
 
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+pub(crate) const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
-fn is_label(s: &str, first_alpha: bool) -> bool {
+pub(crate) fn is_label(s: &str, first_alpha: bool) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -117,7 +118,8 @@ const GENERATE_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
 /// Fills in and checks everything a create needs; `ns` is the namespace from the URL.
 pub fn prepare_create(
-    rt: &ResourceType,
+    rt: &Served,
+    res: ResId,
     ns: Option<&str>,
     mut obj: Value,
     state: &State,
@@ -128,9 +130,10 @@ pub fn prepare_create(
             "the body of the request was in an unknown format",
         ));
     }
-    obj["kind"] = rt.kind.into();
+    obj["kind"] = rt.kind().into();
     obj["apiVersion"] = rt.api_version().into();
     let meta = meta_mut(&mut obj);
+    crate::crd::prune_object_meta(meta);
     for k in [
         "uid",
         "resourceVersion",
@@ -160,7 +163,10 @@ pub fn prepare_create(
         name = format!("{prefix}{suffix}");
         meta.insert("name".into(), name.clone().into());
     }
-    if rt.namespaced {
+    if rt.keeps_generation() {
+        meta.insert("generation".into(), 1.into());
+    }
+    if rt.namespaced() {
         let url_ns = ns.unwrap_or("");
         match meta.get("namespace").and_then(Value::as_str) {
             Some(body_ns) if !body_ns.is_empty() && body_ns != url_ns => {
@@ -179,8 +185,8 @@ pub fn prepare_create(
     meta.insert("creationTimestamp".into(), now().into());
     if name.is_empty() {
         return Err(ApiError::invalid(
-            rt.group,
-            rt.kind,
+            rt.group(),
+            rt.kind(),
             "",
             vec![Cause::required(
                 "metadata.name",
@@ -188,38 +194,52 @@ pub fn prepare_create(
             )],
         ));
     }
-    let mut causes = name_causes(rt.name_rule, &name);
-    causes.extend(type_causes(rt, &obj));
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
+    match rt.strategy() {
+        Strategy::Crd => crate::crd::admit::prepare_create(&mut obj),
+        Strategy::CustomResource => crate::crd::admit::prepare_create_custom(rt, &mut obj),
+        _ => {}
     }
-    if let Some(ns) = ns.filter(|_| rt.namespaced) {
+    let mut causes = name_causes(rt.name_rule(), &name);
+    causes.extend(type_causes(rt, &obj, None));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.group(), rt.kind(), &name, causes));
+    }
+    if let Some(ns) = ns.filter(|_| rt.namespaced()) {
         check_namespace_open(state, ns)?;
     }
-    let ns_key = if rt.namespaced { ns.unwrap_or("") } else { "" };
-    if state.get(res_id(rt), ns_key, &name).is_some() {
-        return Err(ApiError::already_exists(rt.group, rt.plural, &name));
+    let ns_key = if rt.namespaced() {
+        ns.unwrap_or("")
+    } else {
+        ""
+    };
+    if state.get(res, ns_key, &name).is_some() {
+        return Err(ApiError::already_exists(rt.group(), rt.plural(), &name));
     }
-    match rt.strategy {
-        Strategy::Node => default_node(&mut obj),
-        Strategy::Namespace => default_namespace(&mut obj, &name),
-        Strategy::Service => crate::service::admit(rt, &mut obj, None, state, cfg)?,
-        Strategy::Generic => {}
+    match (rt.strategy(), rt) {
+        (Strategy::Node, _) => default_node(&mut obj),
+        (Strategy::Namespace, _) => default_namespace(&mut obj, &name),
+        (Strategy::Service, Served::Builtin(b)) => {
+            crate::service::admit(b, &mut obj, None, state, cfg)?
+        }
+        _ => {}
     }
     Ok(obj)
 }
 
-/// Object-meta validation for every type plus the type's own field rules.
-fn type_causes(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
+/// Object-meta validation for every type plus the type's own field rules (`old` on update).
+fn type_causes(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = crate::validation::object_meta(obj);
-    if rt.strategy == Strategy::Node {
-        causes.extend(crate::validation::taints(obj));
+    match rt.strategy() {
+        Strategy::Node => causes.extend(crate::validation::taints(obj)),
+        Strategy::Crd => causes.extend(crate::crd::validation::validate(obj, old)),
+        Strategy::CustomResource => causes.extend(crate::crd::admit::validate(rt, obj)),
+        _ => {}
     }
-    if rt.kind == "Lease" {
+    if rt.group() == "coordination.k8s.io" && rt.kind() == "Lease" {
         causes.extend(crate::validation::lease(obj));
     }
-    if rt.kind == "Event" {
-        causes.extend(crate::validation::event(rt.group, obj));
+    if rt.kind() == "Event" && matches!(rt.group(), "" | "events.k8s.io") {
+        causes.extend(crate::validation::event(rt.group(), obj));
     }
     causes
 }
@@ -246,10 +266,6 @@ pub fn check_namespace_open(state: &State, ns: &str) -> Result<(), ApiError> {
     }
 }
 
-fn res_id(rt: &ResourceType) -> usize {
-    lookup(rt.group, rt.version, rt.plural).unwrap_or(0)
-}
-
 /// Which endpoint an update came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -261,7 +277,7 @@ pub enum Endpoint {
 
 /// Fills in and checks an update of `old` to `new` (PUT, or the result of a patch).
 pub fn prepare_update(
-    rt: &ResourceType,
+    rt: &Served,
     old: &Value,
     mut new: Value,
     endpoint: Endpoint,
@@ -276,9 +292,9 @@ pub fn prepare_update(
     let name = str_at(old, "/metadata/name").to_string();
     let new_rv = str_at(&new, "/metadata/resourceVersion");
     if !new_rv.is_empty() && new_rv != str_at(old, "/metadata/resourceVersion") {
-        return Err(ApiError::stale(rt.group, rt.plural, &name));
+        return Err(ApiError::stale(rt.group(), rt.plural(), &name));
     }
-    new["kind"] = rt.kind.into();
+    new["kind"] = rt.kind().into();
     new["apiVersion"] = rt.api_version().into();
     let old_meta = old
         .get("metadata")
@@ -287,7 +303,9 @@ pub fn prepare_update(
         .unwrap_or_default();
     let meta = meta_mut(&mut new);
     meta.remove("managedFields");
+    crate::crd::prune_object_meta(meta);
     for k in [
+        "generation",
         "name",
         "namespace",
         "uid",
@@ -311,8 +329,8 @@ pub fn prepare_update(
         if !added.is_empty() {
             let list: Vec<String> = added.iter().map(|f| go_quote(f)).collect();
             return Err(ApiError::invalid(
-                rt.group,
-                rt.kind,
+                rt.group(),
+                rt.kind(),
                 &name,
                 vec![Cause::forbidden(
                     "metadata.finalizers",
@@ -324,7 +342,19 @@ pub fn prepare_update(
             ));
         }
     }
-    if rt.status_subresource {
+    if rt.status_subresource() && rt.custom().is_some() && endpoint == Endpoint::Status {
+        // A custom resource's /status takes nothing but `status` (not even metadata).
+        let status = new.get("status").cloned();
+        new = old.clone();
+        match status {
+            Some(st) => new["status"] = st,
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+    } else if rt.status_subresource() {
         let obj = new
             .as_object_mut()
             .ok_or_else(|| ApiError::bad_request("not an object"))?;
@@ -346,20 +376,62 @@ pub fn prepare_update(
             }
         }
     }
-    let causes = type_causes(rt, &new);
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(rt.group, rt.kind, &name, causes));
+    match rt.strategy() {
+        Strategy::Crd => crate::crd::admit::prepare_update(&mut new),
+        Strategy::CustomResource => crate::crd::admit::apply_schema(rt, &mut new),
+        _ => {}
     }
-    match rt.strategy {
-        Strategy::Service => crate::service::admit(rt, &mut new, Some(old), state, cfg)?,
-        Strategy::Node => {
+    if rt.keeps_generation() {
+        bump_generation(rt, old, &mut new);
+    }
+    let causes = type_causes(rt, &new, Some(old));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt.group(), rt.kind(), &name, causes));
+    }
+    match (rt.strategy(), rt) {
+        (Strategy::Service, Served::Builtin(b)) => {
+            crate::service::admit(b, &mut new, Some(old), state, cfg)?
+        }
+        (Strategy::Node, _) => {
             zero_condition_times(&mut new);
             sync_pod_cidrs(&mut new);
             validate_node_update(rt, old, &new)?;
         }
-        Strategy::Namespace | Strategy::Generic => {}
+        _ => {}
     }
     Ok(new)
+}
+
+/// `metadata.generation` + 1 when anything outside `metadata` (and `status`, for types whose
+/// status is a subresource) changed; the status endpoint never changes the rest, so it never
+/// bumps.
+fn bump_generation(rt: &Served, old: &Value, new: &mut Value) {
+    let skip_status = rt.status_subresource();
+    let rest = |v: &Value| -> Map<String, Value> {
+        v.as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| {
+                        let meta = matches!(k.as_str(), "metadata" | "apiVersion" | "kind");
+                        !(meta || (skip_status && k.as_str() == "status"))
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let old_gen = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let generation = if rest(old) != rest(new) {
+        old_gen + 1
+    } else {
+        old_gen
+    };
+    if generation > 0 {
+        meta_mut(new).insert("generation".into(), generation.into());
+    }
 }
 
 fn restore(obj: &mut Map<String, Value>, old: &Map<String, Value>, key: &str) {
@@ -416,7 +488,7 @@ fn sync_pod_cidrs(obj: &mut Value) {
 }
 
 /// Upstream `ValidateNodeUpdate`: providerID and podCIDRs may only go from unset to set.
-fn validate_node_update(rt: &ResourceType, old: &Value, new: &Value) -> Result<(), ApiError> {
+fn validate_node_update(rt: &Served, old: &Value, new: &Value) -> Result<(), ApiError> {
     let mut causes = Vec::new();
     let old_cidrs = string_list(old.pointer("/spec/podCIDRs"));
     if !old_cidrs.is_empty() && old_cidrs != string_list(new.pointer("/spec/podCIDRs")) {
@@ -436,8 +508,8 @@ fn validate_node_update(rt: &ResourceType, old: &Value, new: &Value) -> Result<(
         return Ok(());
     }
     Err(ApiError::invalid(
-        rt.group,
-        rt.kind,
+        rt.group(),
+        rt.kind(),
         str_at(old, "/metadata/name"),
         causes,
     ))

@@ -12,35 +12,62 @@ use serde_json::{Value, json};
 
 use crate::admission::{self, AdmissionConfig, Endpoint, IMMORTAL_NAMESPACES};
 use crate::continue_token;
+use crate::crd;
 use crate::patch::{self, PatchKind};
-use crate::resources::{ResId, TABLE, lookup};
+use crate::resources::{ResId, Strategy, TABLE, lookup};
 use crate::selectors::Filter;
 use crate::status::{self, ApiError};
 use crate::store::{EventType, ObjKey, State};
+use crate::types::Served;
 
 /// The object a request addresses.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Resource type.
+    /// Resource type id.
     pub res: ResId,
+    /// The type itself (as served when the request was routed).
+    pub rt: Served,
     /// Namespace from the URL.
     pub ns: Option<String>,
     /// Name from the URL.
     pub name: Option<String>,
-    /// Subresource (`status`).
+    /// Subresource (`status`, `scale`).
     pub sub: Option<String>,
 }
 
 impl Target {
-    fn ns_key(&self) -> &str {
-        if TABLE[self.res].namespaced {
+    /// The collection of a built-in v1 type (`group` empty for core), in `ns`.
+    pub fn builtin(group: &str, plural: &str, ns: Option<&str>) -> Option<Target> {
+        let res = lookup(group, "v1", plural)?;
+        Some(Target {
+            res,
+            rt: Served::Builtin(TABLE.get(res)?),
+            ns: ns.map(String::from),
+            name: None,
+            sub: None,
+        })
+    }
+
+    /// The same type, another object.
+    fn object(&self, ns: String, name: String) -> Target {
+        Target {
+            res: self.res,
+            rt: self.rt.clone(),
+            ns: Some(ns),
+            name: Some(name),
+            sub: None,
+        }
+    }
+
+    pub(crate) fn ns_key(&self) -> &str {
+        if self.rt.namespaced() {
             self.ns.as_deref().unwrap_or("")
         } else {
             ""
         }
     }
 
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
 
@@ -52,9 +79,20 @@ impl Target {
         }
     }
 
-    fn not_found(&self) -> ApiError {
-        let rt = &TABLE[self.res];
-        ApiError::not_found(rt.group, rt.plural, self.name())
+    pub(crate) fn not_found(&self) -> ApiError {
+        ApiError::not_found(self.rt.group(), self.rt.plural(), self.name())
+    }
+
+    /// 404 when a CRD-defined type was retired after the request was routed.
+    fn check_served(&self, state: &State) -> Result<(), ApiError> {
+        if state.served(self.res).is_none() {
+            return Err(ApiError::not_found(
+                self.rt.group(),
+                self.rt.plural(),
+                self.name(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -66,20 +104,29 @@ pub fn create(
     body: Value,
     dry_run: bool,
 ) -> Result<(u16, Value), ApiError> {
-    let rt = &TABLE[t.res];
-    let obj = admission::prepare_create(rt, t.ns.as_deref(), body, state, cfg)?;
+    t.check_served(state)?;
+    crd::lifecycle::check_creatable(state, &t.rt)?;
+    let rt = &t.rt;
+    let obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
     if dry_run {
         return Ok((201, obj));
     }
-    Ok((201, (*state.put(t.res, obj, EventType::Added)).clone()))
+    let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
+    if rt.strategy() == Strategy::Crd {
+        crd::lifecycle::created(state, &stored);
+    }
+    Ok((201, crd::to_version(rt, stored)))
 }
 
 /// GET of one object.
 pub fn get(state: &State, t: &Target) -> Result<Value, ApiError> {
-    state
+    let obj = state
         .get(t.res, t.ns_key(), t.name())
-        .map(|o| (**o).clone())
-        .ok_or_else(|| t.not_found())
+        .ok_or_else(|| t.not_found())?;
+    if t.sub.as_deref() == Some("scale") {
+        return Ok(crd::scale::of(&t.rt, obj));
+    }
+    Ok(crd::to_version(&t.rt, (**obj).clone()))
 }
 
 /// Parsed list parameters.
@@ -171,10 +218,10 @@ fn parse_rv(s: &str) -> Result<u64, ApiError> {
 
 /// GET of a collection.
 pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiError> {
-    let rt = &TABLE[t.res];
+    let rt = &t.rt;
     let current = state.rv();
     let (list_rv, after) = if let Some(token) = &p.continue_token {
-        let (rv, start) = continue_token::decode(token, rt.namespaced)?;
+        let (rv, start) = continue_token::decode(token, rt.namespaced())?;
         (rv, Some(start))
     } else {
         let rv = match p.resource_version.as_deref() {
@@ -200,7 +247,7 @@ pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiEr
             ApiError::expired(list_rv, state.floor() + 1)
         });
     }
-    let ns = t.ns.as_deref().filter(|_| rt.namespaced);
+    let ns = t.ns.as_deref().filter(|_| rt.namespaced());
     let snapshot;
     let iter: Box<dyn Iterator<Item = (&ObjKey, &Arc<Value>)>> = if list_rv == current {
         state.iter(t.res, ns, after)
@@ -223,13 +270,13 @@ pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiEr
     if let Some(k) = last_key {
         let rest = iter.count();
         if rest > 0 {
-            cont = Some(continue_token::encode(list_rv, &k, rt.namespaced));
+            cont = Some(continue_token::encode(list_rv, &k, rt.namespaced()));
             let plain = p.filter.labels == Default::default() && p.filter.fields.is_empty();
             remaining = plain.then_some(rest);
         }
     }
     Ok(ListBody {
-        kind: format!("{}List", rt.kind),
+        kind: rt.list_kind(),
         api_version: rt.api_version(),
         rv: list_rv,
         cont,
@@ -250,9 +297,11 @@ fn snapshot_iter<'a>(
 
 /// Stores `new` as the next state of `old`, deleting it when its last finalizer is gone, and
 /// keeping the resourceVersion when nothing changed (upstream no-op update).
-fn commit(state: &mut State, res: ResId, old: &Arc<Value>, new: Value, dry_run: bool) -> Value {
+fn commit(state: &mut State, t: &Target, old: &Arc<Value>, new: Value, dry_run: bool) -> Value {
+    let (res, rt) = (t.res, &t.rt);
+    let new = crd::to_storage(rt, new);
     if new == **old || dry_run {
-        return new;
+        return crd::to_version(rt, new);
     }
     let terminating = new.pointer("/metadata/deletionTimestamp").is_some();
     let no_finalizers = new
@@ -265,9 +314,14 @@ fn commit(state: &mut State, res: ResId, old: &Arc<Value>, new: Value, dry_run: 
         // old resourceVersion (svc-remove-finalizer.txt).
         let key = crate::store::key_of(&new);
         state.remove(res, &key.0, &key.1);
-        return new;
+        crd::lifecycle::instance_removed(state, rt);
+        return crd::to_version(rt, new);
     }
-    (*state.put(res, new, EventType::Modified)).clone()
+    let stored = (*state.put(res, new, EventType::Modified)).clone();
+    if rt.strategy() == Strategy::Crd {
+        crd::lifecycle::updated(state, &stored);
+    }
+    crd::to_version(rt, stored)
 }
 
 /// PUT (main or `/status`).
@@ -278,7 +332,8 @@ pub fn update(
     body: Value,
     dry_run: bool,
 ) -> Result<(u16, Value), ApiError> {
-    let rt = &TABLE[t.res];
+    t.check_served(state)?;
+    let rt = &t.rt;
     let body_name = body
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -289,7 +344,7 @@ pub fn update(
             t.name()
         )));
     }
-    if rt.namespaced
+    if rt.namespaced()
         && let Some(body_ns) = body.pointer("/metadata/namespace").and_then(Value::as_str)
         && !body_ns.is_empty()
         && body_ns != t.ns_key()
@@ -299,13 +354,19 @@ pub fn update(
         ));
     }
     let Some(old) = state.get(t.res, t.ns_key(), t.name()).cloned() else {
-        if rt.create_on_update && t.sub.is_none() {
+        if rt.create_on_update() && t.sub.is_none() {
             return create(state, cfg, t, body, dry_run);
         }
         return Err(t.not_found());
     };
+    if t.sub.as_deref() == Some("scale") {
+        let new = crd::scale::update(rt, &old, body)?;
+        let new = admission::prepare_update(rt, &old, new, Endpoint::Main, state, cfg)?;
+        let stored = commit(state, t, &old, new, dry_run);
+        return Ok((200, crd::scale::of(rt, &stored)));
+    }
     let new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
-    Ok((200, commit(state, t.res, &old, new, dry_run)))
+    Ok((200, commit(state, t, &old, new, dry_run)))
 }
 
 /// PATCH (main or `/status`) with any supported patch type.
@@ -317,14 +378,24 @@ pub fn patch(
     body: &[u8],
     dry_run: bool,
 ) -> Result<Value, ApiError> {
-    let rt = &TABLE[t.res];
+    t.check_served(state)?;
+    let rt = &t.rt;
     let old = state
         .get(t.res, t.ns_key(), t.name())
         .cloned()
         .ok_or_else(|| t.not_found())?;
-    let patched = patch::apply(rt, kind, &old, body)?;
+    if t.sub.as_deref() == Some("scale") {
+        let scale = crd::scale::of(rt, &old);
+        let patched = patch::apply(rt, kind, &scale, body)?;
+        let new = crd::scale::update(rt, &old, patched)?;
+        let new = admission::prepare_update(rt, &old, new, Endpoint::Main, state, cfg)?;
+        let stored = commit(state, t, &old, new, dry_run);
+        return Ok(crd::scale::of(rt, &stored));
+    }
+    let old_at_version = crd::to_version(rt, (*old).clone());
+    let patched = patch::apply(rt, kind, &old_at_version, body)?;
     let new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
-    Ok(commit(state, t.res, &old, new, dry_run))
+    Ok(commit(state, t, &old, new, dry_run))
 }
 
 /// Parsed DeleteOptions (body and query).
@@ -368,7 +439,7 @@ pub fn delete(
     t: &Target,
     opts: &DeleteOptions,
 ) -> Result<(u16, Value), ApiError> {
-    let rt = &TABLE[t.res];
+    let rt = &t.rt;
     let name = t.name().to_string();
     let old = state
         .get(t.res, t.ns_key(), &name)
@@ -387,7 +458,7 @@ pub fn delete(
             "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
             meta("uid")
         );
-        return Err(ApiError::conflict(rt.group, rt.plural, &name, &why));
+        return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
     }
     if let Some(rv) = &opts.resource_version
         && *rv != meta("resourceVersion")
@@ -396,13 +467,16 @@ pub fn delete(
             "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
             meta("resourceVersion")
         );
-        return Err(ApiError::conflict(rt.group, rt.plural, &name, &why));
+        return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
     }
-    if rt.plural == "namespaces" && rt.group.is_empty() {
+    if rt.strategy() == Strategy::Crd {
+        return Ok((200, crd::lifecycle::delete(state, t, &old, opts.dry_run)));
+    }
+    if rt.strategy() == Strategy::Namespace {
         if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
             return Err(ApiError::forbidden(
-                rt.group,
-                rt.plural,
+                rt.group(),
+                rt.plural(),
                 &name,
                 "this namespace may not be deleted",
             ));
@@ -422,37 +496,46 @@ pub fn delete(
         let mut new = (*old).clone();
         new["metadata"]["deletionTimestamp"] = admission::now().into();
         new["metadata"]["deletionGracePeriodSeconds"] = 0.into();
-        return Ok((200, (*state.put(t.res, new, EventType::Modified)).clone()));
+        // Upstream bumps a generational object's generation when its deletion starts.
+        if let Some(g) = new.pointer("/metadata/generation").and_then(Value::as_i64)
+            && g > 0
+        {
+            new["metadata"]["generation"] = (g + 1).into();
+        }
+        let stored = (*state.put(t.res, new, EventType::Modified)).clone();
+        return Ok((200, crd::to_version(rt, stored)));
     }
     let uid = meta("uid");
     if !opts.dry_run {
         state.remove(t.res, t.ns_key(), &name);
+        crd::lifecycle::instance_removed(state, rt);
     }
     Ok((
         200,
-        status::delete_success(rt.group, rt.plural, &name, &uid),
+        status::delete_success(rt.group(), rt.plural(), &name, &uid),
     ))
 }
 
 /// Deletes every namespaced object in a namespace being deleted (upstream's namespace controller
 /// does this asynchronously; here it happens at once).
 fn delete_namespace_content(state: &mut State, ns: &str) {
-    for (res, rt) in TABLE.iter().enumerate() {
-        if !rt.namespaced {
+    for (res, rt) in state.types().all() {
+        if !rt.namespaced() || rt.custom().is_some_and(|c| c.objects != res) {
             continue;
         }
         let keys: Vec<ObjKey> = state
             .iter(res, Some(ns), None)
             .map(|(k, _)| k.clone())
             .collect();
+        let all = Target {
+            res,
+            rt,
+            ns: None,
+            name: None,
+            sub: None,
+        };
         for (kns, kname) in keys {
-            let t = Target {
-                res,
-                ns: Some(kns),
-                name: Some(kname),
-                sub: None,
-            };
-            let _ = delete(state, &t, &DeleteOptions::default());
+            let _ = delete(state, &all.object(kns, kname), &DeleteOptions::default());
         }
     }
 }
@@ -464,7 +547,7 @@ pub fn delete_collection(
     p: &ListParams,
     opts: &DeleteOptions,
 ) -> Result<Value, ApiError> {
-    let rt = &TABLE[t.res];
+    let rt = &t.rt;
     let listed = list(
         state,
         t,
@@ -476,25 +559,14 @@ pub fn delete_collection(
     let mut items = Vec::new();
     for o in listed.items() {
         let (ns, name) = crate::store::key_of(o);
-        let target = Target {
-            res: t.res,
-            ns: Some(ns),
-            name: Some(name),
-            sub: None,
-        };
-        match delete(state, &target, opts) {
-            Ok((_, v)) if v["kind"] == "Status" => items.push((**o).clone()),
+        match delete(state, &t.object(ns, name), opts) {
+            Ok((_, v)) if v["kind"] == "Status" => items.push(crd::to_version(rt, (**o).clone())),
             Ok((_, v)) => items.push(v),
             Err(e) if e.code == 404 => {}
             Err(e) => return Err(e),
         }
     }
     Ok(
-        json!({"kind": format!("{}List", rt.kind), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": state.rv().to_string()}, "items": items}),
+        json!({"kind": rt.list_kind(), "apiVersion": rt.api_version(), "metadata": {"resourceVersion": state.rv().to_string()}, "items": items}),
     )
-}
-
-/// The id of a core type (seeding helpers).
-pub fn core(plural: &str) -> ResId {
-    lookup("", "v1", plural).unwrap_or(0)
 }

@@ -16,6 +16,7 @@
 mod admission;
 mod allocations;
 mod continue_token;
+mod crd;
 mod discovery;
 mod faults;
 mod handlers;
@@ -29,6 +30,7 @@ mod service;
 mod status;
 mod store;
 mod table;
+mod types;
 mod validation;
 mod watch;
 
@@ -211,43 +213,47 @@ impl Builder {
 /// What a fresh cluster has before anyone writes: the system namespaces and the `kubernetes`
 /// Service, Endpoints and EndpointSlice in `default`.
 fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
+    let kubernetes_service = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"clusterIP": cfg.kubernetes_ip(), "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]}
+    });
+    let endpoints = json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": addr.ip().to_string()}], "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]}]
+    });
+    let slice = json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [addr.ip().to_string()], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]
+    });
+    let mut objects: Vec<(&str, &str, Option<&str>, serde_json::Value)> =
+        ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .into_iter()
+            .map(|ns| {
+                (
+                    "",
+                    "namespaces",
+                    None,
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+                )
+            })
+            .collect();
+    objects.push(("", "services", Some("default"), kubernetes_service));
+    objects.push(("", "endpoints", Some("default"), endpoints));
+    objects.push(("discovery.k8s.io", "endpointslices", Some("default"), slice));
     store.with(|s| {
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let t = handlers::Target { res: handlers::core("namespaces"), ns: None, name: None, sub: None };
-            let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        for (group, plural, ns, obj) in objects {
+            let Some(t) = handlers::Target::builtin(group, plural, ns) else {
+                tracing::error!(plural, "seeding: type not served");
+                continue;
+            };
             if let Err(e) = handlers::create(s, cfg, &t, obj, false) {
-                tracing::error!(error = ?e, ns, "seeding namespace");
+                tracing::error!(error = ?e, plural, "seeding");
             }
-        }
-        let svc = json!({
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
-            "spec": {"clusterIP": cfg.kubernetes_ip(), "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": addr.port()}]}
-        });
-        let t = handlers::Target { res: handlers::core("services"), ns: Some("default".into()), name: None, sub: None };
-        if let Err(e) = handlers::create(s, cfg, &t, svc, false) {
-            tracing::error!(error = ?e, "seeding the kubernetes Service");
-        }
-        let ep = json!({
-            "apiVersion": "v1", "kind": "Endpoints",
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-            "subsets": [{"addresses": [{"ip": addr.ip().to_string()}], "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]}]
-        });
-        let t = handlers::Target { res: handlers::core("endpoints"), ns: Some("default".into()), name: None, sub: None };
-        if let Err(e) = handlers::create(s, cfg, &t, ep, false) {
-            tracing::error!(error = ?e, "seeding the kubernetes Endpoints");
-        }
-        let slice = json!({
-            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-            "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
-            "addressType": "IPv4",
-            "endpoints": [{"addresses": [addr.ip().to_string()], "conditions": {"ready": true}}],
-            "ports": [{"name": "https", "port": addr.port(), "protocol": "TCP"}]
-        });
-        let slices = resources::lookup("discovery.k8s.io", "v1", "endpointslices").unwrap_or(0);
-        let t = handlers::Target { res: slices, ns: Some("default".into()), name: None, sub: None };
-        if let Err(e) = handlers::create(s, cfg, &t, slice, false) {
-            tracing::error!(error = ?e, "seeding the kubernetes EndpointSlice");
         }
     });
 }

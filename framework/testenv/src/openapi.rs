@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::resources::TABLE;
+use crate::types::Registry;
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -18,10 +18,10 @@ fn gv_path(group: &str, version: &str) -> String {
 }
 
 /// `/openapi/v3`.
-pub fn root() -> Value {
+pub fn root(types: &Registry) -> Value {
     let mut paths = Map::new();
-    for r in TABLE {
-        let p = gv_path(r.group, r.version);
+    for (_, r) in types.all() {
+        let p = gv_path(r.group(), r.version());
         paths.insert(
             p.clone(),
             json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=testenv")}),
@@ -31,23 +31,28 @@ pub fn root() -> Value {
 }
 
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/G/V`, if served.
-pub fn group_version(group: &str, version: &str) -> Option<Value> {
+pub fn group_version(types: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut paths = Map::new();
-    for r in TABLE
-        .iter()
-        .filter(|r| r.group == group && r.version == version)
+    for (_, r) in types
+        .all()
+        .into_iter()
+        .filter(|(_, r)| r.group() == group && r.version() == version)
     {
-        let ns = if r.namespaced {
+        let ns = if r.namespaced() {
             "/namespaces/{namespace}"
         } else {
             ""
         };
-        let path = format!("/{}{ns}/{}/{{name}}", gv_path(r.group, r.version), r.plural);
+        let path = format!(
+            "/{}{ns}/{}/{{name}}",
+            gv_path(r.group(), r.version()),
+            r.plural()
+        );
         paths.insert(path, json!({
             "patch": {
-                "operationId": format!("patch{}", r.kind),
+                "operationId": format!("patch{}", r.kind()),
                 "x-kubernetes-action": "patch",
-                "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version, "kind": r.kind},
+                "x-kubernetes-group-version-kind": {"group": r.group(), "version": r.version(), "kind": r.kind()},
                 "parameters": [
                     {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
                     {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},

@@ -1,6 +1,7 @@
-//! The resource table: one entry per served type (group, version, kind, plural, scope,
-//! subresources, strategy, field selectors, strategic-merge-patch metadata). Every handler is
-//! generic over this table, so serving a new type is one more entry here.
+//! The resource table: one entry per built-in type (group, version, kind, plural, scope,
+//! subresources, strategy, field selectors, strategic-merge-patch metadata). Handlers are generic
+//! over the served types (`types::Served`: this table plus what CRDs register at run time), so
+//! serving a new built-in type is one more entry here.
 
 /// Which type-specific defaulting and validation a type gets (see `admission`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +14,10 @@ pub enum Strategy {
     Service,
     /// Namespace: `kubernetes` finalizer, phase, name label, immortal system namespaces.
     Namespace,
+    /// CustomResourceDefinition: defaults, validation, names and conditions (see `crd`).
+    Crd,
+    /// A type a CRD defines: its structural schema (never in the table, see `types`).
+    CustomResource,
 }
 
 /// How a strategic merge patch treats one list field (from the Go `patchStrategy` /
@@ -70,32 +75,6 @@ pub struct ResourceType {
     /// here are replaced whole, as upstream does for lists without a patch strategy.
     pub patch_lists: &'static [(&'static str, ListStrategy)],
 }
-
-impl ResourceType {
-    /// `apiVersion` of the objects.
-    pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.to_string()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
-    }
-
-    /// The strategic-merge strategy of the list at `path` (dotted, without indices).
-    pub fn list_strategy(&self, path: &str) -> Option<ListStrategy> {
-        COMMON_PATCH_LISTS
-            .iter()
-            .chain(self.patch_lists.iter())
-            .find(|(p, _)| *p == path)
-            .map(|(_, s)| *s)
-    }
-}
-
-/// List strategies every type shares through ObjectMeta.
-const COMMON_PATCH_LISTS: &[(&str, ListStrategy)] = &[
-    ("metadata.finalizers", ListStrategy::MergeScalars),
-    ("metadata.ownerReferences", ListStrategy::MergeByKey("uid")),
-];
 
 const EVENT_FIELDS: &[(&str, &str)] = &[
     ("involvedObject.kind", "involvedObject.kind"),
@@ -275,6 +254,21 @@ pub static TABLE: &[ResourceType] = &[
         ],
     },
     ResourceType {
+        group: "apiextensions.k8s.io",
+        version: "v1",
+        kind: "CustomResourceDefinition",
+        plural: "customresourcedefinitions",
+        singular: "customresourcedefinition",
+        short_names: &["crd", "crds"],
+        namespaced: false,
+        status_subresource: true,
+        create_on_update: false,
+        strategy: Strategy::Crd,
+        name_rule: NameRule::Subdomain,
+        field_selectors: &[],
+        patch_lists: &[],
+    },
+    ResourceType {
         group: "coordination.k8s.io",
         version: "v1",
         kind: "Lease",
@@ -321,10 +315,12 @@ pub static TABLE: &[ResourceType] = &[
     },
 ];
 
-/// Index of a type in [`TABLE`]; the store keys objects by it.
+/// Id of a served type: an index in [`TABLE`], or (from `TABLE.len()` on) a CRD-defined type in
+/// `types::Registry`; the store keys objects by it.
 pub type ResId = usize;
 
-/// Finds a type by group, version and plural.
+/// Finds a built-in type by group, version and plural (`types::Registry::lookup` also finds the
+/// CRD-defined ones).
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<ResId> {
     TABLE
         .iter()

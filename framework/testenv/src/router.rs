@@ -16,9 +16,9 @@ use serde_json::Value;
 
 use crate::handlers::{self, DeleteOptions, ListParams, Target};
 use crate::patch::PatchKind;
-use crate::resources::{TABLE, lookup};
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
+use crate::types::Registry;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
 use crate::{discovery, openapi, table};
@@ -77,7 +77,7 @@ enum Route {
     NotFound,
 }
 
-fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route {
+fn route(method: &Method, path: &str, query: &HashMap<String, String>, types: &Registry) -> Route {
     let segs: Vec<&str> = path
         .trim_matches('/')
         .split('/')
@@ -112,16 +112,19 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
         [plural, name, sub] => (None, *plural, Some(*name), Some(*sub)),
         _ => return Route::NotFound,
     };
-    let Some(res) = lookup(group, version, plural) else {
+    let Some(res) = types.lookup(group, version, plural) else {
         return Route::NotFound;
     };
-    let rt = &TABLE[res];
-    if ns.is_some() && !rt.namespaced {
+    let Some(rt) = types.get(res) else {
+        return Route::NotFound;
+    };
+    if ns.is_some() && !rt.namespaced() {
         return Route::NotFound;
     }
     match sub {
         None => {}
-        Some("status") if rt.status_subresource => {}
+        Some("status") if rt.status_subresource() => {}
+        Some("scale") if rt.scale().is_some() => {}
         Some(_) => return Route::NotFound,
     }
     let watching = watch::flag(query.get("watch").map(String::as_str));
@@ -139,6 +142,7 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
     };
     let target = Target {
         res,
+        rt,
         ns: ns.map(String::from),
         name: name.map(String::from),
         sub: sub.map(String::from),
@@ -193,9 +197,9 @@ fn error_response(e: &ApiError, pretty: bool) -> Response<Body> {
 }
 
 fn filter_from(query: &HashMap<String, String>, target: &Target) -> Result<Filter, ApiError> {
-    let rt = &TABLE[target.res];
+    let rt = &target.rt;
     let mut filter = Filter {
-        namespace: target.ns.clone().filter(|_| rt.namespaced),
+        namespace: target.ns.clone().filter(|_| rt.namespaced()),
         labels: LabelSelector::parse(query.get("labelSelector").map_or("", String::as_str))?,
         fields: FieldSelector::parse(query.get("fieldSelector").map_or("", String::as_str), rt)?,
     };
@@ -222,7 +226,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
     let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
-    let route = route(&method, &path, &query);
+    let route = shared
+        .store
+        .with(|s| route(&method, &path, &query, s.types()));
     let mut record = RequestRecord {
         verb: String::new(),
         resource: String::new(),
@@ -237,7 +243,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     match &route {
         Route::Resource { target, verb } => {
             record.verb = (*verb).to_string();
-            record.resource = TABLE[target.res].plural.to_string();
+            record.resource = target.rt.plural().to_string();
             record.subresource = target.sub.clone();
             record.namespace = target.ns.clone();
             record.name = target.name.clone();
@@ -302,15 +308,27 @@ fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body>
             &discovery::api_versions(&shared.address),
             pretty,
         )),
-        Route::NonResource(_) => Ok(json_response(200, &discovery::api_groups(), pretty)),
-        Route::ApiGroup(g) => discovery::api_group(&g)
+        Route::NonResource(_) => {
+            let doc = shared.store.with(|s| discovery::api_groups(s.types()));
+            Ok(json_response(200, &doc, pretty))
+        }
+        Route::ApiGroup(g) => shared
+            .store
+            .with(|s| discovery::api_group(s.types(), &g))
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
-        Route::ResourceList(g, v) => discovery::resource_list(&g, &v)
+        Route::ResourceList(g, v) => shared
+            .store
+            .with(|s| discovery::resource_list(s.types(), &g, &v))
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
-        Route::OpenApiRoot => Ok(json_response(200, &openapi::root(), pretty)),
-        Route::OpenApi(g, v) => openapi::group_version(&g, &v)
+        Route::OpenApiRoot => {
+            let doc = shared.store.with(|s| openapi::root(s.types()));
+            Ok(json_response(200, &doc, pretty))
+        }
+        Route::OpenApi(g, v) => shared
+            .store
+            .with(|s| openapi::group_version(s.types(), &g, &v))
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
         Route::NotFound => Err(ApiError::no_route()),
@@ -344,7 +362,7 @@ fn resource(
     req: &Req<'_>,
 ) -> Result<Response<Body>, ApiError> {
     let (query, content_type, body, pretty) = (req.query, req.content_type, req.body, req.pretty);
-    let rt = &TABLE[t.res];
+    let rt = &t.rt;
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     let cfg = &shared.admission;
     let q = |k: &str| query.get(k).cloned().filter(|v| !v.is_empty());
@@ -387,7 +405,7 @@ fn resource(
                     .map(std::time::Duration::from_secs),
                 table: req.as_table,
             };
-            let mut rx = watch::open(&shared.store, t.res, params, shared.watch)?;
+            let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
             let stream = futures::stream::poll_fn(move |cx| {
                 rx.poll_recv(cx)
                     .map(|o| o.map(|b| Ok::<_, Infallible>(Frame::data(b))))
@@ -420,7 +438,18 @@ fn resource(
         "patch" => {
             // Server-side apply is refused before the object is looked up, as a server without
             // the patch type does (an apply to a missing object is 415, not 404).
-            let kind = PatchKind::from_content_type(content_type)
+            let kind = PatchKind::from_content_type(content_type);
+            if rt.custom().is_some()
+                && t.sub.as_deref() != Some("scale")
+                && matches!(kind, Some(PatchKind::Strategic) | None)
+            {
+                return Err(ApiError::patch_type_not_accepted(&[
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ]));
+            }
+            let kind = kind
                 .filter(|k| *k != PatchKind::Apply)
                 .ok_or_else(ApiError::unsupported_media_type)?;
             let v = shared

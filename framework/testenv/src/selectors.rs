@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::resources::ResourceType;
 use crate::status::ApiError;
+use crate::types::Served;
 
 #[derive(Debug, Clone, PartialEq)]
 enum LabelReq {
@@ -145,7 +145,7 @@ pub struct FieldSelector {
 
 impl FieldSelector {
     /// Parses the `fieldSelector` query value; unsupported labels are a 400 as upstream.
-    pub fn parse(s: &str, rt: &ResourceType) -> Result<FieldSelector, ApiError> {
+    pub fn parse(s: &str, rt: &Served) -> Result<FieldSelector, ApiError> {
         let mut reqs = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let (field, value, neg) = if let Some((f, v)) = part.split_once("!=") {
@@ -161,18 +161,13 @@ impl FieldSelector {
             };
             let field = field.trim();
             let path = match field {
-                "metadata.name" => "metadata.name",
-                "metadata.namespace" if rt.namespaced => "metadata.namespace",
-                _ => rt
-                    .field_selectors
-                    .iter()
-                    .find(|(label, _)| *label == field)
-                    .map(|(_, path)| *path)
-                    .ok_or_else(|| {
-                        ApiError::bad_request(format!("field label not supported: {field}"))
-                    })?,
+                "metadata.name" => "metadata.name".to_string(),
+                "metadata.namespace" if rt.namespaced() => "metadata.namespace".to_string(),
+                _ => rt.field_selector(field).ok_or_else(|| {
+                    ApiError::bad_request(format!("field label not supported: {field}"))
+                })?,
             };
-            reqs.push((path.to_string(), value.trim().to_string(), neg));
+            reqs.push((path, value.trim().to_string(), neg));
         }
         Ok(FieldSelector { reqs })
     }
@@ -279,7 +274,7 @@ mod tests {
 
     #[test]
     fn field_selector_rejects_unknown_labels_like_upstream() {
-        let nodes = &crate::resources::TABLE[0];
+        let nodes = &Served::Builtin(&crate::resources::TABLE[0]);
         let err = FieldSelector::parse("spec.bogus=x", nodes).unwrap_err();
         assert_eq!(err.code, 400);
         assert_eq!(err.message, "field label not supported: spec.bogus");

@@ -234,6 +234,19 @@ impl ApiError {
         }
     }
 
+    /// 415 for a patch type a resource does not take (custom resources take no strategic merge
+    /// patch), listing the ones it does as upstream's patch handler does.
+    pub fn patch_type_not_accepted(accepted: &[&str]) -> ApiError {
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
     /// 410 Expired for a watch or list from a compacted resourceVersion.
     pub fn expired(requested: u64, oldest: u64) -> ApiError {
         ApiError::new(

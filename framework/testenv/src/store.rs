@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use crate::allocations::Allocations;
 use crate::resources::{ResId, TABLE, lookup};
 use crate::selectors::Filter;
+use crate::types::{Registry, Served};
 
 /// Store key of one object: (namespace, name); namespace is empty for cluster-scoped types.
 pub type ObjKey = (String, String);
@@ -103,8 +104,13 @@ struct Subscriber {
     res: ResId,
     filter: Filter,
     trivial: bool,
+    /// For a custom resource version other than the one objects are stored at: the apiVersion
+    /// each object is sent with (conversion `None` changes nothing else).
+    api_version: Option<String>,
     tx: mpsc::Sender<Arc<Event>>,
 }
+
+static EMPTY: BTreeMap<ObjKey, Arc<Value>> = BTreeMap::new();
 
 /// The mutable state behind the store lock; handlers run their whole read-modify-write on it.
 pub struct State {
@@ -118,6 +124,7 @@ pub struct State {
     watch_buffer: usize,
     services: Option<ResId>,
     allocations: Allocations,
+    types: Registry,
 }
 
 /// The store: a lock around [`State`].
@@ -140,6 +147,7 @@ impl Store {
                 watch_buffer: watch_buffer.max(1),
                 services: lookup("", "v1", "services"),
                 allocations: Allocations::default(),
+                types: Registry::default(),
             }),
         }
     }
@@ -179,9 +187,54 @@ impl State {
         self.floor
     }
 
+    /// The served types (built-in and CRD-defined).
+    pub fn types(&self) -> &Registry {
+        &self.types
+    }
+
+    /// The served types, for registering and retiring CRD-defined ones.
+    pub fn types_mut(&mut self) -> &mut Registry {
+        &mut self.types
+    }
+
+    /// The served type with this id, if still served.
+    pub fn served(&self, res: ResId) -> Option<Served> {
+        self.types.get(res)
+    }
+
+    /// The id whose objects `res` addresses: every version of a CRD shares one object map.
+    fn map_id(&self, res: ResId) -> ResId {
+        match self.types.get(res) {
+            Some(Served::Custom(c)) => c.objects,
+            _ => res,
+        }
+    }
+
+    fn map(&self, res: ResId) -> &BTreeMap<ObjKey, Arc<Value>> {
+        self.objects.get(self.map_id(res)).unwrap_or(&EMPTY)
+    }
+
+    fn map_mut(&mut self, res: ResId) -> &mut BTreeMap<ObjKey, Arc<Value>> {
+        let id = self.map_id(res);
+        if self.objects.len() <= id {
+            self.objects.resize_with(id + 1, BTreeMap::new);
+        }
+        &mut self.objects[id]
+    }
+
+    /// Forgets every object of a retired CRD-defined type without events (its CRD's cleanup
+    /// deleted them first) and ends the watches on any of its ids.
+    pub fn retire(&mut self, ids: &[ResId], objects: ResId) {
+        if let Some(m) = self.objects.get_mut(objects) {
+            m.clear();
+        }
+        self.subscribers
+            .retain(|s| !ids.contains(&s.res) && s.res != objects);
+    }
+
     /// One object.
     pub fn get(&self, res: ResId, ns: &str, name: &str) -> Option<&Arc<Value>> {
-        self.objects[res].get(&(ns.to_string(), name.to_string()))
+        self.map(res).get(&(ns.to_string(), name.to_string()))
     }
 
     /// The cluster IPs and node ports stored Services hold, for constant-time allocation.
@@ -197,7 +250,7 @@ impl State {
         after: Option<ObjKey>,
     ) -> Box<dyn Iterator<Item = (&'a ObjKey, &'a Arc<Value>)> + 'a> {
         use std::ops::Bound;
-        let map = &self.objects[res];
+        let map = self.map(res);
         let lower = match (&after, ns) {
             (Some(k), _) => Bound::Excluded(k.clone()),
             (None, Some(ns)) => Bound::Included((ns.to_string(), String::new())),
@@ -219,7 +272,8 @@ impl State {
         }
         let key = key_of(&obj);
         let obj = Arc::new(obj);
-        let prev = self.objects[res].insert(key, obj.clone());
+        let res = self.map_id(res);
+        let prev = self.map_mut(res).insert(key, obj.clone());
         if Some(res) == self.services {
             if let Some(prev) = &prev {
                 self.allocations.release(prev);
@@ -232,7 +286,10 @@ impl State {
 
     /// Removes an object under a fresh resourceVersion and notifies watches.
     pub fn remove(&mut self, res: ResId, ns: &str, name: &str) -> Option<Arc<Value>> {
-        let prev = self.objects[res].remove(&(ns.to_string(), name.to_string()))?;
+        let res = self.map_id(res);
+        let prev = self
+            .map_mut(res)
+            .remove(&(ns.to_string(), name.to_string()))?;
         if Some(res) == self.services {
             self.allocations.release(&prev);
         }
@@ -270,6 +327,7 @@ impl State {
             } else {
                 filtered(&event, &sub.filter)
             };
+            let out = out.map(|e| as_version(e, sub.api_version.as_deref()));
             match out {
                 None => true,
                 Some(ev) => match sub.tx.try_send(ev) {
@@ -294,7 +352,12 @@ impl State {
         filter: Filter,
         start: WatchStart,
     ) -> Result<Subscription, u64> {
-        let initial = match start {
+        let api_version = match self.types.get(res) {
+            Some(Served::Custom(c)) => Some(format!("{}/{}", c.group, c.version)),
+            _ => None,
+        };
+        let res = self.map_id(res);
+        let initial: Vec<Arc<Event>> = match start {
             WatchStart::From(from) => {
                 if from < self.floor {
                     return Err(self.floor);
@@ -313,6 +376,10 @@ impl State {
                 })
                 .collect(),
         };
+        let initial = initial
+            .into_iter()
+            .map(|e| as_version(e, api_version.as_deref()))
+            .collect();
         let (tx, rx) = mpsc::channel(self.watch_buffer);
         self.next_sub += 1;
         let trivial = filter.namespace.is_none()
@@ -323,6 +390,7 @@ impl State {
             res,
             filter,
             trivial,
+            api_version,
             tx,
         });
         Ok(Subscription {
@@ -334,7 +402,8 @@ impl State {
 
     /// The objects of a type as they were at `rv` (>= floor), rebuilt by undoing newer history.
     pub fn snapshot_at(&self, res: ResId, rv: u64) -> BTreeMap<ObjKey, Arc<Value>> {
-        let mut snap = self.objects[res].clone();
+        let res = self.map_id(res);
+        let mut snap = self.map(res).clone();
         for e in self
             .history
             .iter()
@@ -371,6 +440,24 @@ impl State {
             .iter()
             .filter(|s| !s.tx.is_closed())
             .count()
+    }
+}
+
+/// The event with its object at `api_version` (a custom resource read through another version).
+fn as_version(event: Arc<Event>, api_version: Option<&str>) -> Arc<Event> {
+    match api_version {
+        Some(av) if event.object.get("apiVersion").and_then(Value::as_str) != Some(av) => {
+            let mut obj = (*event.object).clone();
+            obj["apiVersion"] = av.into();
+            Arc::new(Event::new(
+                event.rv,
+                event.res,
+                event.ty,
+                Arc::new(obj),
+                event.prev.clone(),
+            ))
+        }
+        _ => event,
     }
 }
 

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceType;
+use crate::crd::columns;
+use crate::types::Served;
 
 /// Whether the Accept header asks for a Table.
 pub fn wanted(accept: &str) -> bool {
@@ -20,10 +21,13 @@ fn col(name: &str, ty: &str, priority: u8) -> Value {
     json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority})
 }
 
-fn columns(rt: &ResourceType) -> Vec<Value> {
+fn columns(rt: &Served) -> Vec<Value> {
+    if let Served::Custom(c) = rt {
+        return columns::definitions(&c.columns);
+    }
     let s = |n: &str| col(n, "string", 0);
     let wide = |n: &str| col(n, "string", 1);
-    match (rt.group, rt.kind) {
+    match (rt.group(), rt.kind()) {
         ("", "Node") => vec![
             s("Name"),
             s("Status"),
@@ -240,9 +244,13 @@ fn service_cells(obj: &Value) -> Vec<Value> {
     ]
 }
 
-fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
+fn cells(rt: &Served, obj: &Value) -> Vec<Value> {
     let mut out = vec![Value::from(text(obj, "/metadata/name"))];
-    out.extend(match (rt.group, rt.kind) {
+    if let Served::Custom(c) = rt {
+        out.extend(columns::cells(&c.columns, obj));
+        return out;
+    }
+    out.extend(match (rt.group(), rt.kind()) {
         ("", "Node") => node_cells(obj),
         ("", "Service") => service_cells(obj),
         ("", "Namespace") => vec![text(obj, "/status/phase").into(), age(obj).into()],
@@ -262,7 +270,7 @@ fn cells(rt: &ResourceType, obj: &Value) -> Vec<Value> {
     out
 }
 
-fn row(rt: &ResourceType, obj: &Value) -> Value {
+fn row(rt: &Served, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     json!({
         "cells": cells(rt, obj),
@@ -272,7 +280,7 @@ fn row(rt: &ResourceType, obj: &Value) -> Value {
 
 /// A Table of some objects, at `rv`.
 pub fn of<'a>(
-    rt: &ResourceType,
+    rt: &Served,
     objects: impl Iterator<Item = &'a Value>,
     rv: &str,
     cont: Option<&str>,
@@ -286,7 +294,7 @@ pub fn of<'a>(
 }
 
 /// A one-row Table for a single object (get, and each watch event).
-pub fn single(rt: &ResourceType, obj: &Value) -> Value {
+pub fn single(rt: &Served, obj: &Value) -> Value {
     let rv = text(obj, "/metadata/resourceVersion").to_string();
     of(rt, std::iter::once(obj), &rv, None)
 }
@@ -315,7 +323,9 @@ mod tests {
 
     #[test]
     fn node_and_service_rows() {
-        let nodes = &crate::resources::TABLE[crate::resources::lookup("", "v1", "nodes").unwrap()];
+        let nodes = &Served::Builtin(
+            &crate::resources::TABLE[crate::resources::lookup("", "v1", "nodes").unwrap()],
+        );
         let node = json!({"metadata": {"name": "n", "labels": {"node-role.kubernetes.io/worker": ""}}, "spec": {"unschedulable": true}, "status": {"conditions": [{"type": "Ready", "status": "True"}], "nodeInfo": {"kubeletVersion": "v1.33.0"}}});
         let cells = single(nodes, &node)["rows"][0]["cells"]
             .as_array()
@@ -331,8 +341,9 @@ mod tests {
                 json!("v1.33.0")
             ]
         );
-        let svcs =
-            &crate::resources::TABLE[crate::resources::lookup("", "v1", "services").unwrap()];
+        let svcs = &Served::Builtin(
+            &crate::resources::TABLE[crate::resources::lookup("", "v1", "services").unwrap()],
+        );
         let svc = json!({"metadata": {"name": "s"}, "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.5", "ports": [{"port": 80, "nodePort": 31000, "protocol": "TCP"}]}, "status": {"loadBalancer": {}}});
         let cells = single(svcs, &svc)["rows"][0]["cells"]
             .as_array()

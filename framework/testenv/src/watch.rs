@@ -11,10 +11,11 @@ use bytes::{Bytes, BytesMut};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::resources::{ResId, TABLE};
+use crate::resources::ResId;
 use crate::selectors::Filter;
 use crate::status::{ApiError, Cause};
 use crate::store::{Event, Store, WatchStart, watch_line};
+use crate::types::Served;
 
 /// Parsed watch query parameters.
 #[derive(Debug, Default, Clone)]
@@ -51,6 +52,7 @@ fn invalid_options(causes: Vec<Cause>) -> ApiError {
 pub fn open(
     store: &Arc<Store>,
     res: ResId,
+    rt: Served,
     p: WatchParams,
     cfg: WatchConfig,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
@@ -87,7 +89,6 @@ pub fn open(
         WatchStart::From(requested.unwrap_or(0))
     };
     let (out_tx, out_rx) = mpsc::channel::<Bytes>(16);
-    let rt = &TABLE[res];
     let opened = store.with(|s| {
         if let Some(n) = requested
             && n > s.rv()
@@ -109,6 +110,7 @@ pub fn open(
             return Ok(out_rx);
         }
     };
+    let (kind, api_version) = (rt.kind().to_string(), rt.api_version());
     let bookmark = move |rv: u64, end: bool| -> Bytes {
         let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
         if end {
@@ -116,13 +118,13 @@ pub fn open(
         }
         watch_line(
             "BOOKMARK",
-            &json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": meta}),
+            &json!({"kind": kind, "apiVersion": api_version, "metadata": meta}),
         )
     };
     let table = p.table;
     let line = move |e: &Event| -> Bytes {
         if table {
-            watch_line(e.ty.as_str(), &crate::table::single(rt, &e.object))
+            watch_line(e.ty.as_str(), &crate::table::single(&rt, &e.object))
         } else {
             e.line()
         }

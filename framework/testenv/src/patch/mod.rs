@@ -1,5 +1,5 @@
 //! The PATCH content types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic
-//! merge patch driven by the resource table's list strategies. Server-side apply is refused with
+//! merge patch driven by the served type's list types (`Served::list_type`). Server-side apply is refused with
 //! 415, exactly as a server that does not implement a patch type refuses it.
 
 mod json_patch;
@@ -8,8 +8,8 @@ mod strategic;
 
 use serde_json::Value;
 
-use crate::resources::ResourceType;
 use crate::status::ApiError;
+use crate::types::Served;
 
 /// A PATCH body's content type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +41,7 @@ impl PatchKind {
 
 /// Applies a patch to an object; the caller then runs update admission on the result.
 pub fn apply(
-    rt: &ResourceType,
+    rt: &Served,
     kind: PatchKind,
     original: &Value,
     body: &[u8],

@@ -5,14 +5,14 @@
 
 use serde_json::{Map, Value};
 
-use crate::resources::{ListStrategy, ResourceType};
 use crate::status::ApiError;
+use crate::types::{ListType, Served};
 
 const DELETE_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
 const SET_ORDER: &str = "$setElementOrder/";
 
 /// `original` with the strategic `patch` applied.
-pub fn apply(rt: &ResourceType, original: &Value, patch: &Value) -> Result<Value, ApiError> {
+pub fn apply(rt: &Served, original: &Value, patch: &Value) -> Result<Value, ApiError> {
     merge_value(rt, "", original, patch)
 }
 
@@ -25,7 +25,7 @@ fn join(path: &str, key: &str) -> String {
 }
 
 fn merge_value(
-    rt: &ResourceType,
+    rt: &Served,
     path: &str,
     original: &Value,
     patch: &Value,
@@ -51,7 +51,7 @@ fn strip_directives(v: &Value) -> Value {
 }
 
 fn merge_map(
-    rt: &ResourceType,
+    rt: &Served,
     path: &str,
     original: &Map<String, Value>,
     patch: &Map<String, Value>,
@@ -103,8 +103,8 @@ fn merge_map(
         if let Some(field) = k.strip_prefix(SET_ORDER)
             && let (Some(order), Some(Value::Array(list))) = (pv.as_array(), out.get_mut(field))
         {
-            let key = rt.list_strategy(&join(path, field));
-            reorder(list, order, key);
+            let key = rt.list_type(&join(path, field));
+            reorder(list, order, key.as_ref());
         }
     }
     if let Some(keep) = patch.get("$retainKeys").and_then(Value::as_array) {
@@ -114,12 +114,12 @@ fn merge_map(
     Ok(Value::Object(out))
 }
 
-fn reorder(list: &mut [Value], order: &[Value], strategy: Option<ListStrategy>) {
+fn reorder(list: &mut [Value], order: &[Value], strategy: Option<&ListType>) {
     let rank = |v: &Value| -> usize {
         let pos = match strategy {
-            Some(ListStrategy::MergeByKey(key)) => {
-                order.iter().position(|o| o.get(key) == v.get(key))
-            }
+            Some(ListType::Map(keys)) => order
+                .iter()
+                .position(|o| keys.iter().all(|k| o.get(k) == v.get(k))),
             _ => order.iter().position(|o| o == v),
         };
         pos.unwrap_or(usize::MAX)
@@ -128,12 +128,12 @@ fn reorder(list: &mut [Value], order: &[Value], strategy: Option<ListStrategy>) 
 }
 
 fn merge_list(
-    rt: &ResourceType,
+    rt: &Served,
     path: &str,
     original: &[Value],
     patch: &[Value],
 ) -> Result<Value, ApiError> {
-    match rt.list_strategy(path) {
+    match rt.list_type(path) {
         None => Ok(Value::Array(
             patch
                 .iter()
@@ -141,7 +141,7 @@ fn merge_list(
                 .map(strip_directives)
                 .collect(),
         )),
-        Some(ListStrategy::MergeScalars) => {
+        Some(ListType::Set) => {
             let mut out = original.to_vec();
             for v in patch {
                 if !out.contains(v) {
@@ -150,7 +150,11 @@ fn merge_list(
             }
             Ok(Value::Array(out))
         }
-        Some(ListStrategy::MergeByKey(key)) => {
+        Some(ListType::Map(keys)) => {
+            // Strategic merge patch has one merge key per list (the built-ins' patchMergeKey).
+            let Some(key) = keys.first().map(String::as_str) else {
+                return Ok(Value::Array(patch.to_vec()));
+            };
             if patch
                 .iter()
                 .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -205,8 +209,8 @@ mod tests {
     use crate::resources::{TABLE, lookup};
     use serde_json::json;
 
-    fn nodes() -> &'static ResourceType {
-        &TABLE[lookup("", "v1", "nodes").unwrap()]
+    fn nodes() -> Served {
+        Served::Builtin(&TABLE[lookup("", "v1", "nodes").unwrap()])
     }
 
     #[test]
@@ -219,7 +223,7 @@ mod tests {
             "spec": {"taints": [{"key": "c", "effect": "NoExecute"}]},
             "status": {"conditions": [{"type": "Ready", "status": "False", "reason": "x"}]}
         });
-        let out = apply(nodes(), &node, &patch).unwrap();
+        let out = apply(&nodes(), &node, &patch).unwrap();
         assert_eq!(
             out["spec"]["taints"],
             json!([{"key": "c", "effect": "NoExecute"}])
@@ -243,20 +247,20 @@ mod tests {
             "metadata": {"$deleteFromPrimitiveList/finalizers": ["a"], "finalizers": ["c"], "labels": {"$patch": "replace", "z": "3"}},
             "status": {"addresses": [{"type": "Hostname", "$patch": "delete"}], "$setElementOrder/addresses": [{"type": "InternalIP"}]}
         });
-        let out = apply(nodes(), &node, &patch).unwrap();
+        let out = apply(&nodes(), &node, &patch).unwrap();
         assert_eq!(out["metadata"]["finalizers"], json!(["b", "c"]));
         assert_eq!(out["metadata"]["labels"], json!({"z": "3"}));
         assert_eq!(
             out["status"]["addresses"],
             json!([{"type": "InternalIP", "address": "10.0.0.1"}])
         );
-        let out = apply(nodes(), &node, &json!({"status": {"addresses": [{"$patch": "replace"}, {"type": "ExternalIP", "address": "1.2.3.4"}]}})).unwrap();
+        let out = apply(&nodes(), &node, &json!({"status": {"addresses": [{"$patch": "replace"}, {"type": "ExternalIP", "address": "1.2.3.4"}]}})).unwrap();
         assert_eq!(
             out["status"]["addresses"],
             json!([{"type": "ExternalIP", "address": "1.2.3.4"}])
         );
         let two = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "InternalIP", "address": "10.0.0.3"}]}});
-        let out = apply(nodes(), &node, &two).unwrap();
+        let out = apply(&nodes(), &node, &two).unwrap();
         assert_eq!(
             out["status"]["addresses"],
             json!([
@@ -266,7 +270,7 @@ mod tests {
             ])
         );
         let out = apply(
-            nodes(),
+            &nodes(),
             &node,
             &json!({"spec": {"$retainKeys": ["a"], "a": 1, "b": 2}}),
         )

@@ -1,0 +1,3 @@
+//! Helpers shared by the integration test targets.
+
+pub mod kubectl;
