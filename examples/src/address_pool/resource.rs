@@ -28,6 +28,7 @@ pub const POOL_ANNOTATION: &str = "metal.example.com/address-pool";
     plural = "addresspools",
     shortname = "apool",
     status = "AddressPoolStatus",
+    doc = "A pool of addresses for LoadBalancer Services, handed out by metal-ccm's address-pool controller.",
     printcolumn(
         name = "Auto-Assign",
         type_ = "boolean",
