@@ -172,13 +172,20 @@ impl LoadBalancer for AddressPools {
         _cluster_name: &str,
         svc: &Service,
     ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        Ok(self
-            .inner
-            .assigned
-            .lock()
-            .get(&key(svc))
-            .copied()
-            .map(status))
+        // After a restart nothing is in memory, yet the load balancer exists: the address in the
+        // Service's status, if a usable pool holds it. (The service controller only calls
+        // `ensure_load_balancer_deleted` for load balancers this reports.)
+        let held = self.inner.assigned.lock().get(&key(svc)).copied();
+        let in_a_pool = |ip: &IpAddr| {
+            self.inner.stores.get().is_some_and(|(pools, _)| {
+                let all = pools.list();
+                all.iter().any(|p| {
+                    usable(p, &all).is_ok_and(|ranges| ranges.iter().any(|r| r.contains(*ip)))
+                })
+            })
+        };
+        let adopted = || ingress_ips(svc).into_iter().find(in_a_pool);
+        Ok(held.or_else(adopted).map(status))
     }
 
     fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
