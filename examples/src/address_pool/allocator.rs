@@ -54,47 +54,54 @@ impl AddressPools {
                 "the address-pool controller is not running: add it to --controllers",
             ));
         };
-        let key = key(svc);
-        let eligible = eligible(svc, &key, &pools.list())?;
         let mut assigned = self.inner.assigned.lock();
-        if let Some(ip) = assigned.get(&key)
-            && eligible.iter().any(|(_, r)| r.contains(*ip))
-        {
-            return Ok(*ip);
-        }
-        let taken: BTreeSet<IpAddr> = services
-            .list()
-            .iter()
-            .filter(|s| key_of(s) != key)
-            .flat_map(|s| ingress_ips(s))
-            .chain(
-                assigned
-                    .iter()
-                    .filter(|(k, _)| **k != key)
-                    .map(|(_, ip)| *ip),
-            )
-            .collect();
-        let free =
-            |ip: &IpAddr| !taken.contains(ip) && eligible.iter().any(|(_, r)| r.contains(*ip));
-        let requested = svc
-            .spec
-            .iter()
-            .filter_map(|s| s.load_balancer_ip.as_deref());
-        let wanted = ingress_ips(svc)
-            .into_iter()
-            .chain(requested.filter_map(|ip| ip.parse().ok()))
-            .find(|ip| free(ip));
-        let ip = wanted
-            .or_else(|| eligible.iter().flat_map(|(_, r)| r.iter()).find(|ip| free(ip)))
-            .ok_or_else(|| {
-                let names: BTreeSet<&str> = eligible.iter().map(|(n, _)| n.as_str()).collect();
-                CloudError::other(format!(
-                    "no free address in address pool(s) {names:?}: add addresses to a pool or delete a LoadBalancer Service"
-                ))
-            })?;
-        assigned.insert(key, ip);
+        let ip = choose(svc, &pools.list(), &services.list(), &assigned)?;
+        assigned.insert(key(svc), ip);
         Ok(ip)
     }
+}
+
+/// The address `svc` should hold, given every pool, every Service and this process's assignments.
+fn choose(
+    svc: &Service,
+    pools: &[Arc<AddressPool>],
+    services: &[Arc<Service>],
+    assigned: &BTreeMap<String, IpAddr>,
+) -> Result<IpAddr, CloudError> {
+    let key = key(svc);
+    let eligible = eligible(svc, &key, pools)?;
+    if let Some(ip) = assigned.get(&key)
+        && eligible.iter().any(|(_, r)| r.contains(*ip))
+    {
+        return Ok(*ip);
+    }
+    let others = services.iter().filter(|s| self::key(s) != key);
+    let taken: BTreeSet<IpAddr> = others
+        .flat_map(|s| ingress_ips(s))
+        .chain(
+            assigned
+                .iter()
+                .filter(|(k, _)| **k != key)
+                .map(|(_, ip)| *ip),
+        )
+        .collect();
+    let free = |ip: &IpAddr| !taken.contains(ip) && eligible.iter().any(|(_, r)| r.contains(*ip));
+    let requested = svc
+        .spec
+        .iter()
+        .filter_map(|s| s.load_balancer_ip.as_deref());
+    let wanted = ingress_ips(svc)
+        .into_iter()
+        .chain(requested.filter_map(|ip| ip.parse().ok()))
+        .find(|ip| free(ip));
+    wanted
+        .or_else(|| eligible.iter().flat_map(|(_, r)| r.iter()).find(|ip| free(ip)))
+        .ok_or_else(|| {
+            let names: BTreeSet<&str> = eligible.iter().map(|(n, _)| n.as_str()).collect();
+            CloudError::other(format!(
+                "no free address in address pool(s) {names:?}: add addresses to a pool or delete a LoadBalancer Service"
+            ))
+        })
 }
 
 /// The (pool, range) pairs `svc` may get an address from, in pool-name order.
@@ -140,10 +147,6 @@ fn eligible(
 
 fn key(svc: &Service) -> String {
     format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
-}
-
-fn key_of(svc: &Arc<Service>) -> String {
-    key(svc)
 }
 
 /// The ingress IPs in a Service's status.
@@ -218,5 +221,111 @@ impl LoadBalancer for AddressPools {
     ) -> Result<(), CloudError> {
         self.inner.assigned.lock().remove(&key(svc));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pool(name: &str, created: &str, addresses: &[&str], auto_assign: bool) -> Arc<AddressPool> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+                "metadata": {"name": name, "creationTimestamp": created},
+                "spec": {"addresses": addresses, "autoAssign": auto_assign},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn svc(name: &str, pool: Option<&str>, status_ip: Option<&str>) -> Arc<Service> {
+        let ingress: Vec<_> = status_ip.iter().map(|ip| json!({"ip": ip})).collect();
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": name, "namespace": "default", "annotations": pool.map(|p| json!({POOL_ANNOTATION: p}))},
+                "spec": {"type": "LoadBalancer"},
+                "status": {"loadBalancer": {"ingress": ingress}},
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn pools() -> Vec<Arc<AddressPool>> {
+        vec![
+            pool("a", "2026-01-01T00:00:00Z", &["192.0.2.0/31"], true),
+            pool("b", "2026-01-02T00:00:00Z", &["198.51.100.7"], false),
+            pool("c", "2026-01-03T00:00:00Z", &["192.0.2.1-192.0.2.5"], true),
+        ]
+    }
+
+    fn pick(s: &Arc<Service>, services: &[Arc<Service>]) -> Result<String, String> {
+        choose(s, &pools(), services, &BTreeMap::new())
+            .map(|ip| ip.to_string())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn addresses_come_from_the_right_pool_and_are_never_shared() {
+        let web = svc("web", None, None);
+        assert_eq!(pick(&web, &[]).unwrap(), "192.0.2.0");
+        // Taken by another Service's status: the next one; the overlapping pool c is never used.
+        let other = svc("other", None, Some("192.0.2.0"));
+        assert_eq!(pick(&web, std::slice::from_ref(&other)).unwrap(), "192.0.2.1");
+        let third = svc("third", None, Some("192.0.2.1"));
+        let full = pick(&web, &[other, third]).unwrap_err();
+        assert!(
+            full.contains("no free address in address pool(s) {\"a\"}"),
+            "{full}"
+        );
+        // Adopted from its own status after a restart; by annotation from a non-auto pool.
+        assert_eq!(
+            pick(&svc("web", None, Some("192.0.2.1")), &[]).unwrap(),
+            "192.0.2.1"
+        );
+        assert_eq!(
+            pick(&svc("api", Some("b"), None), &[]).unwrap(),
+            "198.51.100.7"
+        );
+    }
+
+    #[test]
+    fn bad_pool_choices_say_what_to_fix() {
+        let missing = pick(&svc("s", Some("nope"), None), &[]).unwrap_err();
+        assert!(
+            missing.contains("asks for AddressPool \"nope\"")
+                && missing.contains("create it or fix the annotation"),
+            "{missing}"
+        );
+        let refused = pick(&svc("s", Some("c"), None), &[]).unwrap_err();
+        assert!(
+            refused.contains("hands out no addresses") && refused.contains("Overlapping"),
+            "{refused}"
+        );
+        let none = choose(&svc("s", None, None), &[], &[], &BTreeMap::new()).unwrap_err();
+        assert!(
+            none.to_string()
+                .contains("no usable AddressPool with autoAssign: true"),
+            "{none}"
+        );
+    }
+
+    #[tokio::test]
+    async fn without_the_controller_the_facet_says_to_enable_it() {
+        let pools = AddressPools::default();
+        let err = pools
+            .ensure_load_balancer("k", &svc("s", None, None), &[])
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("add it to --controllers"), "{err}");
+        assert!(
+            pools
+                .get_load_balancer("k", &svc("s", None, None))
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 }
