@@ -59,7 +59,7 @@ impl Target {
         }
     }
 
-    pub(crate) fn ns_key(&self) -> &str {
+    fn ns_key(&self) -> &str {
         if self.rt.namespaced() {
             self.ns.as_deref().unwrap_or("")
         } else {
@@ -67,7 +67,7 @@ impl Target {
         }
     }
 
-    pub(crate) fn name(&self) -> &str {
+    fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
 
@@ -79,20 +79,16 @@ impl Target {
         }
     }
 
-    pub(crate) fn not_found(&self) -> ApiError {
+    fn not_found(&self) -> ApiError {
         ApiError::not_found(self.rt.group(), self.rt.plural(), self.name())
     }
 
     /// 404 when a CRD-defined type was retired after the request was routed.
     fn check_served(&self, state: &State) -> Result<(), ApiError> {
-        if state.served(self.res).is_none() {
-            return Err(ApiError::not_found(
-                self.rt.group(),
-                self.rt.plural(),
-                self.name(),
-            ));
+        match state.served(self.res) {
+            Some(_) => Ok(()),
+            None => Err(self.not_found()),
         }
-        Ok(())
     }
 }
 
@@ -519,10 +515,14 @@ pub fn delete(
 /// Deletes every namespaced object in a namespace being deleted (upstream's namespace controller
 /// does this asynchronously; here it happens at once).
 fn delete_namespace_content(state: &mut State, ns: &str) {
+    let mut done = Vec::new();
     for (res, rt) in state.types().all() {
-        if !rt.namespaced() || rt.custom().is_some_and(|c| c.objects != res) {
+        // Every version of a CRD addresses the same objects: visit them once.
+        let objects = rt.custom().map_or(res, |c| c.objects);
+        if !rt.namespaced() || done.contains(&objects) {
             continue;
         }
+        done.push(objects);
         let keys: Vec<ObjKey> = state
             .iter(res, Some(ns), None)
             .map(|(k, _)| k.clone())

@@ -3,7 +3,8 @@
 //! It serves the real wire protocol over HTTP on loopback, so a real [`kube::Client`], kube-runtime
 //! watchers and `kubectl` talk to it exactly as they talk to kube-apiserver: JSON objects, one
 //! global resourceVersion, `Status` errors, chunked watches with bookmarks and 410s, patches,
-//! status subresources, finalizers and the objects and defaults a real server adds on its own.
+//! status subresources, finalizers, CustomResourceDefinitions and their custom resources, and the
+//! objects and defaults a real server adds on its own.
 //! Tests additionally get a request log and fault injection.
 //!
 //! ```no_run

@@ -1,13 +1,14 @@
 //! A minimal OpenAPI v3 index: for each served group-version, one PATCH operation per resource
 //! tagged with its group-version-kind and the `fieldValidation` query parameter. That is what
 //! kubectl reads to decide that the server validates fields itself, so `kubectl apply` / `create`
-//! work with their default `--validate=strict`. There are no schemas: `kubectl explain` and
-//! client-side validation are not served, and kubectl computes apply patches from its built-in
-//! types (as it does for any server without schemas).
+//! work with their default `--validate=strict`. Custom resources also get their CRD's schema
+//! (so `kubectl explain` works for them); built-in types have none, so client-side validation
+//! is not served and kubectl computes apply patches from its built-in types (as it does for any
+//! server without schemas).
 
 use serde_json::{Map, Value, json};
 
-use crate::types::Registry;
+use crate::types::{Registry, Served};
 
 fn gv_path(group: &str, version: &str) -> String {
     if group.is_empty() {
@@ -33,6 +34,7 @@ pub fn root(types: &Registry) -> Value {
 /// `/openapi/v3/api/v1` or `/openapi/v3/apis/G/V`, if served.
 pub fn group_version(types: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut paths = Map::new();
+    let mut schemas = Map::new();
     for (_, r) in types
         .all()
         .into_iter()
@@ -48,6 +50,9 @@ pub fn group_version(types: &Registry, group: &str, version: &str) -> Option<Val
             gv_path(r.group(), r.version()),
             r.plural()
         );
+        if let Some(schema) = r.custom().and_then(|c| c.openapi.clone()) {
+            schemas.insert(schema_name(&r), with_gvk(schema, &r));
+        }
         paths.insert(path, json!({
             "patch": {
                 "operationId": format!("patch{}", r.kind()),
@@ -69,6 +74,24 @@ pub fn group_version(types: &Registry, group: &str, version: &str) -> Option<Val
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.33.0-testenv"},
         "paths": paths,
-        "components": {}
+        "components": {"schemas": schemas}
     }))
+}
+
+/// Upstream's name for a custom resource's schema: the reversed group, version and kind
+/// (`com.example.stable.v1.Widget`).
+fn schema_name(r: &Served) -> String {
+    let mut group: Vec<&str> = r.group().split('.').collect();
+    group.reverse();
+    format!("{}.{}.{}", group.join("."), r.version(), r.kind())
+}
+
+fn with_gvk(mut schema: Value, r: &Served) -> Value {
+    if let Some(m) = schema.as_object_mut() {
+        m.insert(
+            "x-kubernetes-group-version-kind".into(),
+            json!([{"group": r.group(), "kind": r.kind(), "version": r.version()}]),
+        );
+    }
+    schema
 }

@@ -104,8 +104,8 @@ struct Subscriber {
     res: ResId,
     filter: Filter,
     trivial: bool,
-    /// For a custom resource version other than the one objects are stored at: the apiVersion
-    /// each object is sent with (conversion `None` changes nothing else).
+    /// For a custom resource: the watched version's apiVersion, which objects stored at another
+    /// version are sent with (conversion `None` changes nothing else).
     api_version: Option<String>,
     tx: mpsc::Sender<Arc<Event>>,
 }

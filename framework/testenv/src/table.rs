@@ -52,6 +52,11 @@ fn columns(rt: &Served) -> Vec<Value> {
         ("", "Namespace") => vec![s("Name"), s("Status"), s("Age")],
         ("", "ConfigMap") => vec![s("Name"), col("Data", "integer", 0), s("Age")],
         ("coordination.k8s.io", "Lease") => vec![s("Name"), s("Holder"), s("Age")],
+        // The default table convertor, which CRDs get.
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => vec![
+            s("Name"),
+            json!({"name": "Created At", "type": "date", "format": "", "description": "", "priority": 0}),
+        ],
         _ => vec![s("Name"), s("Age")],
     }
 }
@@ -261,6 +266,9 @@ fn cells(rt: &Served, obj: &Value) -> Vec<Value> {
                 .map(|m| m.len())
                 .sum::<usize>();
             vec![n.into(), age(obj).into()]
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            vec![text(obj, "/metadata/creationTimestamp").into()]
         }
         ("coordination.k8s.io", "Lease") => {
             vec![text(obj, "/spec/holderIdentity").into(), age(obj).into()]

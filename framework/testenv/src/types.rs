@@ -5,10 +5,11 @@
 //! # The one list-type lookup
 //!
 //! [`Served::list_type`] answers "what kind of list is at this path, with which keys" for every
-//! type, and it is the only place anything asks: strategic merge patch (built-ins), list
-//! validation of custom resources (`x-kubernetes-list-type: set|map` uniqueness) and, later,
-//! server-side apply all go through it. Paths are dotted field names without indices (the items
-//! of a list share the list's path), e.g. `spec.ports` or `status.conditions`.
+//! type, and it is the only place a patch asks: strategic merge patch goes through it (custom
+//! resources take none: 415), and server-side apply should too, to merge lists the way the type
+//! declares. Paths are dotted field names without indices (the items of a list share the list's
+//! path), e.g. `spec.ports` or `status.conditions`. (The custom-resource schema validator
+//! enforces `set` / `map` uniqueness from the same schema fields, in `crd::schema`.)
 //! - built-ins: from the table's `patch_lists` (the Go `patchStrategy`/`patchMergeKey` tags) plus
 //!   the ObjectMeta lists every type shares;
 //! - custom resources: from the structural schema's `x-kubernetes-list-type` and
@@ -87,6 +88,8 @@ pub struct CustomType {
     pub scale: Option<ScaleSpec>,
     /// The structural schema of this version.
     pub schema: Option<Schema>,
+    /// The `openAPIV3Schema` as written, for the OpenAPI document.
+    pub openapi: Option<serde_json::Value>,
     /// Printer columns of this version (defaulted to Age when none are declared).
     pub columns: Vec<Column>,
     /// Field selector labels from `selectableFields` (`spec.color`).

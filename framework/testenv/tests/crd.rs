@@ -1,7 +1,8 @@
 //! CustomResourceDefinitions over HTTP with a real `kube::Client`: a CRD is established and its
 //! resource discovered, custom resources (namespaced and cluster-scoped) get every verb, watches,
 //! selectors (including `selectableFields`), finalizers, the status and scale subresources and
-//! `metadata.generation`; deleting the CRD deletes its objects and its discovery entry.
+//! `metadata.generation`, and kube-runtime's watcher follows them; deleting the CRD deletes its
+//! objects and its discovery entry.
 
 use std::time::Duration;
 
@@ -438,4 +439,44 @@ async fn deleting_a_namespace_deletes_its_custom_resources() {
         .unwrap();
     assert!(team.get_opt("w").await.unwrap().is_none());
     assert!(default.get_opt("w").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_kube_runtime_watcher_follows_custom_resources() {
+    use kube::runtime::watcher::{self, Event};
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    install(&client, widget_crd("Namespaced", "widgets", "Widget")).await;
+    let ar = resource("widgets", "Widget");
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &ar);
+    api.create(&PostParams::default(), &widget("before", "blue"))
+        .await
+        .unwrap();
+    env.clear_requests();
+    let mut events = watcher::watcher(api.clone(), watcher::Config::default()).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match events.try_next().await.unwrap().unwrap() {
+            Event::Init => {}
+            Event::InitApply(o) => initial.push(o.metadata.name.unwrap()),
+            Event::InitDone => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(initial, ["before"]);
+    api.create(&PostParams::default(), &widget("after", "red"))
+        .await
+        .unwrap();
+    match events.try_next().await.unwrap().unwrap() {
+        Event::Apply(o) => assert_eq!(o.metadata.name.as_deref(), Some("after")),
+        other => panic!("unexpected {other:?}"),
+    }
+    let mut verbs: Vec<String> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "widgets")
+        .map(|r| r.verb)
+        .collect();
+    verbs.sort();
+    assert_eq!(verbs, ["create", "list", "watch"], "one LIST and one WATCH");
 }

@@ -1,6 +1,6 @@
 //! CRDs through kubectl: apply a CRD, `kubectl wait` for Established, find it in
-//! `kubectl api-resources`, apply and get custom resources by plural, short name and category
-//! with the CRD's printer columns, and delete the CRD (its resource type goes with it).
+//! `kubectl api-resources`, apply, scale and get custom resources by plural, short name and
+//! category with the CRD's printer columns, and delete the CRD (its resource type goes with it).
 
 mod support;
 
@@ -26,6 +26,9 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
     additionalPrinterColumns:
     - name: Color
       type: string
@@ -48,9 +51,11 @@ spec:
             properties:
               color: {type: string}
               size: {type: integer, default: 3}
+              replicas: {type: integer}
           status:
             type: object
             properties:
+              replicas: {type: integer}
               conditions:
                 type: array
                 x-kubernetes-list-type: map
@@ -92,6 +97,15 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
         "customresourcedefinition.apiextensions.k8s.io/widgets.stable.example.com condition met"
     );
 
+    let crds = k.run(&["get", "crds"]).await;
+    let lines: Vec<&str> = crds.lines().collect();
+    assert_eq!(words(lines[0]), ["NAME", "CREATED", "AT"], "{crds}");
+    assert_eq!(words(lines[1])[0], "widgets.stable.example.com", "{crds}");
+    assert!(
+        words(lines[1])[1].ends_with('Z'),
+        "an RFC 3339 time: {crds}"
+    );
+
     let resources = k
         .run(&["api-resources", "--api-group=stable.example.com"])
         .await;
@@ -102,6 +116,12 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
     assert_eq!(
         words(row),
         ["widgets", "wi", "stable.example.com/v1", "true", "Widget"]
+    );
+
+    let explained = k.run(&["explain", "widgets.spec"]).await;
+    assert!(
+        explained.contains("KIND:       Widget") && explained.contains("color\t<string>"),
+        "{explained}"
     );
 
     let cr = k.write("widget.yaml", WIDGET_YAML);
@@ -140,9 +160,15 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
             "{what}: {out}"
         );
     }
+    assert_eq!(
+        k.run(&["scale", "widget", "w1", "--replicas=4"])
+            .await
+            .trim(),
+        "widget.stable.example.com/w1 scaled"
+    );
     let yaml = k.run(&["get", "wi", "w1", "-o", "yaml"]).await;
     assert!(
-        yaml.contains("generation: 2") && yaml.contains("size: 3"),
+        yaml.contains("generation: 3") && yaml.contains("size: 3") && yaml.contains("replicas: 4"),
         "{yaml}"
     );
 

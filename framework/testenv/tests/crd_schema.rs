@@ -56,7 +56,12 @@ async fn invalid_crds_are_refused_with_upstreams_causes() {
             "group": "example", "scope": "Global",
             "names": {"plural": "Things", "kind": "Thing", "listKind": "Thing"},
             "versions": [
-                version("v1", true, json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "array"}}}}})),
+                version("v1", true, json!({"type": "object", "properties": {"spec": {"properties": {
+                    "a": {"type": "array"},
+                    "d": {"type": "object", "properties": {"n": {"type": "integer", "default": "one"}}, "default": {"n": 1, "x": true}},
+                    "m": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "properties": {"name": {"type": "string"}}}}
+                }}}})),
                 version("V2", true, json!({"type": "string"})),
                 {"name": "v3", "served": true, "storage": false}
             ]
@@ -72,6 +77,9 @@ async fn invalid_crds_are_refused_with_upstreams_causes() {
             "spec.scope: Unsupported value: \"Global\": supported values: \"Cluster\", \"Namespaced\"".into(),
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields".into(),
             "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[a].items: Required value: must be specified".into(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[d].default: Invalid value: map[string]interface {}{\"n\":1, \"x\":true}: must not have unknown fields".into(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[d].properties[n].default: Invalid value: \"string\":  in body must be of type integer: \"string\"".into(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[m].items.properties[name]: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property".into(),
             format!("spec.versions[1].name: Invalid value: \"V2\": {dns1035}"),
             "spec.versions[1].schema.openAPIV3Schema.type: Invalid value: \"string\": must be object at the root".into(),
             "spec.versions[2].schema.openAPIV3Schema: Required value: schemas are required".into(),

@@ -278,3 +278,60 @@ async fn kube_discovery_and_server_version() {
             .collect::<Vec<_>>()
     );
 }
+
+/// `metadata.generation` only where upstream's strategy keeps it: EndpointSlices (any change
+/// outside metadata) and Pods (spec changes), not Nodes or ConfigMaps.
+#[tokio::test]
+async fn generation_follows_upstream_strategies() {
+    use k8s_openapi::api::core::v1::Pod;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    use kube::api::{Patch, PatchParams};
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let pp = PatchParams::default();
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let slice: EndpointSlice = serde_json::from_value(json!({
+        "metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []
+    }))
+    .unwrap();
+    let s = slices.create(&PostParams::default(), &slice).await.unwrap();
+    assert_eq!(s.metadata.generation, Some(1));
+    let add = json!({"endpoints": [{"addresses": ["10.0.0.1"]}]});
+    let s = slices.patch("s", &pp, &Patch::Merge(add)).await.unwrap();
+    assert_eq!(s.metadata.generation, Some(2));
+    let label = json!({"metadata": {"labels": {"a": "b"}}});
+    let s = slices.patch("s", &pp, &Patch::Merge(label)).await.unwrap();
+    assert_eq!(s.metadata.generation, Some(2));
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    )
+    .unwrap();
+    assert_eq!(
+        pods.create(&PostParams::default(), &pod)
+            .await
+            .unwrap()
+            .metadata
+            .generation,
+        Some(1)
+    );
+    let status = json!({"status": {"phase": "Running"}});
+    let p = pods
+        .patch_status("p", &pp, &Patch::Merge(status))
+        .await
+        .unwrap();
+    assert_eq!(p.metadata.generation, Some(1));
+
+    let nodes: Api<Node> = Api::all(client);
+    nodes
+        .create(&PostParams::default(), &node("n"))
+        .await
+        .unwrap();
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+    let n = nodes
+        .patch_status("n", &pp, &Patch::Merge(status))
+        .await
+        .unwrap();
+    assert_eq!(n.metadata.generation, None);
+}

@@ -273,6 +273,7 @@ fn register(state: &mut State, crd: &Value) {
                 status: v.pointer("/subresources/status").is_some(),
                 scale,
                 schema: v.pointer("/schema/openAPIV3Schema").map(Schema::parse),
+                openapi: v.pointer("/schema/openAPIV3Schema").cloned(),
                 columns: columns::of_version(v),
                 selectable,
                 objects,

@@ -1,6 +1,7 @@
 //! Validation of a CustomResourceDefinition, worded and ordered as apiextensions-apiserver's:
 //! name, group, scope, versions (DNS-1035 names, a structural schema each, printer columns,
-//! selectable fields; unique; exactly one storage version), names, and on update the immutable
+//! selectable fields, valid pruned defaults; unique; exactly one storage version), names, and on
+//! update the immutable
 //! fields (group and plural; scope and kind once established) and `storedVersions`.
 
 use std::collections::BTreeSet;
@@ -9,6 +10,7 @@ use serde_json::Value;
 
 use crate::admission::{DNS1035_MSG, SUBDOMAIN_MSG, is_label};
 use crate::crd::admit::storage_version;
+use crate::crd::schema::{Schema, go_value};
 use crate::status::{Cause, go_quote};
 
 fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
@@ -172,6 +174,9 @@ fn schema_at(schema: Option<&Value>, path: &str) -> Option<String> {
 /// fields), object root, metadata only with name/generateName, items for arrays, properties and
 /// additionalProperties exclusive, map keys for `map` lists, valid patterns.
 fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
+    if !root && let Some(default) = s.get("default") {
+        default_causes(s, default, p, out);
+    }
     let ty = text(s, "/type");
     let preserve = s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
     let int_or_string = s.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true));
@@ -229,7 +234,7 @@ fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
             format!("{p}.x-kubernetes-list-map-keys"),
             "must not be empty if x-kubernetes-list-type is map",
         )),
-        "map" => {}
+        "map" => map_list_keys(s, p, out),
         other => out.push(Cause::not_supported(
             format!("{p}.x-kubernetes-list-type"),
             &go_quote(other),
@@ -270,6 +275,78 @@ fn structural(s: &Value, p: &str, root: bool, out: &mut Vec<Cause>) {
     }
     if let Some(add) = s.get("additionalProperties").filter(|i| i.is_object()) {
         structural(add, &format!("{p}.additionalProperties"), false, out);
+    }
+}
+
+/// A `default` must be pruned already (no fields the schema drops) and valid against its own
+/// node, as apiextensions checks it when the CRD is written.
+fn default_causes(s: &Value, default: &Value, p: &str, out: &mut Vec<Cause>) {
+    let node = Schema::parse(s);
+    let dp = format!("{p}.default");
+    let mut pruned = default.clone();
+    node.prune_value(&mut pruned);
+    if pruned != *default {
+        out.push(Cause::invalid(
+            &dp,
+            &go_value(default),
+            "must not have unknown fields",
+        ));
+    }
+    for c in node.validate_value(default) {
+        let field = match c.field.as_str() {
+            "" => dp.clone(),
+            f if f.starts_with('[') => format!("{dp}{f}"),
+            f => format!("{dp}.{f}"),
+        };
+        out.push(Cause { field, ..c });
+    }
+}
+
+/// A `map` list's items are objects whose key properties are scalars, each required or
+/// defaulted (a key must never be missing).
+fn map_list_keys(s: &Value, p: &str, out: &mut Vec<Cause>) {
+    let keys: Vec<&str> = s["x-kubernetes-list-map-keys"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let items = &s["items"];
+    let item_type = text(items, "/type");
+    if item_type != "object" {
+        out.push(Cause::invalid(
+            format!("{p}.items.type"),
+            &go_quote(item_type),
+            "must be object if parent array's x-kubernetes-list-type is map",
+        ));
+        return;
+    }
+    let required: Vec<&str> = items["required"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    for k in &keys {
+        let Some(prop) = items.pointer(&format!("/properties/{k}")) else {
+            let list: Vec<String> = keys.iter().map(|k| go_quote(k)).collect();
+            out.push(Cause::invalid(
+                format!("{p}.x-kubernetes-list-map-keys"),
+                &format!("[]string{{{}}}", list.join(", ")),
+                "entries must all be names of item properties",
+            ));
+            continue;
+        };
+        let kp = format!("{p}.items.properties[{k}]");
+        if matches!(text(prop, "/type"), "array" | "object") {
+            out.push(Cause::invalid(
+                format!("{kp}.type"),
+                &go_quote(text(prop, "/type")),
+                "must be a scalar type if parent array's x-kubernetes-list-type is map",
+            ));
+        }
+        if !required.contains(k) && prop.get("default").is_none() {
+            out.push(Cause::required(
+                kp,
+                "this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property",
+            ));
+        }
     }
 }
 

@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 mod validate;
 
+pub(crate) use validate::go_value;
+
 use regex::Regex;
 use serde_json::{Map, Value};
 
@@ -191,6 +193,11 @@ impl Schema {
                 s.prune(v);
             }
         }
+    }
+
+    /// Drops the fields this node does not know from a value (a `default`, say).
+    pub fn prune_value(&self, v: &mut Value) {
+        self.prune(v);
     }
 
     fn prune(&self, v: &mut Value) {

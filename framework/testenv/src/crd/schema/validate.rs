@@ -25,8 +25,17 @@ impl Schema {
         causes
     }
 
+    /// Validates a value against this node (a `default`, say), paths relative to it (`""` is
+    /// the node itself).
+    pub fn validate_value(&self, v: &Value) -> Vec<Cause> {
+        let mut out = Vec::new();
+        self.validate(v, "", &mut out);
+        out
+    }
+
     fn validate(&self, v: &Value, path: &str, out: &mut Vec<Cause>) {
-        let shown = if path.is_empty() { "<root>" } else { path };
+        // kube-openapi names the root "" (so its messages start with " in body").
+        let shown = path;
         if v.is_null() {
             if !self.nullable && !self.ty.is_empty() {
                 out.push(type_invalid(path, "null", &self.ty, shown));
@@ -275,9 +284,22 @@ fn fmt_num(x: f64) -> String {
 }
 
 /// A value as Go's `%#v` prints it in a field error.
-fn go_value(v: &Value) -> String {
+pub(crate) fn go_value(v: &Value) -> String {
     match v {
         Value::String(s) => go_quote(s),
+        Value::Array(a) => {
+            let items: Vec<String> = a.iter().map(go_value).collect();
+            format!("[]interface {{}}{{{}}}", items.join(", "))
+        }
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let items: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}:{}", go_quote(k), go_value(&m[*k])))
+                .collect();
+            format!("map[string]interface {{}}{{{}}}", items.join(", "))
+        }
         other => other.to_string(),
     }
 }
