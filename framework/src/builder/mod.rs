@@ -12,7 +12,7 @@
 //!     .start(reconciler)                    // Complete(r)         .run(reconcile, ..)
 //! ```
 //!
-//! Every kind comes from the process's [`SharedInformerFactory`](crate::informer::SharedInformerFactory),
+//! Every kind comes from the process's [`SharedInformerFactory`],
 //! so a builder-made controller adds no LIST or WATCH for a kind another controller already
 //! watches. Keys are [`ObjectKey`]s of the primary kind; the reconciler is any
 //! `tower::Service<Request<ObjectKey>, Response = Action>` and runs behind
