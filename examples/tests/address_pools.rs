@@ -281,6 +281,19 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         has_ip("192.0.2.0"),
     )
     .await;
+
+    // The overlap ends with the older pool: red is judged again and becomes Ready.
+    pools
+        .delete("blue", &DeleteParams::default())
+        .await
+        .unwrap();
+    ccm.wait_for(
+        &pools,
+        "red",
+        "red accepted once blue is gone",
+        counts(0, 7, "True"),
+    )
+    .await;
     ccm.stop().await;
 
     // The pool informer is shared like every other: one LIST and one WATCH for the process.

@@ -197,7 +197,8 @@ impl<K: InformerResource> ControllerBuilder<K> {
         self
     }
 
-    /// The shared store of the primary kind, for the reconciler to read the object behind a key.
+    /// The shared store of the primary kind, for the reconciler to read the object behind a key
+    /// (of the scope set so far: call [`scoped`](Self::scoped) first).
     pub fn store(&self) -> Store<K> {
         self.factory.informer_for::<K>(self.scope.clone()).store()
     }
