@@ -273,7 +273,10 @@ mod tests {
         assert_eq!(pick(&web, &[]).unwrap(), "192.0.2.0");
         // Taken by another Service's status: the next one; the overlapping pool c is never used.
         let other = svc("other", None, Some("192.0.2.0"));
-        assert_eq!(pick(&web, std::slice::from_ref(&other)).unwrap(), "192.0.2.1");
+        assert_eq!(
+            pick(&web, std::slice::from_ref(&other)).unwrap(),
+            "192.0.2.1"
+        );
         let third = svc("third", None, Some("192.0.2.1"));
         let full = pick(&web, &[other, third]).unwrap_err();
         assert!(
