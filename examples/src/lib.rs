@@ -2,10 +2,12 @@
 //!
 //! - `metal-ccm` (`src/bin/metal-ccm.rs`): a bare-metal distro's cloud-controller-manager: the
 //!   stock cloud controllers, its own provider ([`static_inventory`]) and its own controller
-//!   ([`node_inventory`]) on one shared cache and one flag set.
+//!   ([`node_inventory`]) on one shared cache and one flag set, and a CRD controller
+//!   ([`address_pool`]) whose `AddressPool` resources the provider's load balancers allocate from.
 //! - `ready-labeler` (`src/bin/ready-labeler.rs`, [`ready_labeler`]): a minimal controller on the
-//!   framework alone.
+//!   framework alone, wired with the controller builder.
 
+pub mod address_pool;
 pub mod node_inventory;
 pub mod ready_labeler;
 pub mod static_inventory;

@@ -3,10 +3,10 @@
 //! DaemonSet's nodeSelector) can see readiness, which they cannot select on directly.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use controller_manager::controller::{Action, Controller, Request, layers};
-use controller_manager::informer::{Event, Store};
+use controller_manager::builder::ControllerBuilder;
+use controller_manager::controller::Action;
+use controller_manager::informer::Event;
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, ResourceExt};
@@ -22,39 +22,29 @@ pub fn initializer<C: Send + Sync + 'static>() -> Initializer<C> {
     Initializer::new(NAME, init)
 }
 
-async fn init<C>(ctx: InitContext<C>) -> Result<InitOutcome, InitError> {
-    let informer = ctx.factory.informer::<Node>();
-    let queue = ctx.queue::<String>(NAME, ctx.default_rate_limiter());
-    let q = queue.clone();
-    informer
-        .add_handler(move |e: &Event<Node>| {
-            if let Event::Added(n) | Event::Updated { new: n, .. } = e
-                && n.labels().get(LABEL).map(String::as_str) != Some(desired(n))
-            {
-                q.add(n.name_any());
-            }
-        })
-        .detach();
-    let (nodes, api) = (informer.store(), Api::<Node>::all(ctx.client.clone()));
-    let service = layers::standard(NAME, &ctx.controller_metrics(), Duration::from_secs(30))
-        .service_fn(move |req: Request<String>| reconcile(nodes.clone(), api.clone(), req.key));
-    let stop = ctx.shutdown.clone();
-    Ok(InitOutcome::Started(Box::pin(
-        Controller::new(NAME, queue, service).run(stop),
-    )))
+async fn init<C: Send + Sync + 'static>(ctx: InitContext<C>) -> Result<InitOutcome, InitError> {
+    let api = Api::<Node>::all(ctx.client.clone());
+    Ok(ControllerBuilder::<Node>::new(&ctx)
+        .with_predicate(|e: &Event<Node>| label_outdated(e.object()))
+        .start_fn(move |node| reconcile(api.clone(), node)))
 }
 
-async fn reconcile(nodes: Store<Node>, api: Api<Node>, name: String) -> kube::Result<Action> {
-    let Some(node) = nodes.get_by_name(&name) else {
-        return Ok(Action::Done); // deleted since the event: nothing to label
-    };
+async fn reconcile(api: Api<Node>, node: Arc<Node>) -> kube::Result<Action> {
     let patch = json!({"metadata": {"labels": {LABEL: desired(&node)}}});
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await?;
+    api.patch(
+        &node.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await?;
     Ok(Action::Done)
 }
 
-fn desired(node: &Arc<Node>) -> &'static str {
+fn label_outdated(node: &Node) -> bool {
+    node.labels().get(LABEL).map(String::as_str) != Some(desired(node))
+}
+
+fn desired(node: &Node) -> &'static str {
     let conditions = node
         .status
         .iter()

@@ -1,30 +1,125 @@
-//! The code `docs/embedding.md` shows is the code that builds and runs: each `rust` block there
-//! must appear verbatim in the example sources.
+//! The docs show code that builds and runs: every `rust` block of `docs/embedding.md` and
+//! `docs/writing-a-provider.md` appears verbatim in a compiled example or test, and the
+//! out-of-tree `Cargo.toml` of `docs/embedding.md` asks for the versions this workspace builds
+//! with (and kube's features).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
 
 fn read(rel: &str) -> String {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)).unwrap()
+    std::fs::read_to_string(root().join(rel)).unwrap()
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn sources(dir: &Path, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(std::fs::read_to_string(&path).unwrap());
+        }
+    }
+}
+
+fn blocks<'a>(doc: &'a str, lang: &str) -> Vec<&'a str> {
+    doc.split(&format!("```{lang}\n"))
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap_or_default())
+        .collect()
 }
 
 #[test]
-fn embedding_md_shows_the_real_examples() {
-    let doc = read("../docs/embedding.md");
-    let sources = [read("src/bin/metal-ccm.rs"), read("src/ready_labeler.rs")];
-    let blocks: Vec<&str> = doc
-        .split("```rust\n")
-        .skip(1)
-        .map(|rest| rest.split("```").next().unwrap_or_default())
-        .collect();
-    assert_eq!(
-        blocks.len(),
-        2,
-        "the distro's main and the minimal controller"
-    );
-    for block in blocks {
-        assert!(
-            sources.iter().any(|s| s.contains(block)),
-            "docs/embedding.md shows code that is not in examples/src:\n{block}"
+fn rust_blocks_are_the_real_code() {
+    let mut code = Vec::new();
+    sources(&root().join("examples/src"), &mut code);
+    sources(&root().join("examples/tests"), &mut code);
+    code.push(read("framework/tests/builder_crd.rs"));
+    for doc in ["docs/embedding.md", "docs/writing-a-provider.md"] {
+        let text = read(doc);
+        let rust = blocks(&text, "rust");
+        assert!(rust.len() >= 3, "{doc} shows its code");
+        for block in rust {
+            assert!(
+                code.iter().any(|s| s.contains(block)),
+                "{doc} shows code that is not in examples/ (or framework/tests/builder_crd.rs):\n{block}"
+            );
+        }
+    }
+}
+
+/// `name = "v"` or `name = { version = "v", ... }` → (name, line).
+fn dependency_lines(toml: &str) -> Vec<(&str, &str)> {
+    toml.lines()
+        .filter_map(|l| Some((l.split_once(" = ")?.0.trim(), l)))
+        .filter(|(name, _)| !name.starts_with('[') && !name.contains(' '))
+        .collect()
+}
+
+fn quoted_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let rest = &line[line.find(key)? + key.len()..];
+    rest.split('"').nth(1)
+}
+
+fn version(line: &str) -> Option<&str> {
+    let value = line.split_once(" = ")?.1.trim();
+    if value.starts_with('"') {
+        value.split('"').nth(1)
+    } else {
+        quoted_after(line, "version")
+    }
+}
+
+fn features(line: &str) -> Vec<&str> {
+    let Some(start) = line.find("features = [") else {
+        return Vec::new();
+    };
+    let list = &line[start + "features = [".len()..];
+    let list = list.split(']').next().unwrap_or_default();
+    list.split(',')
+        .map(|f| f.trim().trim_matches('"'))
+        .filter(|f| !f.is_empty())
+        .collect()
+}
+
+#[test]
+fn out_of_tree_manifest_matches_the_workspace() {
+    let doc = read("docs/embedding.md");
+    let toml = blocks(&doc, "toml");
+    assert_eq!(toml.len(), 1, "one Cargo.toml to paste");
+    let workspace = read("Cargo.toml");
+    let pinned = dependency_lines(&workspace);
+    let deps = dependency_lines(toml[0]);
+    assert!(deps.len() >= 10, "{deps:?}");
+    for (name, line) in deps {
+        if ["name", "version", "edition"].contains(&name) {
+            continue;
+        }
+        if let Some(path) = quoted_after(line, "path") {
+            let inside = path.trim_start_matches("../cloud-controller-manager/");
+            assert!(root().join(inside).join("Cargo.toml").exists(), "{line}");
+            continue;
+        }
+        let (_, ours) = pinned
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("{name} is not a workspace dependency"));
+        assert_eq!(
+            version(line),
+            version(ours),
+            "{name}: docs say {line}, workspace {ours}"
         );
+        // kube's features pick its TLS stack and the runtime: ask for at least ours.
+        if name == "kube" {
+            for feature in features(ours) {
+                assert!(
+                    features(line).contains(&feature),
+                    "kube needs {feature}: {line}"
+                );
+            }
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! How to test a provider with the real controllers, in-process, against kube-testenv (the
-//! pattern `docs/writing-a-provider.md` shows): the stock controllers initialize a Node from the
-//! `static-inventory` provider and give a LoadBalancer Service a VIP.
+//! pattern `docs/writing-a-provider.md` shows): the provider is registered and picked exactly as
+//! in production (`.provider(NAME, factory)`, `--cloud-provider`, `--cloud-config`), and the stock
+//! controllers initialize a Node from it and give a LoadBalancer Service a VIP.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions};
-use embedding_examples::static_inventory::{Inventory, StaticInventory};
+use embedding_examples::static_inventory::{self, StaticInventory};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
@@ -44,16 +44,19 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
         .await
         .unwrap();
 
-    let provider = StaticInventory::new(Inventory::from_yaml(INVENTORY.as_bytes()).unwrap());
+    let config = std::env::temp_dir().join(format!("provider-e2e-{}.yaml", std::process::id()));
+    std::fs::write(&config, INVENTORY).unwrap();
     let options = CloudManagerOptions::from_args([
         "--cloud-provider=static-inventory",
+        &format!("--cloud-config={}", config.display()),
         "--leader-elect=false",
         "--secure-port=0",
     ])
     .unwrap();
     let stop = CancellationToken::new();
     let manager = CloudControllerManager::new("provider-test", options)
-        .with_cloud(Arc::new(provider))
+        .provider(static_inventory::NAME, StaticInventory::factory)
+        .unwrap()
         .with_client_config(env.config())
         .without_telemetry()
         .run(stop.clone());
@@ -80,4 +83,5 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
 
     stop.cancel();
     manager.await.unwrap().unwrap();
+    let _ = std::fs::remove_file(&config);
 }

@@ -1,10 +1,11 @@
 //! `metal-ccm`: a bare-metal distro's cloud-controller-manager. The stock cloud controllers, the
-//! `static-inventory` provider and the distro's own `node-inventory` controller share one
+//! `static-inventory` provider and the distro's own controllers (`node-inventory`, and
+//! `address-pool`, which hands LoadBalancer addresses out of `AddressPool` resources) share one
 //! client, one informer cache, one metrics registry and one flag set.
 //!
 //! ```text
 //! metal-ccm --cloud-provider=static-inventory --cloud-config=inventory.yaml \
-//!           --controllers=*,-route,node-inventory --kubeconfig=...
+//!           --controllers=*,-route,node-inventory,address-pool --kubeconfig=...
 //! ```
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use cloud_controllers::app::{self, CloudControllerManager, CloudManagerOptions};
 use controller_manager::manager::shutdown_on_signals;
+use embedding_examples::address_pool::{self, AddressPools};
 use embedding_examples::node_inventory::{self, NodeInventoryOptions};
 use embedding_examples::static_inventory::{self, StaticInventory};
 
@@ -32,9 +34,11 @@ struct Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli: Cli = app::parse_args();
+    let pools = AddressPools::default();
     let ccm = CloudControllerManager::new("metal-ccm", cli.ccm)
         .controller(node_inventory::initializer(cli.node_inventory))
-        .provider(static_inventory::NAME, StaticInventory::factory);
+        .controller(address_pool::initializer(pools.clone()))
+        .provider(static_inventory::NAME, StaticInventory::factory_with(pools));
     match ccm {
         Ok(ccm) => ccm.run_to_exit(shutdown_on_signals()).await,
         Err(e) => {

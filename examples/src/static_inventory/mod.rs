@@ -3,6 +3,8 @@
 //! addresses, deletion of Nodes whose machine left the inventory) and, when VIPs are listed, a
 //! load-balancer facet that hands each LoadBalancer Service a VIP from a static pool. No routes,
 //! zones or clusters facets: the CNI routes pods, and the node controllers use `InstancesV2`.
+//! With the address-pool controller running ([`StaticInventory::factory_with`]), load balancers
+//! get their addresses from `AddressPool` resources instead of the file.
 //!
 //! The file is read once at start; edit it and restart (or roll the Deployment) to change it.
 
@@ -18,6 +20,8 @@ use cloud_controllers::cloud::{
 };
 use k8s_openapi::api::core::v1::Node;
 
+use crate::address_pool::AddressPools;
+
 pub use inventory::{Inventory, InventoryError, Machine};
 pub use vip_pool::VipPool;
 
@@ -30,6 +34,7 @@ pub struct StaticInventory {
     by_name: HashMap<String, Arc<Machine>>,
     by_id: HashMap<String, Arc<Machine>>,
     vips: Option<VipPool>,
+    pools: Option<AddressPools>,
 }
 
 impl StaticInventory {
@@ -49,6 +54,29 @@ impl StaticInventory {
                 .map(|m| (m.id().to_string(), m.clone()))
                 .collect(),
             vips,
+            pools: None,
+        }
+    }
+
+    /// Allocates load-balancer addresses from `pools` (the `AddressPool` resources) whenever the
+    /// address-pool controller runs in this process, and from the file's `loadBalancerVIPs`
+    /// otherwise.
+    pub fn with_address_pools(mut self, pools: AddressPools) -> Self {
+        self.pools = Some(pools);
+        self
+    }
+
+    /// The registry factory of a provider [`with_address_pools`](Self::with_address_pools).
+    pub fn factory_with(
+        pools: AddressPools,
+    ) -> impl Fn(Option<&[u8]>) -> Result<Arc<dyn CloudProvider>, BoxError> + Send + Sync + 'static
+    {
+        move |config| {
+            let bytes = config.ok_or("--cloud-config must point at the inventory file")?;
+            let inventory = Inventory::from_yaml(bytes)?;
+            Ok(Arc::new(
+                Self::new(inventory).with_address_pools(pools.clone()),
+            ))
         }
     }
 
@@ -85,7 +113,11 @@ impl CloudProvider for StaticInventory {
         Some(self)
     }
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        self.vips.as_ref().map(|v| v as &dyn LoadBalancer)
+        match (&self.pools, &self.vips) {
+            // Without static VIPs the pools answer, if only to say their controller is off.
+            (Some(pools), vips) if pools.is_attached() || vips.is_none() => Some(pools),
+            (_, vips) => vips.as_ref().map(|v| v as &dyn LoadBalancer),
+        }
     }
     fn provider_name(&self) -> &str {
         NAME

@@ -1,0 +1,270 @@
+//! [`ControllerBuilder`]: a controller in one expression — the primary kind, the kinds it owns,
+//! the kinds it watches through a key mapper, event filters, workers and the rate limiter —
+//! over the same pieces a hand-wired controller uses (the shared informers, a work-queue lane,
+//! the standard layers and [`Controller`]).
+//!
+//! ```text
+//! ControllerBuilder::<Pool>::new(&ctx)      // For(&Pool{})       Controller::new(pools, ..)
+//!     .owns::<ConfigMap>()                  // Owns(&ConfigMap{}) .owns(configmaps, ..)
+//!     .watches::<Service, _>(mapper)        // Watches(.., MapFunc) .watches(services, .., mapper)
+//!     .with_predicate(generation_changed)   // WithEventFilter     predicate_filter
+//!     .workers(2)                           // MaxConcurrentReconciles
+//!     .start(reconciler)                    // Complete(r)         .run(reconcile, ..)
+//! ```
+//!
+//! Every kind comes from the process's [`SharedInformerFactory`],
+//! so a builder-made controller adds no LIST or WATCH for a kind another controller already
+//! watches. Keys are [`ObjectKey`]s of the primary kind; the reconciler is any
+//! `tower::Service<Request<ObjectKey>, Response = Action>` and runs behind
+//! [`layers::standard`]. Everything the builder does can still be written by hand (see
+//! `docs/embedding.md`); the builder only removes the repetition.
+
+mod owners;
+pub mod predicates;
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tower::layer::Layer;
+use tower::{BoxError, Service};
+
+pub use owners::controller_owner;
+
+use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
+use crate::controller::{Action, Controller, Request};
+use crate::informer::{
+    Event, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store,
+};
+use crate::manager::{InitContext, InitOutcome};
+use crate::workqueue::{RateLimiter, WorkQueue};
+
+/// How long one reconcile may run before it is cancelled and retried with backoff, unless
+/// [`ControllerBuilder::reconcile_timeout`] says otherwise.
+pub const DEFAULT_RECONCILE_TIMEOUT: Duration = Duration::from_secs(60);
+
+type Predicate<K> = Box<dyn Fn(&Event<K>) -> bool + Send + Sync>;
+type Limiter = Box<dyn RateLimiter<ObjectKey>>;
+/// Makes the controller's lane (with the process's queue metrics) once its limiter is known.
+type MakeQueue = Box<dyn FnOnce(&str, Option<Limiter>) -> WorkQueue<ObjectKey> + Send>;
+/// Registers one event source (an owned or watched kind) once the lane exists.
+type Source = Box<dyn FnOnce(&SharedInformerFactory, &WorkQueue<ObjectKey>) + Send>;
+
+/// Builds a controller reconciling objects of kind `K`; see the [module docs](self).
+pub struct ControllerBuilder<K> {
+    name: String,
+    factory: SharedInformerFactory,
+    shutdown: CancellationToken,
+    metrics: ControllerMetrics,
+    queue: MakeQueue,
+    scope: InformerScope,
+    predicates: Vec<Predicate<K>>,
+    sources: Vec<Source>,
+    workers: usize,
+    limiter: Option<Limiter>,
+    timeout: Duration,
+}
+
+impl<K> std::fmt::Debug for ControllerBuilder<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("name", &self.name)
+            .field("scope", &self.scope)
+            .field("predicates", &self.predicates.len())
+            .field("sources", &self.sources.len())
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: InformerResource> ControllerBuilder<K> {
+    /// A controller for `K` named after the initializer (`ctx.name`: logs, spans, the
+    /// `workqueue_*` and `controller_runtime_*` metrics), with one worker, the process's default
+    /// rate limiter (client-go's, sharing the retry bucket) and a 60 s reconcile timeout.
+    pub fn new<C: Send + Sync + 'static>(ctx: &InitContext<C>) -> Self {
+        let queue_ctx = ctx.clone();
+        Self {
+            name: ctx.name.clone(),
+            factory: ctx.factory.clone(),
+            shutdown: ctx.shutdown.clone(),
+            metrics: ctx.controller_metrics(),
+            queue: Box::new(move |name, limiter| match limiter {
+                Some(limiter) => queue_ctx.queue(name, limiter),
+                None => queue_ctx.queue(name, queue_ctx.default_rate_limiter()),
+            }),
+            scope: InformerScope::all(),
+            predicates: Vec::new(),
+            sources: Vec::new(),
+            workers: 1,
+            limiter: None,
+            timeout: DEFAULT_RECONCILE_TIMEOUT,
+        }
+    }
+
+    /// Renames the controller (default: the initializer's name).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Reconciles only the primary objects in `scope` (a namespace, selectors); the informer is
+    /// shared with every other user of the same kind and scope.
+    pub fn scoped(mut self, scope: InformerScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Also reconciles the owner when an object of kind `O` changes: every event of an `O` whose
+    /// controlling owner reference (`controller: true`) names a `K` enqueues that `K`, both the
+    /// old and the new owner on an update (controller-runtime's `Owns`, kube-runtime's `owns`).
+    pub fn owns<O: InformerResource>(self) -> Self {
+        self.watches::<O, _>(|obj: &O| controller_owner::<K>(obj))
+    }
+
+    /// Also reconciles the keys `mapper` derives from each event of an object of kind `W`: on an
+    /// update, those of the old and of the new object (controller-runtime's `Watches` with
+    /// `EnqueueRequestsFromMapFunc`, kube-runtime's `watches`).
+    pub fn watches<W, I>(self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
+    where
+        W: InformerResource,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.watches_with_predicate(|_: &Event<W>| true, mapper)
+    }
+
+    /// [`watches`](Self::watches), mapping only the events `predicate` passes (controller-runtime's
+    /// `Watches(.., builder.WithPredicates(..))`), e.g. "every pool, when any pool's spec changes":
+    /// `.watches_with_predicate(generation_changed, move |_: &Pool| pools.keys())`.
+    pub fn watches_with_predicate<W, I>(
+        mut self,
+        predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        W: InformerResource,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.sources.push(Box::new(move |factory, queue| {
+            let queue = queue.clone();
+            factory
+                .informer::<W>()
+                .add_handler(move |event: &Event<W>| {
+                    if !predicate(event) {
+                        return;
+                    }
+                    if let Event::Updated { old, new } = event
+                        && !Arc::ptr_eq(old, new)
+                    {
+                        mapper(old).into_iter().for_each(|k| queue.add(k));
+                    }
+                    mapper(event.object())
+                        .into_iter()
+                        .for_each(|k| queue.add(k));
+                })
+                .detach();
+        }));
+        self
+    }
+
+    /// Drops events of the primary kind that `predicate` rejects, e.g.
+    /// [`predicates::generation_changed`]; with several, an event must pass all of them. Owned
+    /// and watched kinds are not filtered.
+    pub fn with_predicate(
+        mut self,
+        predicate: impl Fn(&Event<K>) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.predicates.push(Box::new(predicate));
+        self
+    }
+
+    /// How many keys are reconciled at once (controller-runtime's `MaxConcurrentReconciles`);
+    /// a key is never reconciled by two workers at the same time.
+    pub fn workers(mut self, n: usize) -> Self {
+        self.workers = n;
+        self
+    }
+
+    /// Replaces the default rate limiter of the controller's lane.
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey>) -> Self {
+        self.limiter = Some(Box::new(limiter));
+        self
+    }
+
+    /// How long one reconcile may run before it is cancelled and retried with backoff.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The shared store of the primary kind, for the reconciler to read the object behind a key
+    /// (of the scope set so far: call [`scoped`](Self::scoped) first).
+    pub fn store(&self) -> Store<K> {
+        self.factory.informer_for::<K>(self.scope.clone()).store()
+    }
+
+    /// Registers every event source on the shared informers and returns the controller with the
+    /// reconciler behind the standard layers (trace span, metrics, panic guard, timeout), ready
+    /// to [`run`](Controller::run). Call it from the initializer, before the factory starts.
+    pub fn build<S>(
+        self,
+        reconciler: S,
+    ) -> Controller<ObjectKey, <StandardLayer as Layer<S>>::Service>
+    where
+        S: Service<Request<ObjectKey>, Response = Action> + Clone + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+    {
+        let queue = (self.queue)(&self.name, self.limiter);
+        let primary = queue.clone();
+        let predicates = self.predicates;
+        self.factory
+            .informer_for::<K>(self.scope)
+            .add_handler(move |event: &Event<K>| {
+                if predicates.iter().all(|p| p(event)) {
+                    primary.add(ObjectKey::from_object(event.object().as_ref()));
+                }
+            })
+            .detach();
+        for source in self.sources {
+            source(&self.factory, &queue);
+        }
+        let service = layers::standard(&self.name, &self.metrics, self.timeout).service(reconciler);
+        Controller::new(self.name, queue, service).workers(self.workers)
+    }
+
+    /// [`build`](Self::build)s the controller and hands it to the manager, which runs it once
+    /// every cache has synced and drains it on shutdown (controller-runtime's `Complete`).
+    pub fn start<S>(self, reconciler: S) -> InitOutcome
+    where
+        S: Service<Request<ObjectKey>, Response = Action> + Clone + Send + 'static,
+        S::Error: Into<BoxError>,
+        S::Future: Send + 'static,
+    {
+        let shutdown = self.shutdown.clone();
+        let controller = self.build(reconciler);
+        InitOutcome::Started(Box::pin(controller.run(shutdown)))
+    }
+
+    /// [`start`](Self::start)s a reconciler of the cached object behind each key, as
+    /// kube-runtime's reconcilers are written: `reconcile(Arc<K>)`. A key whose object is no
+    /// longer cached (deleted) is done without a call; to act on deletion, hold a
+    /// [`finalizer`](crate::object::finalizer).
+    pub fn start_fn<F, Fut, E>(self, reconcile: F) -> InitOutcome
+    where
+        F: Fn(Arc<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        let (store, reconcile) = (self.store(), Arc::new(reconcile));
+        self.start(tower::service_fn(move |req: Request<ObjectKey>| {
+            let (object, reconcile) = (store.get(&req.key), Arc::clone(&reconcile));
+            async move {
+                match object {
+                    Some(object) => reconcile(object).await.map_err(Into::into),
+                    None => Ok::<_, BoxError>(Action::Done),
+                }
+            }
+        }))
+    }
+}
