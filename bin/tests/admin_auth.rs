@@ -2,9 +2,9 @@
 //! authentication and authorization: the real binary against a kube-testenv with RBAC enforced.
 //! Anonymous callers reach `/healthz` only; a ServiceAccount token needs `get` on `/metrics`
 //! (TokenReview, then SubjectAccessReview); a client certificate of `system:masters` passes
-//! without a review; both reviews are cached for their configured TTLs (counted in the request
-//! log); and the CA configuration missing from the flags is read from
-//! `kube-system/extension-apiserver-authentication`.
+//! without a review and reads `/configz` and `/metrics/slis`; both reviews are cached for their
+//! configured TTLs (counted in the request log); and the CA configuration missing from the flags
+//! is read from `kube-system/extension-apiserver-authentication`.
 
 mod admin_support;
 
@@ -173,6 +173,25 @@ async fn only_callers_the_api_server_vouches_for_read_metrics() -> anyhow::Resul
         reviews(&env, "subjectaccessreviews"),
         before,
         "system:masters needs no SubjectAccessReview"
+    );
+    let admin = ca.client("admin", Some("system:masters"))?;
+    let configz = ccm.get("/configz", &admin).await?;
+    assert_eq!(
+        (configz.status, configz.content_type.as_str()),
+        (200, "application/json")
+    );
+    let configz: serde_json::Value = serde_json::from_str(&configz.body)?;
+    assert_eq!(
+        configz["cloudcontrollermanager.config.k8s.io"]["KubeCloudShared"]["CloudProvider"]["Name"],
+        "fake"
+    );
+    // The anonymous /healthz above was recorded as SLIs.
+    let slis = ccm.get("/metrics/slis", &admin).await?;
+    assert_eq!(slis.status, 200);
+    assert!(
+        slis.body.contains("status=\"success\",type=\"healthz\"} 1"),
+        "{}",
+        slis.body
     );
     let bob = ccm.get("/metrics", &ca.client("bob", None)?).await?;
     assert_eq!(bob.status, 403, "{}", bob.body);
