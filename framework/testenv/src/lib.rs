@@ -66,6 +66,12 @@ pub enum Error {
     /// The node port range is empty.
     #[error("invalid node port range {0}-{1}")]
     NodePortRange(u16, u16),
+    /// The CA or a certificate for HTTPS could not be made.
+    #[error("setting up HTTPS: {0}")]
+    Tls(String),
+    /// A client certificate was asked of a server started without [`Builder::https`].
+    #[error("client certificates need HTTPS: start the server with Builder::https(true)")]
+    NoHttps,
     /// A ServiceAccount token could not be minted (e.g. its namespace does not exist).
     #[error("minting a token for ServiceAccount {namespace}/{name}: {message}")]
     ServiceAccountToken {
@@ -114,6 +120,7 @@ pub(crate) struct Shared {
     pub(crate) watch: watch::WatchConfig,
     pub(crate) address: String,
     pub(crate) auth: auth::Auth,
+    pub(crate) tls: Option<Arc<auth::Tls>>,
 }
 
 /// Options for [`TestEnv`]; start with [`TestEnv::builder`].
@@ -127,6 +134,7 @@ pub struct Builder {
     watch_buffer: usize,
     static_tokens: HashMap<String, auth::UserInfo>,
     authorization: bool,
+    https: bool,
 }
 
 impl Default for Builder {
@@ -140,6 +148,7 @@ impl Default for Builder {
             watch_buffer: 10_000,
             static_tokens: HashMap::new(),
             authorization: false,
+            https: false,
         }
     }
 }
@@ -183,26 +192,6 @@ impl Builder {
         self
     }
 
-    /// Accepts bearer `token` as `user` (with `uid`, may be empty, and `groups`; every
-    /// authenticated user is also in `system:authenticated`), as a line of kube-apiserver's
-    /// `--token-auth-file` does.
-    pub fn static_token(mut self, token: &str, user: &str, uid: &str, groups: &[&str]) -> Self {
-        self.static_tokens.insert(
-            token.to_string(),
-            auth::UserInfo::authenticated(user, uid, groups),
-        );
-        self
-    }
-
-    /// Authorizes every request by RBAC (`--authorization-mode=RBAC`; members of
-    /// `system:masters` are always allowed). Off by default: every request is allowed, as
-    /// `--authorization-mode=AlwaysAllow`, and access reviews answer allowed.
-    /// [`TestEnv::client`] is `system:masters` either way.
-    pub fn authorization(mut self, enforce: bool) -> Self {
-        self.authorization = enforce;
-        self
-    }
-
     /// Binds, seeds the objects a fresh cluster has, and starts serving.
     pub async fn start(self) -> Result<TestEnv, Error> {
         let service_net = AdmissionConfig::parse_cidr(&self.service_range)
@@ -228,7 +217,16 @@ impl Builder {
             service_net,
             node_ports: self.node_ports.clone(),
         };
+        let tls = match self.https {
+            true => Some(Arc::new(
+                auth::Tls::new().map_err(|e| Error::Tls(e.to_string()))?,
+            )),
+            false => None,
+        };
         seed(&store, &admission, addr);
+        if let Some(tls) = &tls {
+            store.with(|s| auth::publish_client_ca(s, &admission, &tls.ca_pem));
+        }
         let admin_token = auth::random_token();
         let mut tokens = self.static_tokens.clone();
         tokens.insert(
@@ -248,6 +246,7 @@ impl Builder {
                 tokens: auth::Tokens::new(tokens),
                 enforce: self.authorization,
             },
+            tls,
         });
         let (ctl, rx) = mpsc::channel(4);
         tokio::spawn(server::run(listener, shared.clone(), rx));
@@ -343,9 +342,13 @@ impl TestEnv {
         Builder::default()
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with [`Builder::https`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.inner.addr)
+        let scheme = match self.inner.shared.tls {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://{}", self.inner.addr)
     }
 
     /// The socket address served.
@@ -367,9 +370,14 @@ impl TestEnv {
             Err(_) => http::Uri::from_static("http://127.0.0.1"),
         };
         let mut config = kube::Config::new(uri);
+        if let Some(tls) = &self.inner.shared.tls {
+            config.root_cert = Some(vec![tls.ca_der.clone()]);
+        }
         // AuthInfo's token is a secrecy::SecretString; going through its serde form spares this
         // crate a dependency on secrecy.
-        if let Ok(info) = serde_json::from_value(json!({ "token": token })) {
+        if !token.is_empty()
+            && let Ok(info) = serde_json::from_value(json!({ "token": token }))
+        {
             config.auth_info = info;
         }
         config
@@ -384,60 +392,18 @@ impl TestEnv {
         self.client_with_token(&self.inner.admin_token)
     }
 
-    /// A real `kube::Client` that authenticates with bearer `token` (a
-    /// [`Builder::static_token`] or one from [`TestEnv::token_for_service_account`]).
-    ///
-    /// # Panics
-    /// As [`TestEnv::client`].
-    pub fn client_with_token(&self, token: &str) -> kube::Client {
-        match kube::Client::try_from(self.config_with_token(token)) {
-            Ok(c) => c,
-            Err(e) => panic!("building a kube::Client for {}: {e}", self.url()),
-        }
-    }
-
-    /// The bearer token of [`ADMIN_USER`], as [`TestEnv::client`] and the written kubeconfig use.
-    pub fn admin_token(&self) -> &str {
-        &self.inner.admin_token
-    }
-
-    /// A one-hour token for ServiceAccount `namespace/name`, as the TokenRequest API
-    /// (`kubectl create token`) mints it; the ServiceAccount is created if missing. The token
-    /// authenticates as `system:serviceaccount:<namespace>:<name>` until it expires (on tokio's
-    /// clock) or the ServiceAccount is deleted.
-    pub fn token_for_service_account(&self, namespace: &str, name: &str) -> Result<String, Error> {
-        let shared = &self.inner.shared;
-        let fail = |e: status::ApiError| Error::ServiceAccountToken {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            message: e.message,
-        };
-        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}});
-        let target = handlers::Target {
-            res: handlers::core("serviceaccounts"),
-            ns: Some(namespace.to_string()),
-            name: None,
-            sub: None,
-        };
-        match shared
-            .store
-            .with(|s| handlers::create(s, &shared.admission, &target, sa, false))
-        {
-            Err(e) if e.reason != "AlreadyExists" => return Err(fail(e)),
-            _ => {}
-        }
-        let audiences = vec![auth::API_AUDIENCE.to_string()];
-        auth::mint(shared, namespace, name, audiences, 3600)
-            .map(|(token, _)| token)
-            .map_err(fail)
-    }
-
     /// Writes a kubeconfig that kubectl (and any client-go program) can use, as [`ADMIN_USER`].
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(
-            path,
-            kubeconfig_yaml_with_token(&self.url(), &self.inner.admin_token),
-        )
+        let mut yaml = kubeconfig_yaml_with_token(&self.url(), &self.inner.admin_token);
+        if let Some(tls) = &self.inner.shared.tls {
+            let ca = format!(
+                "    server: {}\n    certificate-authority-data: {}\n",
+                self.url(),
+                auth::base64(tls.ca_pem.as_bytes())
+            );
+            yaml = yaml.replace(&format!("    server: {}\n", self.url()), &ca);
+        }
+        std::fs::write(path, yaml)
     }
 
     /// Every request served so far, in arrival order.

@@ -226,7 +226,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
-    let user = auth::authenticate(&shared, header(header::AUTHORIZATION).as_deref());
+    let cert = req.extensions().get::<auth::ClientCertUser>();
+    let user = auth::identify(&shared, cert, req.headers());
     let mut record = RequestRecord {
         verb: String::new(),
         resource: String::new(),
@@ -287,6 +288,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         response.headers_mut().insert("audit-id", id);
     }
     record.status = response.status().as_u16();
+    auth::served(&shared, method.as_str(), &path, record.status);
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);
     response

@@ -8,7 +8,7 @@ mod auth_support;
 use auth_support::send;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
-use kube::api::{Api, Patch, PatchParams, PostParams, WatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams, WatchParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
 
@@ -151,7 +151,7 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
     create(
         &Api::<Role>::namespaced(admin.clone(), "default"),
         json!({"metadata": {"name": "cm-a"}, "rules": [
-            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["get"]}
+            {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["a"], "verbs": ["get", "list", "watch"]}
         ]}),
     )
     .await;
@@ -171,6 +171,19 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
         "configmaps \"b\" is forbidden: User \"system:serviceaccount:default:app\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\""
     );
     forbidden(mine.list(&Default::default()).await.unwrap_err());
+    // A list or watch pinned to one name by a field selector is authorized for that name, as a
+    // single-object informer (e.g. on extension-apiserver-authentication) needs.
+    let pinned = ListParams::default().fields("metadata.name=a");
+    assert_eq!(mine.list(&pinned).await.unwrap().items.len(), 1);
+    let _stream = mine
+        .watch(&WatchParams::default().fields("metadata.name=a"), "0")
+        .await
+        .unwrap();
+    forbidden(
+        mine.list(&ListParams::default().fields("metadata.name=b"))
+            .await
+            .unwrap_err(),
+    );
     let status = sar(
         &env,
         ("default", "app"),
@@ -364,5 +377,178 @@ async fn masters_are_always_allowed_and_local_reviews_stay_in_their_namespace() 
     assert_eq!(
         v["message"],
         "LocalSubjectAccessReview.authorization.k8s.io \"\" is invalid: spec.resourceAttributes.namespace: Invalid value: \"other\": must match metadata.namespace"
+    );
+}
+
+#[tokio::test]
+async fn aggregated_cluster_roles_collect_the_rules_of_the_roles_they_select() {
+    let env = enforcing().await;
+    let roles: Api<ClusterRole> = Api::all(env.client());
+    create(
+        &roles,
+        json!({"metadata": {"name": "monitoring"},
+               "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"rbac.example.com/aggregate-to-monitoring": "true"}}]}}),
+    )
+    .await;
+    create(
+        &roles,
+        json!({"metadata": {"name": "monitoring-endpoints", "labels": {"rbac.example.com/aggregate-to-monitoring": "true"}},
+               "rules": [{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get"]}]}),
+    )
+    .await;
+    let rules = |r: ClusterRole| serde_json::to_value(r.rules.unwrap_or_default()).unwrap();
+    assert_eq!(
+        rules(roles.get("monitoring").await.unwrap()),
+        json!([{"apiGroups": [""], "resources": ["endpoints"], "verbs": ["get"]}])
+    );
+    create(
+        &Api::<ClusterRoleBinding>::all(env.client()),
+        json!({"metadata": {"name": "prom"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "monitoring"},
+               "subjects": [{"kind": "User", "name": "prometheus"}]}),
+    )
+    .await;
+    let prometheus = |verb: &str| {
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+               "spec": {"user": "prometheus", "resourceAttributes": {"verb": verb, "resource": "endpoints", "namespace": "default"}}})
+    };
+    let path = "/apis/authorization.k8s.io/v1/subjectaccessreviews";
+    let (_, v) = send(
+        &env,
+        Some(env.admin_token()),
+        "POST",
+        path,
+        Some(prometheus("get")),
+    )
+    .await;
+    assert_eq!(v["status"]["allowed"], true);
+    // Relabelling the selected role out of the selector takes its rules away again.
+    roles
+        .patch(
+            "monitoring-endpoints",
+            &PatchParams::default(),
+            &Patch::Merge(
+                json!({"metadata": {"labels": {"rbac.example.com/aggregate-to-monitoring": null}}}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(rules(roles.get("monitoring").await.unwrap()), json!([]));
+    let (_, v) = send(
+        &env,
+        Some(env.admin_token()),
+        "POST",
+        path,
+        Some(prometheus("get")),
+    )
+    .await;
+    assert_eq!(v["status"], json!({"allowed": false}));
+}
+
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb() {
+    let env = TestEnv::builder()
+        .authorization(true)
+        .static_token("bob", "bob", "", &[])
+        .start()
+        .await
+        .unwrap();
+    let acting_as = |token: &str, user: &str| {
+        let mut config = env.config_with_token(token);
+        config.auth_info.impersonate = Some(user.to_string());
+        Api::<Node>::all(kube::Client::try_from(config).unwrap())
+    };
+    // An admin may impersonate anyone; the request then runs as that user, groups included.
+    let as_sa = acting_as(env.admin_token(), "system:serviceaccount:kube-system:ccm");
+    let msg = forbidden(as_sa.list(&Default::default()).await.unwrap_err());
+    assert!(
+        msg.contains("User \"system:serviceaccount:kube-system:ccm\" cannot list"),
+        "{msg}"
+    );
+    assert_eq!(
+        env.requests().last().unwrap().user,
+        "system:serviceaccount:kube-system:ccm"
+    );
+    // Others need `impersonate` on the user.
+    let as_carol = acting_as("bob", "carol");
+    let msg = forbidden(as_carol.list(&Default::default()).await.unwrap_err());
+    assert_eq!(
+        msg,
+        "users \"carol\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    let admin = env.client();
+    create(
+        &Api::<ClusterRole>::all(admin.clone()),
+        json!({"metadata": {"name": "impersonate-carol"}, "rules": [
+            {"apiGroups": [""], "resources": ["users"], "resourceNames": ["carol"], "verbs": ["impersonate"]}
+        ]}),
+    )
+    .await;
+    create(
+        &Api::<ClusterRoleBinding>::all(admin.clone()),
+        json!({"metadata": {"name": "bob-as-carol"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonate-carol"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+    )
+    .await;
+    let msg = forbidden(as_carol.list(&Default::default()).await.unwrap_err());
+    assert!(msg.contains("User \"carol\" cannot list"), "{msg}");
+}
+
+#[tokio::test]
+async fn self_subject_rules_reviews_list_what_a_caller_may_do() {
+    let env = enforcing().await;
+    let token = env.token_for_service_account("default", "lister").unwrap();
+    let admin = env.client();
+    create(
+        &Api::<Role>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "cm-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+        ]}),
+    )
+    .await;
+    create(
+        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "lister"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "lister"}]}),
+    )
+    .await;
+    let review = |ns: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": ns}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review("default"))).await;
+    assert_eq!(code, 201, "{v}");
+    let resources = v["status"]["resourceRules"].as_array().unwrap();
+    assert!(
+        resources.contains(
+            &json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]})
+        ),
+        "{v:#}"
+    );
+    assert!(
+        resources.contains(&json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]})),
+        "system:basic-user applies to every authenticated caller: {v:#}"
+    );
+    assert_eq!(v["status"]["incomplete"], false);
+    let (_, other) = send(
+        &env,
+        Some(&token),
+        "POST",
+        path,
+        Some(review("kube-system")),
+    )
+    .await;
+    assert!(
+        !other["status"]["resourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"] == json!(["configmaps"])),
+        "a Role grants nothing outside its namespace: {other:#}"
+    );
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review(""))).await;
+    assert_eq!(
+        (code, v["message"].as_str()),
+        (400, Some("no namespace on request"))
     );
 }

@@ -1,7 +1,7 @@
 //! Authentication end to end over HTTP: static tokens, ServiceAccounts and their TokenRequest
 //! tokens (expiry, deletion, audiences), anonymous requests, TokenReview, the access reviews in
 //! AlwaysAllow mode, discovery of the auth APIs, the request log's user, and `kubectl create
-//! token` (as `create --raw`).
+//! token` and `kubectl auth can-i` over plain HTTP.
 
 mod auth_support;
 
@@ -269,7 +269,8 @@ async fn discovery_lists_the_auth_apis() {
         [
             "subjectaccessreviews",
             "selfsubjectaccessreviews",
-            "localsubjectaccessreviews"
+            "localsubjectaccessreviews",
+            "selfsubjectrulesreviews"
         ]
     );
 }
@@ -287,20 +288,10 @@ async fn kubectl_creates_tokens_and_asks_can_i() {
     );
     let (ok, _, err) = kubectl.run(&["create", "-f", &sa]).await;
     assert!(ok, "{err}");
-    // `kubectl create token` sends its TokenRequest as protobuf; until this server reads
-    // protobuf the same request goes through `create --raw` as JSON.
-    let request = kubectl.write(
-        "tr.json",
-        r#"{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":1200}}"#,
-    );
-    let path = "/api/v1/namespaces/default/serviceaccounts/builder/token";
-    let (ok, out, err) = kubectl
-        .run(&["create", "--raw", path, "-f", &request])
+    let (ok, token, err) = kubectl
+        .run(&["create", "token", "builder", "--duration", "20m"])
         .await;
     assert!(ok, "{err}");
-    let minted: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(minted["spec"]["expirationSeconds"], 1200);
-    let token = minted["status"]["token"].as_str().unwrap().to_string();
     let status = review(&env, &token).await;
     assert_eq!(
         status["user"]["username"],
@@ -315,4 +306,7 @@ async fn kubectl_creates_tokens_and_asks_can_i() {
         "{:?}",
         env.requests()
     );
+    let (ok, out, err) = kubectl.run(&["auth", "can-i", "delete", "nodes"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out, "yes", "AlwaysAllow without enforcement");
 }

@@ -151,3 +151,22 @@ pub fn seed(state: &mut State, cfg: &AdmissionConfig) {
         }
     }
 }
+
+/// Publishes the client CA in `kube-system/extension-apiserver-authentication`, as
+/// kube-apiserver's `ClientCARegistrationHook` does when it has a `--client-ca-file`.
+pub fn publish_client_ca(state: &mut State, cfg: &AdmissionConfig, ca_pem: &str) {
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {"client-ca-file": ca_pem},
+    });
+    let t = Target {
+        res: handlers::core("configmaps"),
+        ns: Some("kube-system".into()),
+        name: None,
+        sub: None,
+    };
+    if let Err(e) = handlers::create(state, cfg, &t, cm, false) {
+        tracing::error!(error = ?e, "publishing the client CA");
+    }
+}

@@ -1,21 +1,28 @@
-//! Authentication and authorization as kube-apiserver does them, in its order: the bearer token
-//! names the user (a bad one is 401, none is `system:anonymous`), the authorizer (RBAC plus the
-//! always-allowed `system:masters`, when enforcement is on; everything allowed otherwise, as
-//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served, the auth
-//! APIs (TokenReview, TokenRequest, the access reviews) here and the rest by the router.
+//! Authentication and authorization as kube-apiserver does them, in its order: the client
+//! certificate or bearer token names the user (a bad token is 401, none is `system:anonymous`),
+//! impersonation headers may switch it, the authorizer (RBAC plus the always-allowed
+//! `system:masters`, when enforcement is on; everything allowed otherwise, as
+//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served: the auth
+//! APIs (TokenReview, TokenRequest, the access and rules reviews) here, the rest by the router.
 
+mod aggregation;
 mod attributes;
 mod bootstrap;
+mod env;
+mod impersonation;
+mod protobuf;
 mod rbac;
 mod reviews;
+mod tls;
 mod tokens;
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-pub use bootstrap::seed;
+pub use bootstrap::{publish_client_ca, seed};
 pub use reviews::mint;
+pub use tls::{ClientCertUser, Tls, base64};
 pub use tokens::{API_AUDIENCE, Tokens, UserInfo, random_token};
 
 use crate::Shared;
@@ -30,9 +37,31 @@ pub struct Auth {
     pub enforce: bool,
 }
 
-/// Who sent a request with this `Authorization` header: the token's user, anonymous without
-/// a bearer token, or upstream's 401 for a bearer token that does not authenticate.
-pub fn authenticate(shared: &Shared, authorization: Option<&str>) -> Result<UserInfo, ApiError> {
+/// Whom a request acts as: who sent it ([`authenticate`]), or the user it impersonates if the
+/// sender may (upstream's 401 or 403 otherwise).
+pub fn identify(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    headers: &http::HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    let authorization = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let requester = authenticate(shared, cert, authorization)?;
+    impersonation::act_as(shared, requester, headers)
+}
+
+/// Who sent a request: the user of its verified client certificate (checked first, as
+/// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
+/// one, or upstream's 401 for a bearer token that does not authenticate.
+fn authenticate(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    authorization: Option<&str>,
+) -> Result<UserInfo, ApiError> {
+    if let Some(ClientCertUser(user)) = cert {
+        return Ok(user.clone());
+    }
     let token = authorization.and_then(|h| {
         let mut parts = h.split(' ');
         let scheme = parts.next()?;
@@ -44,8 +73,9 @@ pub fn authenticate(shared: &Shared, authorization: Option<&str>) -> Result<User
     };
     let audiences = [API_AUDIENCE.to_string()];
     shared
-        .store
-        .with(|s| shared.auth.tokens.authenticate(s, token, &audiences))
+        .auth
+        .tokens
+        .authenticate(&shared.store, token, &audiences)
         .map(|ok| ok.user)
         .ok_or_else(unauthorized)
 }
@@ -79,6 +109,19 @@ pub fn admit(
         }
     }
     reviews::serve(shared, user, &attrs, content_type, body).transpose()
+}
+
+/// After a request was served: a successful ClusterRole write re-aggregates the ClusterRoles
+/// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
+pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
+    let write = !matches!(method, "GET" | "HEAD");
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role_path = path
+        .strip_prefix(roles)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    if write && (200..300).contains(&status) && role_path {
+        shared.store.with(aggregation::aggregate);
+    }
 }
 
 /// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
 use crate::resources::lookup;
-use crate::store::State;
+use crate::store::Store;
 
 /// The audience kube-apiserver accepts and gives tokens by default
 /// (`--api-audiences` defaults to the issuer, `https://kubernetes.default.svc.cluster.local`).
@@ -125,7 +125,7 @@ impl Tokens {
     /// upstream's "invalid bearer token".
     pub fn authenticate(
         &self,
-        state: &State,
+        store: &Store,
         token: &str,
         audiences: &[String],
     ) -> Option<Authenticated> {
@@ -136,6 +136,7 @@ impl Tokens {
                 audiences: audiences.to_vec(),
             });
         }
+        // Only ServiceAccount tokens need the store (static ones spare every request its lock).
         let issued = self.issued.lock().get(token).cloned()?;
         if Instant::now() >= issued.expires {
             return None;
@@ -149,14 +150,15 @@ impl Tokens {
             return None;
         }
         let res = lookup("", "v1", "serviceaccounts")?;
-        let sa = state.get(res, &issued.namespace, &issued.name)?;
-        let uid = sa.pointer("/metadata/uid").and_then(Value::as_str)?;
-        let terminating = sa.pointer("/metadata/deletionTimestamp").is_some();
-        if uid != issued.uid || terminating {
-            return None;
-        }
-        Some(Authenticated {
-            user: UserInfo::service_account(&issued.namespace, &issued.name, uid),
+        let live = store.with(|s| {
+            s.get(res, &issued.namespace, &issued.name)
+                .is_some_and(|sa| {
+                    sa.pointer("/metadata/uid").and_then(Value::as_str) == Some(issued.uid.as_str())
+                        && sa.pointer("/metadata/deletionTimestamp").is_none()
+                })
+        });
+        live.then(|| Authenticated {
+            user: UserInfo::service_account(&issued.namespace, &issued.name, &issued.uid),
             audiences: matched,
         })
     }
