@@ -3,8 +3,9 @@
 //! Anonymous callers reach `/healthz` only; a ServiceAccount token needs `get` on `/metrics`
 //! (TokenReview, then SubjectAccessReview); a client certificate of `system:masters` passes
 //! without a review and reads `/configz` and `/metrics/slis`; both reviews are cached for their
-//! configured TTLs (counted in the request log); and the CA configuration missing from the flags
-//! is read from `kube-system/extension-apiserver-authentication`.
+//! configured TTLs (counted in the request log); a front proxy's certificate lets it assert the
+//! user in `X-Remote-*` headers; and the CA configuration missing from the flags is read from
+//! `kube-system/extension-apiserver-authentication`.
 
 mod admin_support;
 
@@ -211,6 +212,8 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
     let dir = scratch_dir("admin-auth-cache")?;
     let ca = ClientCa::new()?;
     let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
+    let proxy_ca = ClientCa::new()?;
+    let proxy_ca_file = write(&dir, "front-proxy-ca.crt", &proxy_ca.pem)?;
     let scraper = env.token_for_service_account("default", "scraper")?;
     let nobody = env.token_for_service_account("default", "nobody")?;
     grant_metrics(&env, "scraper").await?;
@@ -222,6 +225,8 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
             format!("--client-ca-file={ca_file}"),
+            format!("--requestheader-client-ca-file={proxy_ca_file}"),
+            "--requestheader-allowed-names=front-proxy-client".into(),
             "--authentication-skip-lookup".into(),
             "--authentication-token-webhook-cache-ttl=1h".into(),
             "--authorization-webhook-cache-authorized-ttl=1h".into(),
@@ -281,6 +286,42 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
         .get("/metrics", &ca.client("admin", Some("system:masters"))?)
         .await?;
     assert_eq!(masters.status, 200, "{}", masters.body);
+
+    // A front proxy asserts the user in headers; only its own certificate makes them count.
+    let identity = || {
+        vec![
+            ("x-remote-user", "alice".to_string()),
+            ("x-remote-group", "system:masters".to_string()),
+        ]
+    };
+    let via = |ca: &ClientCa, cn: &str| -> anyhow::Result<Credentials> {
+        match ca.client(cn, None)? {
+            Credentials::Cert(chain, key) => Ok(Credentials::Proxy(chain, key, identity())),
+            _ => anyhow::bail!("ClientCa::client makes certificates"),
+        }
+    };
+    let proxied = ccm
+        .get("/metrics", &via(&proxy_ca, "front-proxy-client")?)
+        .await?;
+    assert_eq!(proxied.status, 200, "{}", proxied.body);
+    let unlisted = ccm
+        .get("/metrics", &via(&proxy_ca, "not-the-proxy")?)
+        .await?;
+    assert_eq!(
+        unlisted.status, 401,
+        "CN outside --requestheader-allowed-names"
+    );
+    let spoofed = ccm.get("/metrics", &via(&ca, "bob")?).await?;
+    assert_eq!(
+        spoofed.status, 403,
+        "a plain client's headers mean nothing: {}",
+        spoofed.body
+    );
+    assert!(
+        spoofed.body.contains("User \\\"bob\\\""),
+        "{}",
+        spoofed.body
+    );
     Ok(())
 }
 
