@@ -368,3 +368,87 @@ async fn a_failed_configuration_lookup_stops_the_start_unless_tolerated() -> any
     );
     Ok(())
 }
+
+/// docs/deploy/delegated-auth.yaml, applied as a user would.
+async fn apply_delegated_auth_yaml(env: &TestEnv) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/delegated-auth.yaml");
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&std::fs::read_to_string(path)?)?;
+    let client = env.client();
+    for doc in docs {
+        match doc["kind"].as_str() {
+            Some("ClusterRoleBinding") => {
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&PostParams::default(), &serde_json::from_value(doc)?)
+                    .await?;
+            }
+            Some("RoleBinding") => {
+                let ns = doc["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default")
+                    .to_string();
+                Api::<RoleBinding>::namespaced(client.clone(), &ns)
+                    .create(&PostParams::default(), &serde_json::from_value(doc)?)
+                    .await?;
+            }
+            other => anyhow::bail!("unexpected kind {other:?} in delegated-auth.yaml"),
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_bindings_are_all_delegated_auth_needs() -> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-shipped")?;
+    apply_delegated_auth_yaml(&env).await?;
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {"client-ca-file": ClientCa::new()?.pem}
+    }))?;
+    Api::<ConfigMap>::namespaced(env.client(), "kube-system")
+        .create(&PostParams::default(), &cm)
+        .await?;
+    let ccm_token = env.token_for_service_account("kube-system", "cloud-controller-manager")?;
+    let own = write(
+        &dir,
+        "ccm-sa.kubeconfig",
+        &kube_testenv::kubeconfig_yaml_with_token(&env.url(), &ccm_token),
+    )?;
+    let scraper = env.token_for_service_account("default", "scraper")?;
+    grant_metrics(&env, "scraper").await?;
+    // The delegated clients run as the ServiceAccount with only the shipped bindings; without
+    // the reader RoleBinding the ConfigMap lookup fails and the process does not start.
+    let ccm = Ccm::start(
+        &env,
+        &dir,
+        &[
+            format!("--authentication-kubeconfig={own}"),
+            format!("--authorization-kubeconfig={own}"),
+        ],
+    )
+    .await?;
+    let r = ccm.get("/metrics", &Credentials::Token(scraper)).await?;
+    assert_eq!(
+        r.status, 200,
+        "TokenReview and SubjectAccessReview allowed: {}",
+        r.body
+    );
+    let sa = "system:serviceaccount:kube-system:cloud-controller-manager";
+    let mine: Vec<RequestRecord> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.user == sa)
+        .collect();
+    let made = |resource: &str| {
+        mine.iter()
+            .any(|r| r.resource == resource && r.status < 300)
+    };
+    assert!(
+        made("configmaps") && made("tokenreviews") && made("subjectaccessreviews"),
+        "{mine:#?}"
+    );
+    assert!(mine.iter().all(|r| r.status != 403), "{mine:#?}");
+    Ok(())
+}

@@ -61,7 +61,7 @@ impl TokenReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| format!("TokenReview failed: {e}"))?;
+        .map_err(|e| format!("TokenReview failed: {}", super::lookup::describe(&e)))?;
         let status = reviewed.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             // An error the server gives is returned, not cached, as upstream.
@@ -144,7 +144,12 @@ impl AccessReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| format!("SubjectAccessReview failed: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "SubjectAccessReview failed: {}",
+                super::lookup::describe(&e)
+            )
+        })?;
         let status = reviewed.status.unwrap_or_default();
         let reason = status.reason.unwrap_or_default();
         let denied = status.denied == Some(true);
