@@ -452,3 +452,38 @@ async fn the_shipped_bindings_are_all_delegated_auth_needs() -> anyhow::Result<(
     assert!(mine.iter().all(|r| r.status != 403), "{mine:#?}");
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_a_cluster_without_kubeconfigs_only_masters_and_allowed_paths_pass()
+-> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-none")?;
+    let ca = ClientCa::new()?;
+    let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
+    let token = env.token_for_service_account("default", "scraper")?;
+    grant_metrics(&env, "scraper").await?;
+    // No --authentication-kubeconfig / --authorization-kubeconfig and no in-cluster config:
+    // upstream then reviews nothing, so a token counts as anonymous.
+    let ccm = Ccm::start(&env, &dir, &[format!("--client-ca-file={ca_file}")]).await?;
+    assert_eq!(ccm.get("/healthz", &Credentials::None).await?.status, 200);
+    let r = ccm.get("/metrics", &Credentials::Token(token)).await?;
+    assert_eq!(r.status, 403);
+    assert!(
+        r.body.contains("User \\\"system:anonymous\\\""),
+        "{}",
+        r.body
+    );
+    let masters = ccm
+        .get("/metrics", &ca.client("admin", Some("system:masters"))?)
+        .await?;
+    assert_eq!(masters.status, 200);
+    assert_eq!(
+        env.requests()
+            .iter()
+            .filter(|r| r.resource.ends_with("reviews"))
+            .count(),
+        0,
+        "no review was attempted"
+    );
+    Ok(())
+}
