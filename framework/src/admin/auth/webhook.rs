@@ -30,7 +30,9 @@ type TokenAnswer = Option<UserInfo>;
 pub(crate) struct TokenReviewer {
     client: kube::Client,
     ttl: Duration,
-    cache: TtlCache<String, TokenAnswer>,
+    /// Keyed by a salted SHA-256 of the token, as upstream's cache, so no token is kept.
+    cache: TtlCache<[u8; 32], TokenAnswer>,
+    salt: [u8; 32],
 }
 
 impl TokenReviewer {
@@ -39,12 +41,23 @@ impl TokenReviewer {
             client,
             ttl,
             cache: TtlCache::new(),
+            salt: rand::random(),
         }
+    }
+
+    fn key(&self, token: &str) -> [u8; 32] {
+        let mut hash = ring::digest::Context::new(&ring::digest::SHA256);
+        hash.update(&self.salt);
+        hash.update(token.as_bytes());
+        let mut key = [0u8; 32];
+        key.copy_from_slice(hash.finish().as_ref());
+        key
     }
 
     /// `Ok(Some(user))` authenticated, `Ok(None)` not, `Err` the review failed or said why not.
     pub(crate) async fn review(&self, token: &str) -> Result<TokenAnswer, String> {
-        if let Some(answer) = self.cache.get(&token.to_string()) {
+        let key = self.key(token);
+        if let Some(answer) = self.cache.get(&key) {
             return Ok(answer);
         }
         let review = TokenReview {
@@ -68,7 +81,7 @@ impl TokenReviewer {
             if let Some(error) = status.error.filter(|e| !e.is_empty()) {
                 return Err(error);
             }
-            self.cache.insert(token.to_string(), None, self.ttl);
+            self.cache.insert(key, None, self.ttl);
             return Ok(None);
         }
         let user = status.user.unwrap_or_default();
@@ -78,8 +91,7 @@ impl TokenReviewer {
             groups: user.groups.unwrap_or_default(),
             extra: user.extra.unwrap_or_default(),
         });
-        self.cache
-            .insert(token.to_string(), answer.clone(), self.ttl);
+        self.cache.insert(key, answer.clone(), self.ttl);
         Ok(answer)
     }
 }
