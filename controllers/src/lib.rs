@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod cloud;
+pub mod configz;
 pub mod context;
 pub mod event_sink;
 mod initializers;

@@ -6,10 +6,13 @@
 
 mod duration;
 mod generic;
+mod serving;
 mod unsupported;
 
 pub use duration::{DurationParseError, GoDuration};
 pub use generic::{
-    ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions, ServingOptions,
+    ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions,
 };
+pub(crate) use serving::non_empty;
+pub use serving::{AuthenticationOptions, AuthorizationOptions, ServingOptions};
 pub use unsupported::{UNSUPPORTED_UPSTREAM_FLAGS, reject_unsupported_flags};
