@@ -3,7 +3,9 @@
 //! share it and a distro's `main` fits on a screen.
 //!
 //! [`CloudControllerManager::run`] does, in order: validate every flag at once (nothing starts on
-//! an error) → start logs and tracing → build the API client (QPS/burst, metrics) → create the
+//! an error) → start logs and tracing → build the API client and the client builder that gives
+//! each controller its own (QPS/burst, user agent, ServiceAccount with
+//! `--use-service-account-credentials`) → create the
 //! provider named by `--cloud-provider` from `--cloud-config` → refuse a cloud without a cluster
 //! ID unless `--allow-untagged-cloud` → wrap it in [`InstrumentedCloud`] → run the [`Manager`],
 //! which serves health and metrics, wins the Lease, calls the provider's `initialize` (on the
@@ -32,7 +34,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser};
-use controller_manager::client::{ClientError, ClientMetrics, build_client, client_from_config};
+use controller_manager::client::{
+    ClientBuilder, ClientError, ClientMetrics, client_from_config, load_config,
+};
 use controller_manager::manager::{
     ControllerSelection, Initializer, Initializers, Manager, ManagerConfig, ManagerError,
 };
@@ -49,6 +53,9 @@ use crate::cloud::{
 };
 use crate::options::CloudOptions;
 use crate::{CloudContext, cloud_initializers};
+
+/// Where `--use-service-account-credentials` keeps the controllers' ServiceAccounts, as upstream.
+pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";
 
 /// Every flag of a cloud-controller-manager, grouped as upstream; flatten it into a distro's
 /// own `clap::Parser` next to the distro's flags so there is one flag set.
@@ -311,15 +318,31 @@ impl CloudControllerManager {
 
         let registry = Arc::new(Mutex::new(Registry::default()));
         let client_metrics = ClientMetrics::new(&mut registry.lock());
-        let client = match self.client_config {
-            Some(config) => client_from_config(
-                config,
-                generic.client.kube_api_qps,
-                generic.client.kube_api_burst,
+        let client_config = match self.client_config {
+            Some(config) => config,
+            None => load_config(&generic.client).await?,
+        };
+        let (qps, burst) = (generic.client.kube_api_qps, generic.client.kube_api_burst);
+        let client = client_from_config(
+            client_config.clone(),
+            qps,
+            burst,
+            &self.name,
+            Some(&client_metrics),
+        )?;
+        let clients = match generic.client.use_service_account_credentials {
+            true => ClientBuilder::service_accounts(
+                client_config,
+                client.clone(),
+                SERVICE_ACCOUNT_NAMESPACE,
                 &self.name,
+                qps,
+                burst,
                 Some(&client_metrics),
-            )?,
-            None => build_client(&generic.client, &self.name, Some(&client_metrics)).await?,
+            ),
+            false => {
+                ClientBuilder::simple(client_config, &self.name, qps, burst, Some(&client_metrics))
+            }
         };
 
         let cloud = match self.cloud {
@@ -348,11 +371,12 @@ impl CloudControllerManager {
         }
         let manager = Manager::new(config, client, CloudContext::new(cloud, cloud_options))
             .with_registry(registry)
+            .with_client_builder(clients)
             .with_initializers(self.initializers)
-            .with_start_hook(|ctx: Arc<CloudContext>, client, shutdown| async move {
+            .with_start_hook(|ctx: Arc<CloudContext>, clients, shutdown| async move {
                 let provider = ctx.cloud.provider_name().to_string();
                 ctx.cloud
-                    .initialize(InitializeContext { client, shutdown })
+                    .initialize(InitializeContext { clients, shutdown })
                     .await
                     .map_err(|e| {
                         format!("cloud provider {provider:?} failed to initialize: {e}").into()

@@ -61,7 +61,7 @@ pub mod modifiers;
 pub mod retry;
 pub mod sync;
 
-pub use init::initializer;
+pub use init::{CLIENT_NAME, initializer};
 
 #[cfg(test)]
 pub(crate) mod test_cloud;

@@ -14,6 +14,10 @@ use crate::wiring::RecorderSink;
 /// Permanent short alias accepted by `--controllers`, as upstream.
 pub const CONTROLLER_ALIAS: &str = "route";
 
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "route-controller";
+
 /// The `node-route-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
@@ -35,14 +39,15 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     // Upstream exits here and crash-loops on the empty default; the error says what to set.
     let cidrs = parse_cluster_cidrs(&options.cluster_cidr)?;
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let nodes = ctx.factory.informer::<Node>();
     let controller = RouteController::new(
         cloud,
-        ctx.client.clone(),
+        client.clone(),
         options.cluster_name.clone(),
         cidrs,
         Arc::new(nodes.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(EVENT_COMPONENT))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
     )?
     .with_metrics(ctx.register_metrics(RouteMetrics::new));
     let period = options.route_reconciliation_period.get();

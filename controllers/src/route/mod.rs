@@ -63,7 +63,7 @@ pub mod metrics;
 pub mod plan;
 mod reconcile;
 
-pub use init::{CONTROLLER_ALIAS, initializer};
+pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, initializer};
 pub use metrics::RouteMetrics;
 pub use reconcile::{
     MAX_CONCURRENT_CONDITION_UPDATES, MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD,

@@ -27,6 +27,10 @@ pub const CONTROLLER_ALIAS: &str = "service";
 /// arriving while a pass is queued coalesce into it.
 const NODE_SYNC_KEY: &str = "node-sync";
 
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "service-controller";
+
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
@@ -51,6 +55,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     let options = &ctx.extra.options;
     let workers = options.concurrent_service_syncs as usize;
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let services = ctx.factory.informer::<Service>();
     let nodes = ctx.factory.informer::<Node>();
     let limiter = || ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY);
@@ -99,11 +104,11 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     let controller = Arc::new(
         ServiceController::new(
             cloud,
-            ctx.client.clone(),
+            client.clone(),
             options.cluster_name.clone(),
             Arc::new(services.store()),
             Arc::new(nodes.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(EVENT_COMPONENT))),
+            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
         )?
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );

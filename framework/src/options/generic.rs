@@ -92,6 +92,18 @@ pub struct ClientOptions {
         help = "Burst to use while talking with kubernetes apiserver."
     )]
     pub kube_api_burst: u32,
+
+    /// Each controller authenticates as its own ServiceAccount instead of the process's identity.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Generic flags",
+        help = "If true, use individual service account credentials for each controller."
+    )]
+    pub use_service_account_credentials: bool,
 }
 
 /// Lease-based leader election, as in component-base's `LeaderElectionConfiguration`.

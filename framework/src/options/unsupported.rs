@@ -36,7 +36,6 @@ pub const UNSUPPORTED_UPSTREAM_FLAGS: &[&str] = &[
     "tls-curve-preferences",
     "tls-min-version",
     "tls-sni-cert-key",
-    "use-service-account-credentials",
     "vmodule",
     "webhook-bind-address",
     "webhook-cert-dir",
