@@ -60,7 +60,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
 
     let reconciler = controller.clone();
     let service = layers::standard(
-        CONTROLLER_ALIAS,
+        CONTROLLER_NAME,
         &ctx.controller_metrics(),
         RECONCILE_TIMEOUT,
     )
@@ -76,7 +76,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
                 })
         }
     });
-    let workers = Controller::new(CONTROLLER_ALIAS, queue, service)
+    let workers = Controller::new(CONTROLLER_NAME, queue, service)
         .workers(options.concurrent_node_syncs as usize);
 
     let period = Period::Sliding(options.node_status_update_frequency.get());
