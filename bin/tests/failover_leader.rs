@@ -1,4 +1,4 @@
-//! Leader failover of the cloud-controller-manager (issues 5 and 9): replicas of the real manager
+//! Leader failover of the cloud-controller-manager (issues 5, 9 and 13): replicas of the real manager
 //! with leader election on one kube-testenv, each talking to one shared fake cloud through its
 //! own caller-tagged handle, so the cloud's call log shows which replica acted and when.
 //!
@@ -74,6 +74,18 @@ impl Replica {
         release_on_cancel: bool,
         graceful: Duration,
     ) -> Replica {
+        Self::start_via(env.config(), cloud, id, t, release_on_cancel, graceful)
+    }
+
+    /// As [`Self::start`], talking to the API server through `kube_config` (e.g. a [`Partition`]).
+    fn start_via(
+        kube_config: kube::Config,
+        cloud: &FakeCloud,
+        id: &str,
+        t: Timing,
+        release_on_cancel: bool,
+        graceful: Duration,
+    ) -> Replica {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name(id)
@@ -99,7 +111,6 @@ impl Replica {
         ])
         .cloud;
         let cloud: Arc<dyn CloudProvider> = Arc::new(cloud.with_caller(id));
-        let kube_config = env.config();
         let stop = CancellationToken::new();
         let token = stop.clone();
         // The client is built inside the replica's runtime, so its connection tasks die with it.
@@ -144,6 +155,58 @@ impl Replica {
 impl Drop for Replica {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+/// A TCP proxy in front of the API server that the test can cut, as a network partition cuts one
+/// replica off: after [`Self::cut`] open connections are dropped and new ones refused.
+struct Partition {
+    addr: std::net::SocketAddr,
+    cut: CancellationToken,
+}
+
+impl Partition {
+    async fn start(env: &TestEnv) -> Partition {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind proxy");
+        let addr = listener.local_addr().expect("proxy addr");
+        let upstream = env.addr();
+        let cut = CancellationToken::new();
+        let stop = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let (mut inbound, _) = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    accepted = listener.accept() => match accepted {
+                        Ok(accepted) => accepted,
+                        Err(_) => return,
+                    },
+                };
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = stop.cancelled() => {}
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    }
+                });
+            }
+        });
+        Partition { addr, cut }
+    }
+
+    /// A client config for `env` that goes through this proxy.
+    fn config(&self, env: &TestEnv) -> kube::Config {
+        let mut config = env.config();
+        config.cluster_url = format!("http://{}", self.addr).parse().expect("proxy url");
+        config
+    }
+
+    fn cut(&self) {
+        self.cut.cancel();
     }
 }
 
@@ -442,5 +505,69 @@ async fn graceful_shutdown_abandons_a_stuck_reconcile_at_the_deadline_and_it_nev
     assert!(
         !ingress(&svc),
         "abandoned reconcile wrote status after shutdown"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_leader_drops_its_in_flight_reconcile_before_run_returns() {
+    let (env, cloud) = cluster(1).await;
+    let held = cloud.hold(Method::EnsureLoadBalancer);
+    let partition = Partition::start(&env).await;
+    // A long drain deadline: draining would keep A's reconcile alive past the takeover.
+    let graceful = Duration::from_secs(30);
+    let mut a = Replica::start_via(partition.config(&env), &cloud, "a", FAST, true, graceful);
+    let (first, _) = wait_new_holder(&env, None, Duration::from_secs(20)).await;
+    assert_eq!(first, "a");
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    services
+        .create(&PostParams::default(), &lb_service())
+        .await
+        .expect("create service");
+    // A's reconcile is now in flight, parked inside the cloud call.
+    held.wait_for_calls(1).await;
+    let mut b = Replica::start(&env, &cloud, "b", FAST, true, graceful);
+    tokio::time::sleep(FAST.retry * 3).await;
+
+    // A can no longer renew; its Lease expires and B takes it.
+    partition.cut();
+    let task = a.task.take().expect("a runs");
+    let lost = tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("A's run did not return after losing the Lease")
+        .expect("manager task");
+    assert!(
+        matches!(lost, Err(ManagerError::Leader(_))),
+        "expected lost leadership, got {lost:?}"
+    );
+    let (second, took) = wait_new_holder(&env, Some("a"), takeover_bound(FAST)).await;
+    assert_eq!(second, "b");
+    println!("failover: partitioned a -> b in {took:?}");
+    wait_acting(&cloud, "b").await;
+
+    // Had A's reconcile survived its `run`, it would complete its cloud call now.
+    held.release();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !cloud
+            .calls_to(Method::EnsureLoadBalancer)
+            .iter()
+            .any(|c| c.caller.as_deref() == Some("b"))
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("b never ensured the load balancer");
+    b.stop().await.expect("clean stop");
+    let calls = cloud.calls();
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.method == Method::EnsureLoadBalancer && c.caller.as_deref() == Some("a")),
+        "A's in-flight reconcile reached the cloud after A lost the Lease: {calls:?}"
+    );
+    assert_eq!(
+        runs(&calls),
+        vec!["a".to_string(), "b".to_string()],
+        "the two leaders' cloud calls overlap"
     );
 }

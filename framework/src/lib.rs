@@ -16,5 +16,6 @@ pub mod informer;
 pub mod leader;
 pub mod manager;
 pub mod options;
+pub mod panic_guard;
 pub mod telemetry;
 pub mod workqueue;

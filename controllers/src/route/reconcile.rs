@@ -4,11 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_manager::controller::{Period, run_periodically};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use tokio::sync::Semaphore;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cidrs::Cidr;
@@ -116,17 +117,12 @@ impl RouteController {
             tracing::warn!(?period, min = ?MIN_RECONCILIATION_PERIOD, "route reconciliation period too short; using the minimum");
         }
         let period = period.max(MIN_RECONCILIATION_PERIOD);
-        let mut ticker = tokio::time::interval_at(Instant::now(), period);
-        ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = ticker.tick() => {}
-            }
+        run_periodically(Period::NonSliding(period), shutdown, || async {
             if let Err(err) = self.reconcile_node_routes().await {
                 tracing::error!(error = %err, "route reconcile failed");
             }
-        }
+        })
+        .await;
     }
 
     /// One pass: list routes and Nodes, delete stale owned routes, create missing ones (at most

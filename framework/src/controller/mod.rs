@@ -16,6 +16,7 @@ pub mod layers;
 mod outcome;
 mod periodic;
 mod runner;
+mod scope;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ pub use layers::catch_panic::Panicked;
 pub use outcome::RetryAfter;
 pub use periodic::{Period, run_periodically};
 pub use runner::Controller;
+pub use scope::ControllerScope;
 
 use crate::workqueue::Cause;
 

@@ -1,19 +1,19 @@
 //! [`Controller`]: N workers taking keys from one lane and calling one service, and graceful
-//! shutdown that stops taking work but lets in-flight reconciles finish.
+//! shutdown that stops taking work but lets in-flight reconciles finish (unless the manager
+//! abandons them, see [`ControllerScope::abandoned`]).
 
 use std::future::poll_fn;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tower::{BoxError, Service};
 
-use super::layers::catch_panic::Panicked;
 use super::layers::trace::followup;
 use super::outcome::requeue;
+use super::scope::ControllerScope;
 use super::{Action, Request};
+use crate::panic_guard::{Panicked, catch_future, guard};
 use crate::workqueue::{QueueKey, WorkQueue};
 
 /// A named reconcile loop: the unit the manager selects, starts and stops.
@@ -75,6 +75,11 @@ where
     /// deadline drops this future when it expires, which aborts the workers.
     pub async fn run(self, shutdown: CancellationToken) {
         tracing::info!(controller = %self.name, workers = self.workers, "starting workers");
+        // Inside a manager, in-flight reconciles are dropped when it abandons work (lost
+        // leadership, the drain deadline) and this run still returns only after every worker did.
+        let abandon = ControllerScope::current()
+            .map(|s| s.abandoned().clone())
+            .unwrap_or_default();
         let mut workers = JoinSet::new();
         for _ in 0..self.workers {
             workers.spawn(work(
@@ -82,6 +87,7 @@ where
                 self.queue.clone(),
                 self.service.clone(),
                 shutdown.clone(),
+                abandon.clone(),
             ));
         }
         // With zero workers the join set is empty at once; only cancellation ends the run then.
@@ -105,9 +111,15 @@ async fn join_all(workers: &mut JoinSet<()>, controller: &str) {
     }
 }
 
-/// One worker: get → poll_ready → call → requeue per outcome → done, until shutdown.
-async fn work<K, S>(name: Arc<str>, queue: WorkQueue<K>, prototype: S, shutdown: CancellationToken)
-where
+/// One worker: get → poll_ready → call → requeue per outcome → done, until shutdown; a reconcile
+/// in flight when `abandon` fires is dropped.
+async fn work<K, S>(
+    name: Arc<str>,
+    queue: WorkQueue<K>,
+    prototype: S,
+    shutdown: CancellationToken,
+    abandon: CancellationToken,
+) where
     K: QueueKey,
     S: Service<Request<K>, Response = Action> + Clone,
     S::Error: Into<BoxError>,
@@ -131,7 +143,14 @@ where
         let (result, reconcile_span) = tokio::select! {
             biased;
             ready = ready(&mut service) => match ready {
-                Ok(()) => followup::scope(call(&mut service, request)).await,
+                Ok(()) => tokio::select! {
+                    biased;
+                    () = abandon.cancelled() => {
+                        queue.done(&key);
+                        return;
+                    }
+                    called = followup::scope(call(&mut service, request)) => called,
+                },
                 Err(error) => {
                     // tower: a service whose poll_ready failed must not be used again.
                     service = prototype.clone();
@@ -165,12 +184,9 @@ where
     S: Service<Request<K>>,
     S::Error: Into<BoxError>,
 {
-    match AssertUnwindSafe(poll_fn(|cx| service.poll_ready(cx)))
-        .catch_unwind()
-        .await
-    {
+    match guard(poll_fn(|cx| service.poll_ready(cx))).await {
         Ok(ready) => ready.map_err(Into::into),
-        Err(payload) => Err(Panicked::from_payload(payload.as_ref()).into()),
+        Err(panicked) => Err(panicked.into()),
     }
 }
 
@@ -182,13 +198,8 @@ where
     S: Service<Request<K>, Response = Action>,
     S::Error: Into<BoxError>,
 {
-    let called = std::panic::catch_unwind(AssertUnwindSafe(|| service.call(request)));
-    let result = match called {
-        Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
-        Err(payload) => Err(payload),
-    };
-    match result {
+    match catch_future(|| service.call(request)).await {
         Ok(result) => result.map_err(Into::into),
-        Err(payload) => Err(Panicked::from_payload(payload.as_ref()).into()),
+        Err(panicked) => Err(panicked.into()),
     }
 }

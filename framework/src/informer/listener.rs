@@ -4,7 +4,6 @@
 //! Also owns [`HandlerRegistration`], the handle through which a controller learns that its
 //! handler has seen the initial list and through which it unsubscribes.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -75,9 +74,7 @@ impl<K: Send + Sync + 'static> ListenerTask<K> {
                     span.in_scope(|| {
                         // One handler's bug must not silently end its subscription or take down
                         // the process (client-go would crash it): log, skip the event, go on.
-                        let delivered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                            handler.on_event(&event);
-                        }));
+                        let delivered = crate::panic_guard::catch(|| handler.on_event(&event));
                         if delivered.is_err() {
                             tracing::error!(
                                 handler = id,

@@ -78,9 +78,12 @@ impl LeaderElector {
     /// - `shutdown` before leading: returns `Ok(())` without running `on_leading`.
     /// - `shutdown` while leading: keeps renewing until `on_leading` returns, then releases the lease
     ///   if `release_on_cancel`, and returns `Ok(())`.
-    /// - renewal fails for `renew_deadline`: cancels the token and returns
-    ///   [`LeaderError::LeadershipLost`] at once, without waiting for `on_leading`; the caller must
-    ///   stop acting (the binary exits 1, as upstream).
+    /// - renewal fails for `renew_deadline`: publishes "not leader" (see [`Self::status`]), then
+    ///   cancels the token, waits for `on_leading` to return — aborting it if it has not within
+    ///   `lease_duration - renew_deadline`, when another replica may lead — and returns
+    ///   [`LeaderError::LeadershipLost`]; the caller must stop acting (the binary exits 1, as
+    ///   upstream). The work should drop in-flight operations, not drain them, when the token
+    ///   fires and the status says it no longer leads.
     /// - `on_leading` returning early does not give up the lease (client-go semantics): the elector
     ///   keeps it until shutdown.
     pub async fn run<F>(
@@ -113,9 +116,14 @@ impl LeaderElector {
                     self.renew().await
                 } => {
                     if !renewed {
-                        leading.cancel();
+                        // "Not leader" is visible before the token fires, so the work can tell
+                        // loss (drop everything) from shutdown (drain while we still renew).
                         self.publish_not_leader();
+                        leading.cancel();
                         error!(lease = %self.cfg.lease_name, "leaderelection lost");
+                        if !work_done {
+                            self.stop_work_after_loss(work).await;
+                        }
                         return Err(LeaderError::LeadershipLost {
                             namespace: self.cfg.lease_namespace.clone(),
                             name: self.cfg.lease_name.clone(),
@@ -131,6 +139,24 @@ impl LeaderElector {
         }
         self.publish_not_leader();
         Ok(())
+    }
+
+    /// After a loss, gives the work until another replica can have taken the Lease (lease
+    /// duration minus renew deadline: the others judge expiry from their own last sight of our
+    /// renewal) to stop, then aborts it, so `run` never returns while the work still acts.
+    async fn stop_work_after_loss(&self, mut work: tokio::task::JoinHandle<()>) {
+        let margin = self
+            .cfg
+            .lease_duration
+            .saturating_sub(self.cfg.renew_deadline);
+        if timeout(margin, &mut work).await.is_err() {
+            warn!(
+                ?margin,
+                "leader work did not stop after leadership was lost; aborting it"
+            );
+            work.abort();
+            let _ = work.await;
+        }
     }
 
     /// Tries until the lease is ours or shutdown; waits `retry_period × [1, 2.2)` between attempts.

@@ -299,6 +299,54 @@ async fn run_reports_loss_after_the_renew_deadline_and_cancels_the_work() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn on_loss_run_returns_only_after_the_work_stopped_and_aborts_work_that_does_not() {
+    for ignores_the_token in [false, true] {
+        let store = Arc::new(FakeStore::default());
+        let le = elector(&store, "me");
+        let status = le.status();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = dropped.clone();
+        struct SetOnDrop(Arc<AtomicBool>);
+        impl Drop for SetOnDrop {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let status_in_work = status.clone();
+        let saw_not_leader = Arc::new(AtomicBool::new(false));
+        let saw = saw_not_leader.clone();
+        let task = tokio::spawn(le.run(CancellationToken::new(), move |token| {
+            async move {
+                let _guard = SetOnDrop(flag);
+                token.cancelled().await;
+                saw.store(!status_in_work.is_leader(), Ordering::SeqCst);
+                if ignores_the_token {
+                    std::future::pending::<()>().await;
+                }
+                // A work that stops takes a moment to drop what it was doing.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            .boxed()
+        }));
+        status.wait_for(|s| s.is_leader).await.unwrap();
+        store.fail_all.store(true, Ordering::SeqCst);
+        let result = task.await.unwrap();
+        assert!(
+            matches!(result, Err(LeaderError::LeadershipLost { .. })),
+            "{result:?}"
+        );
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "run returned while the work (ignores token: {ignores_the_token}) was still alive"
+        );
+        assert!(
+            saw_not_leader.load(Ordering::SeqCst),
+            "loss must be visible to the work when its token fires"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
 async fn shutdown_before_acquiring_returns_without_running_the_work() {
     let store = FakeStore::with(held_by("other", 0));
     let le = elector(&store, "me");

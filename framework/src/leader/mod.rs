@@ -17,7 +17,10 @@
 //! - on shutdown the elector keeps renewing while the guarded work drains and releases the lease only
 //!   after that work has finished (client-go releases as soon as the context ends and warns that two
 //!   processes may then act at once);
-//! - release re-reads the Lease and retries on conflict, and never clears a lease someone else holds.
+//! - release re-reads the Lease and retries on conflict, and never clears a lease someone else holds;
+//! - on lost leadership `run` returns only once the guarded work has stopped (or been aborted
+//!   within lease duration − renew deadline), so an embedder that keeps its process alive never
+//!   has two leaders acting at once.
 
 mod config;
 mod elector;

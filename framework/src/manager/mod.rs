@@ -5,6 +5,11 @@
 //! health/metrics → win the Lease (if enabled) → run each selected initializer, which registers
 //! informers and handlers → start the informer factory → wait for every cache → start the workers →
 //! on shutdown, drain in-flight reconciles up to a deadline.
+//!
+//! Any failure on the way (an initializer, the start hook, the cache-sync timeout) and any
+//! controller whose task ends or panics while running ends `run` with that error and gives up
+//! leadership; lost leadership drops in-flight work instead of draining it. Upstream's process
+//! dies in each case; a replica must never hold the Lease while doing nothing.
 
 mod config;
 mod context;

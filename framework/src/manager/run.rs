@@ -1,8 +1,9 @@
 //! The manager: selects controllers, optionally waits to lead, builds every selected controller,
 //! starts the shared cache once all handlers are registered, waits for it, then runs the workers
-//! until shutdown and drains them within a deadline. Workers still running at the deadline are
-//! aborted (their in-flight reconciles are dropped at their next await) before `run` returns, so
-//! nothing acts after the Lease is released.
+//! until shutdown (or until one of them stops, which is fatal) and drains them within a deadline.
+//! Work still running at the deadline, or at once when leadership is lost, is abandoned: the
+//! controllers' workers and periodic loops drop it (see `ControllerScope::abandoned`) before `run`
+//! returns, so nothing acts after the Lease is released or lost.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::config::ManagerConfig;
 use super::context::{InitContext, Shared};
@@ -23,9 +24,11 @@ use super::initializers::{InitError, InitOutcome, Initializers, InitializersErro
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::client::{ClientBuilder, ClientError};
+use crate::controller::ControllerScope;
 use crate::controller::layers::ControllerMetrics;
 use crate::informer::{SharedInformerFactory, SyncError};
 use crate::leader::{LeaderElector, LeaderError, LeaderMetrics};
+use crate::panic_guard::guard;
 use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
@@ -60,6 +63,16 @@ pub enum ManagerError {
     /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
     #[error("preparing to start controllers failed: {0}")]
     StartHook(#[source] InitError),
+    /// A controller's task returned or panicked while the manager was running. The manager
+    /// stops every other controller and returns, as upstream's process dies: a replica that
+    /// keeps the Lease with a dead controller does that controller's work nowhere.
+    #[error("controller {name:?} stopped while the manager was running: {reason}")]
+    ControllerStopped {
+        /// Canonical name of the controller.
+        name: String,
+        /// How its task ended ("its task returned", "panicked: ...").
+        reason: String,
+    },
 }
 
 /// Work that must happen on the leader before any controller starts (see
@@ -195,22 +208,30 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let result = match this.config.leader_election.clone() {
             None => {
                 this.clone()
-                    .run_controllers(selection, shutdown.clone())
+                    .run_controllers(selection, shutdown.clone(), || false)
                     .await
             }
             Some(cfg) => {
                 let metrics = LeaderMetrics::register(&mut this.registry.lock());
                 let elector = LeaderElector::new(this.client.clone(), cfg)?.with_metrics(metrics);
+                let status = elector.status();
                 this.health
-                    .add_check("leaderElection", elector.status().health_check());
+                    .add_check("leaderElection", status.health_check());
                 let outcome = Arc::new(Mutex::new(Ok(())));
                 let slot = outcome.clone();
                 let me = this.clone();
+                let stop_leading = shutdown.clone();
                 let led = elector
                     .run(shutdown.clone(), move |leading| {
                         Box::pin(async move {
-                            let r = me.run_controllers(selection, leading).await;
+                            // The elector says "not leader" before it cancels `leading` on loss.
+                            let lost = move || !status.is_leader();
+                            let r = me.run_controllers(selection, leading, lost).await;
                             *slot.lock() = r;
+                            // Whatever ended the controllers (a start-up error, a dead
+                            // controller, shutdown), nothing is left to lead: stop renewing and
+                            // release the Lease so a standby takes over, instead of holding it idle.
+                            stop_leading.cancel();
                         })
                     })
                     .await;
@@ -226,11 +247,16 @@ impl<C: Send + Sync + 'static> Manager<C> {
         result
     }
 
+    /// Starts the selected controllers and runs them until `stop`; `lost()` tells, once `stop`
+    /// fired, whether leadership was lost (in-flight work is then dropped at once, not drained).
+    /// Every return cancels `stop`, so the informers and anything started so far end with it.
     async fn run_controllers(
         self: Arc<Self>,
         selection: ControllerSelection,
         stop: CancellationToken,
+        lost: impl Fn() -> bool,
     ) -> Result<(), ManagerError> {
+        let _stop_on_return = stop.clone().drop_guard();
         let informer_client = self
             .clients
             .root_client("shared-informers")
@@ -257,7 +283,6 @@ impl<C: Send + Sync + 'static> Manager<C> {
         if let Some(hook) = &self.start_hook
             && let Err(source) = hook(self.extra.clone(), self.clients.clone(), stop.clone()).await
         {
-            stop.cancel();
             return Err(ManagerError::StartHook(source));
         }
 
@@ -286,7 +311,6 @@ impl<C: Send + Sync + 'static> Manager<C> {
                     warn!(controller = %init.name, %reason, "Skipping controller");
                 }
                 Err(source) => {
-                    stop.cancel();
                     return Err(ManagerError::Init {
                         name: init.name.clone(),
                         source,
@@ -321,38 +345,95 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
         info!("caches are synced");
 
-        // A JoinSet, not detached tasks: when the drain deadline passes (or this future is dropped)
-        // every worker still running is aborted, so no reconcile goes on acting after the manager
-        // returned and the Lease was released.
+        // A JoinSet, not detached tasks: when in-flight work is abandoned (or this future is
+        // dropped) every controller still running is stopped, so no reconcile goes on acting after
+        // the manager returned and the Lease was released.
+        let abandon = CancellationToken::new();
         let mut tasks = JoinSet::new();
         for (name, metric_name, run) in started {
             let labels = RunningLabels {
                 name: metric_name,
                 manager: self.config.name.clone(),
             };
-            running.get_or_create(&labels).set(1);
-            self.health.add_check(&name, || Ok(()));
-            let running = running.clone();
+            // Panics are labelled like the reconcile metrics (the short alias), the check by
+            // the canonical name, as upstream names its health checks.
+            let scope = ControllerScope::new(
+                &name,
+                shared.controller_metrics.panics(&labels.name),
+                abandon.clone(),
+            );
+            let check = scope.clone();
+            self.health.add_check(&name, move || check.check());
+            let gauge = running.get_or_create_owned(&labels);
+            gauge.set(1);
+            let stop = stop.clone();
             tasks.spawn(async move {
-                run.await;
-                running.get_or_create(&labels).set(0);
+                let ended = scope.clone().scope(guard(run)).await;
+                gauge.set(0);
+                let reason = match ended {
+                    Ok(()) => "its task returned".to_owned(),
+                    Err(panicked) => panicked.to_string(),
+                };
+                if !stop.is_cancelled() {
+                    scope.exited(&reason);
+                }
+                (name, reason)
             });
         }
 
-        stop.cancelled().await;
-        info!("shutting down: draining in-flight reconciles");
-        let drain = async { while tasks.join_next().await.is_some() {} };
-        let drained = tokio::time::timeout(self.config.graceful_shutdown_timeout, drain).await;
-        if drained.is_err() {
-            warn!(
-                timeout = ?self.config.graceful_shutdown_timeout,
-                abandoned = tasks.len(),
-                "graceful shutdown timed out; abandoning in-flight reconciles"
-            );
-            tasks.shutdown().await;
+        let stopped = tokio::select! {
+            biased;
+            () = stop.cancelled() => None,
+            Some(joined) = tasks.join_next() => joined.ok(),
+        };
+        if let Some((name, reason)) = &stopped {
+            error!(controller = %name, %reason, "controller stopped while the manager was running; stopping the manager");
+            stop.cancel();
         }
-        Ok(())
+        if lost() {
+            warn!("leadership lost: abandoning in-flight reconciles");
+            abandon_all(&mut tasks, &abandon).await;
+        } else {
+            info!("shutting down: draining in-flight reconciles");
+            let timeout = self.config.graceful_shutdown_timeout;
+            let drained = tokio::time::timeout(timeout, join_all(&mut tasks)).await;
+            if drained.is_err() {
+                warn!(
+                    ?timeout,
+                    abandoned = tasks.len(),
+                    "graceful shutdown timed out; abandoning in-flight reconciles"
+                );
+                abandon_all(&mut tasks, &abandon).await;
+            }
+        }
+        match stopped {
+            Some((name, reason)) => Err(ManagerError::ControllerStopped { name, reason }),
+            None => Ok(()),
+        }
     }
+}
+
+/// How long controllers get to drop their in-flight work once told to, before their tasks are
+/// aborted outright (which stops them at their next await without waiting for their workers).
+const ABANDON_WAIT: Duration = Duration::from_secs(1);
+
+/// Tells every controller to drop its in-flight work and waits until their tasks are gone.
+async fn abandon_all(tasks: &mut JoinSet<(String, String)>, abandon: &CancellationToken) {
+    abandon.cancel();
+    if tokio::time::timeout(ABANDON_WAIT, join_all(tasks))
+        .await
+        .is_err()
+    {
+        warn!(
+            remaining = tasks.len(),
+            "controllers did not drop their work in time; aborting their tasks"
+        );
+        tasks.shutdown().await;
+    }
+}
+
+async fn join_all(tasks: &mut JoinSet<(String, String)>) {
+    while tasks.join_next().await.is_some() {}
 }
 
 /// `base × U[1,2)`, as client-go spreads resyncs and controller starts.

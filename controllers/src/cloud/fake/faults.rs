@@ -2,7 +2,8 @@
 //!
 //! Controller tests assert on what the controllers asked the cloud ("EnsureLoadBalancer was called
 //! once for default/web, by the leader"), and make the cloud misbehave on purpose: return an error
-//! for the next `n` calls of one method (optionally only for one key), or answer slowly. Latency
+//! (or panic, as a buggy provider would) for the next `n` calls of one method (optionally only
+//! for one key), or answer slowly. Latency
 //! uses `tokio::time::sleep`, so tests on a paused clock stay instant and deterministic.
 //!
 //! Order inside one call: latency first, then a hold (`gates.rs`), then the fault (if one
@@ -151,19 +152,21 @@ pub enum FaultError {
     },
     /// Returns [`CloudError::Other`] with this message.
     Other(String),
+    /// Panics with this message: a provider bug, to test that the caller's panic guard holds.
+    /// The call is not logged (it never completed).
+    Panic(String),
 }
 
 impl FaultError {
-    fn to_cloud_error(&self) -> CloudError {
+    /// The error to return; panics for [`FaultError::Panic`], which is the point of that fault.
+    fn into_cloud_error(self) -> CloudError {
         match self {
             FaultError::InstanceNotFound => CloudError::InstanceNotFound,
             FaultError::NotImplemented => CloudError::NotImplemented,
             FaultError::ImplementedElsewhere => CloudError::ImplementedElsewhere,
-            FaultError::Retry { message, after } => CloudError::Retry {
-                message: message.clone(),
-                after: *after,
-            },
-            FaultError::Other(message) => CloudError::other(message.clone()),
+            FaultError::Retry { message, after } => CloudError::Retry { message, after },
+            FaultError::Other(message) => CloudError::other(message),
+            FaultError::Panic(message) => panic!("{message}"),
         }
     }
 }
@@ -206,6 +209,11 @@ impl FaultSpec {
             message: message.into(),
             after,
         })
+    }
+
+    /// Panics inside the provider call with `message` (see [`FaultError::Panic`]).
+    pub fn panic(message: impl Into<String>) -> Self {
+        Self::new(FaultError::Panic(message.into()))
     }
 
     /// Fails with [`CloudError::InstanceNotFound`].
@@ -300,19 +308,22 @@ impl Faults {
     }
 
     /// The error of the first fault (in the order they were added) that matches this call,
-    /// consuming one of its remaining uses.
+    /// consuming one of its remaining uses; a panic fault panics here, after the lock is released.
     pub(super) fn take_fault(&self, method: Method, key: &str) -> Option<CloudError> {
-        let mut state = self.state.lock();
-        let specs = state.faults.get_mut(&method)?;
-        let index = specs.iter().position(|s| s.matches(key))?;
-        let error = specs[index].error.to_cloud_error();
-        if let Some(remaining) = &mut specs[index].remaining {
-            *remaining -= 1;
-            if *remaining == 0 {
-                specs.remove(index);
+        let error = {
+            let mut state = self.state.lock();
+            let specs = state.faults.get_mut(&method)?;
+            let index = specs.iter().position(|s| s.matches(key))?;
+            let error = specs[index].error.clone();
+            if let Some(remaining) = &mut specs[index].remaining {
+                *remaining -= 1;
+                if *remaining == 0 {
+                    specs.remove(index);
+                }
             }
-        }
-        Some(error)
+            error
+        };
+        Some(error.into_cloud_error())
     }
 
     pub(super) fn record(&self, call: CloudCall) {
@@ -399,6 +410,38 @@ mod tests {
         }
         faults.clear_faults(Some(Method::ListRoutes));
         assert!(faults.take_fault(Method::ListRoutes, "c").is_none());
+    }
+
+    #[test]
+    fn panic_fault_panics_once_and_leaves_the_faults_usable() {
+        let faults = Faults::default();
+        faults.add_fault(
+            Method::ListRoutes,
+            FaultSpec::panic("provider bug").times(1),
+        );
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            faults.take_fault(Method::ListRoutes, "c")
+        }));
+        let payload = caught.expect_err("the fault panics");
+        assert_eq!(
+            payload.downcast_ref::<String>().map(String::as_str),
+            Some("provider bug")
+        );
+        assert!(
+            faults.take_fault(Method::ListRoutes, "c").is_none(),
+            "used up"
+        );
+        faults.record(CloudCall {
+            method: Method::ListRoutes,
+            key: "c".into(),
+            caller: None,
+            outcome: CallOutcome::Ok,
+        });
+        assert_eq!(
+            faults.calls().len(),
+            1,
+            "the lock was not held across the panic"
+        );
     }
 
     #[test]

@@ -1,7 +1,6 @@
 //! The future half of the panic guard: catches panics raised while *polling* the reconcile.
 
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -10,6 +9,7 @@ use tower::BoxError;
 
 use super::Panicked;
 use super::service::caught;
+use crate::panic_guard::catch;
 
 pin_project! {
     /// Resolves to the inner result, or to [`Panicked`] if the inner future panicked.
@@ -55,16 +55,16 @@ where
             }
             .into()));
         };
-        match catch_unwind(AssertUnwindSafe(|| inner.poll(cx))) {
+        match catch(|| inner.poll(cx)) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(result)) => {
                 this.inner.set(None);
                 Poll::Ready(result.map_err(Into::into))
             }
-            Err(payload) => {
-                let panicked = caught(payload.as_ref());
+            Err(panicked) => {
+                let panicked = caught(panicked);
                 // Never poll a future again after it panicked; dropping it may panic as well.
-                let _ = catch_unwind(AssertUnwindSafe(|| this.inner.set(None)));
+                let _ = catch(|| this.inner.set(None));
                 Poll::Ready(Err(panicked.into()))
             }
         }
