@@ -80,6 +80,7 @@ fn resource(r: &ResourceType) -> Vec<Value> {
             "watch",
         ]
     };
+    let verbs = crate::auth::discovery_verbs(r.group, r.plural).unwrap_or(verbs);
     let mut main = json!({
         "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced, "kind": r.kind, "verbs": verbs,
     });
@@ -96,6 +97,7 @@ fn resource(r: &ResourceType) -> Vec<Value> {
             "kind": r.kind, "verbs": ["get", "patch", "update"]
         }));
     }
+    out.extend(crate::auth::discovery_subresources(r.group, r.plural));
     out
 }
 

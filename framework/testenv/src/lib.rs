@@ -15,6 +15,7 @@
 
 mod admission;
 mod allocations;
+mod auth;
 mod continue_token;
 mod discovery;
 mod faults;
@@ -32,6 +33,7 @@ mod table;
 mod validation;
 mod watch;
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::ops::RangeInclusive;
 use std::path::Path;
@@ -64,6 +66,22 @@ pub enum Error {
     /// The node port range is empty.
     #[error("invalid node port range {0}-{1}")]
     NodePortRange(u16, u16),
+    /// The CA or a certificate for HTTPS could not be made.
+    #[error("setting up HTTPS: {0}")]
+    Tls(String),
+    /// A client certificate was asked of a server started without [`Builder::https`].
+    #[error("client certificates need HTTPS: start the server with Builder::https(true)")]
+    NoHttps,
+    /// A ServiceAccount token could not be minted (e.g. its namespace does not exist).
+    #[error("minting a token for ServiceAccount {namespace}/{name}: {message}")]
+    ServiceAccountToken {
+        /// Namespace of the ServiceAccount.
+        namespace: String,
+        /// Name of the ServiceAccount.
+        name: String,
+        /// The API server's refusal.
+        message: String,
+    },
 }
 
 /// One served request, for assertions like "exactly one LIST and one WATCH".
@@ -88,6 +106,9 @@ pub struct RequestRecord {
     pub status: u16,
     /// URL path (tells discovery requests apart).
     pub path: String,
+    /// The authenticated user name (`system:anonymous` without credentials, empty when the
+    /// token did not authenticate).
+    pub user: String,
 }
 
 /// State shared by the accept loop, every connection and the handles.
@@ -98,6 +119,8 @@ pub(crate) struct Shared {
     pub(crate) admission: AdmissionConfig,
     pub(crate) watch: watch::WatchConfig,
     pub(crate) address: String,
+    pub(crate) auth: auth::Auth,
+    pub(crate) tls: Option<Arc<auth::Tls>>,
 }
 
 /// Options for [`TestEnv`]; start with [`TestEnv::builder`].
@@ -109,6 +132,9 @@ pub struct Builder {
     node_ports: RangeInclusive<u16>,
     bookmark_interval: Duration,
     watch_buffer: usize,
+    static_tokens: HashMap<String, auth::UserInfo>,
+    authorization: bool,
+    https: bool,
 }
 
 impl Default for Builder {
@@ -120,6 +146,9 @@ impl Default for Builder {
             node_ports: 30000..=32767,
             bookmark_interval: Duration::from_secs(60),
             watch_buffer: 10_000,
+            static_tokens: HashMap::new(),
+            authorization: false,
+            https: false,
         }
     }
 }
@@ -163,6 +192,37 @@ impl Builder {
         self
     }
 
+    /// Accepts bearer `token` as `user` (with `uid`, may be empty, and `groups`; every
+    /// authenticated user is also in `system:authenticated`), as a line of kube-apiserver's
+    /// `--token-auth-file` does.
+    pub fn static_token(mut self, token: &str, user: &str, uid: &str, groups: &[&str]) -> Self {
+        self.static_tokens.insert(
+            token.to_string(),
+            auth::UserInfo::authenticated(user, uid, groups),
+        );
+        self
+    }
+
+    /// Authorizes every request by RBAC (`--authorization-mode=RBAC`; members of
+    /// `system:masters` are always allowed). Off by default: every request is allowed, as
+    /// `--authorization-mode=AlwaysAllow`, and access reviews answer allowed.
+    /// [`TestEnv::client`] is `system:masters` either way.
+    pub fn authorization(mut self, enforce: bool) -> Self {
+        self.authorization = enforce;
+        self
+    }
+
+    /// Serves HTTPS with a CA made at start (default: plain HTTP). [`TestEnv::config`] and the
+    /// written kubeconfig trust it; client certificates it signs
+    /// ([`TestEnv::client_certificate`]) authenticate as their CN in their O groups, and the CA is
+    /// published as `client-ca-file` in `kube-system/extension-apiserver-authentication`, as
+    /// kube-apiserver does with `--client-ca-file`. kubectl (client-go) sends bearer tokens and
+    /// client certificates over TLS only.
+    pub fn https(mut self, https: bool) -> Self {
+        self.https = https;
+        self
+    }
+
     /// Binds, seeds the objects a fresh cluster has, and starts serving.
     pub async fn start(self) -> Result<TestEnv, Error> {
         let service_net = AdmissionConfig::parse_cidr(&self.service_range)
@@ -188,7 +248,22 @@ impl Builder {
             service_net,
             node_ports: self.node_ports.clone(),
         };
+        let tls = match self.https {
+            true => Some(Arc::new(
+                auth::Tls::new().map_err(|e| Error::Tls(e.to_string()))?,
+            )),
+            false => None,
+        };
         seed(&store, &admission, addr);
+        if let Some(tls) = &tls {
+            store.with(|s| auth::publish_client_ca(s, &admission, &tls.ca_pem));
+        }
+        let admin_token = auth::random_token();
+        let mut tokens = self.static_tokens.clone();
+        tokens.insert(
+            admin_token.clone(),
+            auth::UserInfo::authenticated(ADMIN_USER, "", &["system:masters"]),
+        );
         let shared = Arc::new(Shared {
             faults: Faults::new(store.clone()),
             store,
@@ -198,12 +273,22 @@ impl Builder {
                 bookmark_interval: self.bookmark_interval,
             },
             address: addr.to_string(),
+            auth: auth::Auth {
+                tokens: auth::Tokens::new(tokens),
+                enforce: self.authorization,
+            },
+            tls,
         });
         let (ctl, rx) = mpsc::channel(4);
         tokio::spawn(server::run(listener, shared.clone(), rx));
         tracing::info!(%addr, "kube-testenv serving");
         Ok(TestEnv {
-            inner: Arc::new(Inner { addr, shared, ctl }),
+            inner: Arc::new(Inner {
+                addr,
+                shared,
+                ctl,
+                admin_token,
+            }),
         })
     }
 }
@@ -249,6 +334,7 @@ fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
         if let Err(e) = handlers::create(s, cfg, &t, slice, false) {
             tracing::error!(error = ?e, "seeding the kubernetes EndpointSlice");
         }
+        auth::seed(s, cfg);
     });
 }
 
@@ -256,7 +342,11 @@ struct Inner {
     addr: SocketAddr,
     shared: Arc<Shared>,
     ctl: mpsc::Sender<server::Control>,
+    admin_token: String,
 }
+
+/// The user [`TestEnv::client`] authenticates as (kubeadm's admin user, in `system:masters`).
+pub const ADMIN_USER: &str = "kubernetes-admin";
 
 /// A running embedded API server. Clones share it; dropping the last clone stops it.
 #[derive(Clone)]
@@ -283,9 +373,47 @@ impl TestEnv {
         Builder::default()
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with [`Builder::https`]).
     pub fn url(&self) -> String {
-        format!("http://{}", self.inner.addr)
+        let scheme = match self.inner.shared.tls {
+            Some(_) => "https",
+            None => "http",
+        };
+        format!("{scheme}://{}", self.inner.addr)
+    }
+
+    /// The CA certificate (PEM) of a server started with [`Builder::https`].
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.inner.shared.tls.as_ref().map(|t| t.ca_pem.as_str())
+    }
+
+    /// A client certificate and key (PEM) for `user` in `groups`, signed by this server's CA
+    /// (needs [`Builder::https`]).
+    pub fn client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<(String, String), Error> {
+        let tls = self.inner.shared.tls.as_ref().ok_or(Error::NoHttps)?;
+        tls.client_certificate(user, groups)
+            .map_err(|e| Error::Tls(e.to_string()))
+    }
+
+    /// A kube config that authenticates with a client certificate for `user` in `groups`
+    /// (needs [`Builder::https`]).
+    pub fn config_with_client_certificate(
+        &self,
+        user: &str,
+        groups: &[&str],
+    ) -> Result<kube::Config, Error> {
+        let (cert, key) = self.client_certificate(user, groups)?;
+        let mut config = self.config_with_token("");
+        let info = json!({
+            "client-certificate-data": auth::base64(cert.as_bytes()),
+            "client-key-data": auth::base64(key.as_bytes()),
+        });
+        config.auth_info = serde_json::from_value(info).map_err(|e| Error::Tls(e.to_string()))?;
+        Ok(config)
     }
 
     /// The socket address served.
@@ -293,31 +421,102 @@ impl TestEnv {
         self.inner.addr
     }
 
-    /// A kube config pointing at this server (default namespace `default`).
+    /// A kube config pointing at this server (default namespace `default`) that authenticates
+    /// as [`ADMIN_USER`] (group `system:masters`, allowed everything).
     pub fn config(&self) -> kube::Config {
+        self.config_with_token(&self.inner.admin_token)
+    }
+
+    /// A kube config pointing at this server that authenticates with bearer `token`.
+    pub fn config_with_token(&self, token: &str) -> kube::Config {
         // `http://<ipv4>:<port>` always parses; the fallback only keeps this infallible.
         let uri: http::Uri = match self.url().parse() {
             Ok(u) => u,
             Err(_) => http::Uri::from_static("http://127.0.0.1"),
         };
-        kube::Config::new(uri)
+        let mut config = kube::Config::new(uri);
+        if let Some(tls) = &self.inner.shared.tls {
+            config.root_cert = Some(vec![tls.ca_der.clone()]);
+        }
+        // AuthInfo's token is a secrecy::SecretString; going through its serde form spares this
+        // crate a dependency on secrecy.
+        if !token.is_empty()
+            && let Ok(info) = serde_json::from_value(json!({ "token": token }))
+        {
+            config.auth_info = info;
+        }
+        config
     }
 
-    /// A real `kube::Client` over HTTP to this server.
+    /// A real `kube::Client` over HTTP to this server, as [`ADMIN_USER`].
     ///
     /// # Panics
     /// Never for a loopback HTTP config (kube only fails on TLS or proxy set-up, which this config
     /// does not have); a failure would be a kube bug and is reported by panicking.
     pub fn client(&self) -> kube::Client {
-        match kube::Client::try_from(self.config()) {
+        self.client_with_token(&self.inner.admin_token)
+    }
+
+    /// A real `kube::Client` that authenticates with bearer `token` (a
+    /// [`Builder::static_token`] or one from [`TestEnv::token_for_service_account`]).
+    ///
+    /// # Panics
+    /// As [`TestEnv::client`].
+    pub fn client_with_token(&self, token: &str) -> kube::Client {
+        match kube::Client::try_from(self.config_with_token(token)) {
             Ok(c) => c,
             Err(e) => panic!("building a kube::Client for {}: {e}", self.url()),
         }
     }
 
-    /// Writes a kubeconfig that kubectl (and any client-go program) can use.
+    /// The bearer token of [`ADMIN_USER`], as [`TestEnv::client`] and the written kubeconfig use.
+    pub fn admin_token(&self) -> &str {
+        &self.inner.admin_token
+    }
+
+    /// A one-hour token for ServiceAccount `namespace/name`, as the TokenRequest API
+    /// (`kubectl create token`) mints it; the ServiceAccount is created if missing. The token
+    /// authenticates as `system:serviceaccount:<namespace>:<name>` until it expires (on tokio's
+    /// clock) or the ServiceAccount is deleted.
+    pub fn token_for_service_account(&self, namespace: &str, name: &str) -> Result<String, Error> {
+        let shared = &self.inner.shared;
+        let fail = |e: status::ApiError| Error::ServiceAccountToken {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            message: e.message,
+        };
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}});
+        let target = handlers::Target {
+            res: handlers::core("serviceaccounts"),
+            ns: Some(namespace.to_string()),
+            name: None,
+            sub: None,
+        };
+        match shared
+            .store
+            .with(|s| handlers::create(s, &shared.admission, &target, sa, false))
+        {
+            Err(e) if e.reason != "AlreadyExists" => return Err(fail(e)),
+            _ => {}
+        }
+        let audiences = vec![auth::API_AUDIENCE.to_string()];
+        auth::mint(shared, namespace, name, audiences, 3600)
+            .map(|(token, _)| token)
+            .map_err(fail)
+    }
+
+    /// Writes a kubeconfig that kubectl (and any client-go program) can use, as [`ADMIN_USER`].
     pub fn write_kubeconfig(&self, path: &Path) -> std::io::Result<()> {
-        std::fs::write(path, kubeconfig_yaml(&self.url()))
+        let mut yaml = kubeconfig_yaml_with_token(&self.url(), &self.inner.admin_token);
+        if let Some(tls) = &self.inner.shared.tls {
+            let ca = format!(
+                "    server: {}\n    certificate-authority-data: {}\n",
+                self.url(),
+                auth::base64(tls.ca_pem.as_bytes())
+            );
+            yaml = yaml.replace(&format!("    server: {}\n", self.url()), &ca);
+        }
+        std::fs::write(path, yaml)
     }
 
     /// Every request served so far, in arrival order.
@@ -374,9 +573,19 @@ impl TestEnv {
     }
 }
 
-/// A kubeconfig for `server` with one context named `testenv`.
+/// A kubeconfig for `server` with one context named `testenv`, without credentials (the
+/// server takes its requests as `system:anonymous`).
 pub fn kubeconfig_yaml(server: &str) -> String {
+    kubeconfig(server, "{}")
+}
+
+/// A kubeconfig for `server` with one context named `testenv` whose user sends bearer `token`.
+pub fn kubeconfig_yaml_with_token(server: &str, token: &str) -> String {
+    kubeconfig(server, &format!("{{token: {token}}}"))
+}
+
+fn kubeconfig(server: &str, user: &str) -> String {
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: testenv\n    namespace: default\ncurrent-context: testenv\nusers:\n- name: testenv\n  user: {{}}\npreferences: {{}}\n"
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: testenv\n  cluster:\n    server: {server}\ncontexts:\n- name: testenv\n  context:\n    cluster: testenv\n    user: testenv\n    namespace: default\ncurrent-context: testenv\nusers:\n- name: testenv\n  user: {user}\npreferences: {{}}\n"
     )
 }

@@ -21,7 +21,7 @@ use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{discovery, openapi, table};
+use crate::{auth, discovery, openapi, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -122,6 +122,8 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
     match sub {
         None => {}
         Some("status") if rt.status_subresource => {}
+        // TokenRequest, served by `auth` before dispatch.
+        Some("token") if rt.plural == "serviceaccounts" => {}
         Some(_) => return Route::NotFound,
     }
     let watching = watch::flag(query.get("watch").map(String::as_str));
@@ -131,6 +133,7 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>) -> Route 
         (&Method::GET, false) if watching => "watch",
         (&Method::GET, false) => "list",
         (&Method::POST, false) => "create",
+        (&Method::POST, true) if sub.is_some() => "create",
         (&Method::PUT, true) => "update",
         (&Method::PATCH, true) => "patch",
         (&Method::DELETE, true) => "delete",
@@ -223,6 +226,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
+    let cert = req.extensions().get::<auth::ClientCertUser>();
+    let user = auth::authenticate(&shared, cert, header(header::AUTHORIZATION).as_deref());
     let mut record = RequestRecord {
         verb: String::new(),
         resource: String::new(),
@@ -233,6 +238,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         user_agent: user_agent.clone(),
         status: 0,
         path: path.clone(),
+        user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
     };
     match &route {
         Route::Resource { target, verb } => {
@@ -262,7 +268,18 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 pretty,
                 as_table,
             };
-            dispatch(&shared, route, &req)
+            match auth::admit(
+                &shared,
+                &user,
+                (method.as_str(), &path),
+                &query,
+                &content_type,
+                &body,
+            ) {
+                Err(e) => error_response(&e, pretty),
+                Ok(Some((code, v))) => json_response(code, &v, pretty),
+                Ok(None) => dispatch(&shared, route, &req),
+            }
         }
     };
     let mut response = response;
@@ -271,6 +288,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         response.headers_mut().insert("audit-id", id);
     }
     record.status = response.status().as_u16();
+    auth::served(&shared, method.as_str(), &path, record.status);
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);
     response
@@ -319,7 +337,7 @@ fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body>
     result.unwrap_or_else(|e| error_response(&e, pretty))
 }
 
-fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
+pub(crate) fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or("").trim();
     if !(ct.is_empty() || ct == "application/json" || ct == "*/*") {
         return Err(ApiError::unsupported_media_type());

@@ -12,7 +12,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
 use crate::Shared;
-use crate::router;
+use crate::{auth, router};
 
 /// Commands from the [`crate::TestEnv`] handle to the accept loop.
 pub enum Control {
@@ -20,6 +20,26 @@ pub enum Control {
     Restart(oneshot::Sender<()>),
     /// Stop serving.
     Shutdown(oneshot::Sender<()>),
+}
+
+/// Serves one connection's requests, each tagged with the connection's client-certificate user.
+async fn serve<IO>(io: IO, shared: Arc<Shared>, cert: Option<auth::ClientCertUser>)
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+        let shared = shared.clone();
+        if let Some(user) = &cert {
+            req.extensions_mut().insert(user.clone());
+        }
+        async move { Ok::<_, Infallible>(router::handle(shared, req).await) }
+    });
+    if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(io), svc)
+        .await
+    {
+        tracing::debug!(error = %e, "connection ended with an error");
+    }
 }
 
 /// Serves until told to stop or until every handle is gone.
@@ -32,15 +52,16 @@ pub async fn run(listener: TcpListener, shared: Arc<Shared>, mut ctl: mpsc::Rece
                 let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
                 conns.spawn(async move {
-                    let svc = service_fn(move |req| {
-                        let shared = shared.clone();
-                        async move { Ok::<_, Infallible>(router::handle(shared, req).await) }
-                    });
-                    if let Err(e) = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), svc)
-                        .await
-                    {
-                        tracing::debug!(error = %e, "connection ended with an error");
+                    let Some(tls) = shared.tls.clone() else {
+                        return serve(stream, shared, None).await;
+                    };
+                    match tls.acceptor.accept(stream).await {
+                        Ok(stream) => {
+                            let peer = stream.get_ref().1.peer_certificates();
+                            let user = peer.and_then(|c| c.first()).and_then(|c| tls.user_of(c));
+                            serve(stream, shared, user.map(auth::ClientCertUser)).await;
+                        }
+                        Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
                     }
                 });
             }

@@ -61,3 +61,75 @@ fn binary_rejects_unknown_flags() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unexpected argument '--bogus'"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_authenticates_static_tokens_and_enforces_rbac() {
+    let dir = std::env::temp_dir().join(format!("kube-testenv-bin-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let tokens = dir.join("tokens.csv");
+    std::fs::write(&tokens, "dev-token,dev,1001,\"devs,qa\"\n").unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+        .args(["--port", "0", "--https", "--authorization-mode", "RBAC"])
+        .arg("--token-auth-file")
+        .arg(&tokens)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let first_line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stderr).read_line(&mut line).map(|_| line)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    assert!(
+        first_line.starts_with("kube-testenv serving https://127.0.0.1:"),
+        "{first_line}"
+    );
+    let kc = Kubeconfig::read_from(&kubeconfig).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .unwrap();
+    let admin = kube::Client::try_from(config.clone()).unwrap();
+    Api::<Namespace>::all(admin)
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    config.auth_info = serde_json::from_value(serde_json::json!({"token": "dev-token"})).unwrap();
+    let dev = kube::Client::try_from(config).unwrap();
+    let err = Api::<Namespace>::all(dev)
+        .list(&ListParams::default())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("User \"dev\" cannot list resource \"namespaces\""),
+        "{err}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+
+    std::fs::write(&tokens, "just-a-token\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+        .arg("--token-auth-file")
+        .arg(&tokens)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("must have at least 3 columns (token, user name, user uid), found 1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+        .args(["--authorization-mode", "Node"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,126 @@
+//! Authentication and authorization as kube-apiserver does them, in its order: the bearer token
+//! names the user (a bad one is 401, none is `system:anonymous`), the authorizer (RBAC plus the
+//! always-allowed `system:masters`, when enforcement is on; everything allowed otherwise, as
+//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served, the auth
+//! APIs (TokenReview, TokenRequest, the access reviews) here and the rest by the router.
+
+mod aggregation;
+mod attributes;
+mod bootstrap;
+mod protobuf;
+mod rbac;
+mod reviews;
+mod tls;
+mod tokens;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+pub use bootstrap::{publish_client_ca, seed};
+pub use reviews::mint;
+pub use tls::{ClientCertUser, Tls, base64};
+pub use tokens::{API_AUDIENCE, Tokens, UserInfo, random_token};
+
+use crate::Shared;
+use crate::status::ApiError;
+
+/// The server's authentication and authorization configuration.
+#[derive(Debug)]
+pub struct Auth {
+    /// Every token the server accepts.
+    pub tokens: Tokens,
+    /// Whether requests are authorized by RBAC (off: every request is allowed).
+    pub enforce: bool,
+}
+
+/// Who sent a request: the user of its verified client certificate (checked first, as
+/// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
+/// one, or upstream's 401 for a bearer token that does not authenticate.
+pub fn authenticate(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    authorization: Option<&str>,
+) -> Result<UserInfo, ApiError> {
+    if let Some(ClientCertUser(user)) = cert {
+        return Ok(user.clone());
+    }
+    let token = authorization.and_then(|h| {
+        let mut parts = h.split(' ');
+        let scheme = parts.next()?;
+        let token = parts.next()?;
+        (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    });
+    let Some(token) = token else {
+        return Ok(UserInfo::anonymous());
+    };
+    let audiences = [API_AUDIENCE.to_string()];
+    shared
+        .auth
+        .tokens
+        .authenticate(&shared.store, token, &audiences)
+        .map(|ok| ok.user)
+        .ok_or_else(unauthorized)
+}
+
+fn unauthorized() -> ApiError {
+    ApiError {
+        code: 401,
+        reason: "Unauthorized",
+        message: "Unauthorized".into(),
+        details: None,
+        retry_after: None,
+    }
+}
+
+/// Refuses an unauthenticated or unauthorized request with upstream's Status, answers the auth
+/// APIs (`Some`), or lets the router serve it (`None`).
+pub fn admit(
+    shared: &Shared,
+    user: &Result<UserInfo, ApiError>,
+    (method, path): (&str, &str),
+    query: &HashMap<String, String>,
+    content_type: &str,
+    body: &[u8],
+) -> Result<Option<(u16, Value)>, ApiError> {
+    let user = user.as_ref().map_err(Clone::clone)?;
+    let attrs = attributes::of_request(method, path, query);
+    if shared.auth.enforce {
+        let decision = shared.store.with(|s| rbac::authorize(s, user, &attrs));
+        if !decision.allowed {
+            return Err(attributes::forbidden(&user.name, &attrs, &decision.reason));
+        }
+    }
+    reviews::serve(shared, user, &attrs, content_type, body).transpose()
+}
+
+/// After a request was served: a successful ClusterRole write re-aggregates the ClusterRoles
+/// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
+pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
+    let write = !matches!(method, "GET" | "HEAD");
+    if write
+        && (200..300).contains(&status)
+        && path.starts_with("/apis/rbac.authorization.k8s.io/v1/clusterroles")
+    {
+        shared.store.with(aggregation::aggregate);
+    }
+}
+
+/// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).
+pub fn discovery_verbs(group: &str, plural: &str) -> Option<&'static [&'static str]> {
+    let create_only = matches!(
+        (group, plural),
+        ("authentication.k8s.io", "tokenreviews") | ("authorization.k8s.io", _)
+    );
+    create_only.then_some(&["create"][..])
+}
+
+/// Discovery entries of the auth subresources of a type (`serviceaccounts/token`).
+pub fn discovery_subresources(group: &str, plural: &str) -> Option<Value> {
+    ((group, plural) == ("", "serviceaccounts")).then(|| {
+        serde_json::json!({
+            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]
+        })
+    })
+}
