@@ -49,8 +49,13 @@ impl Cli {
     }
 
     /// `--dev` needs no provider flag and gets a pod network for the route controller; explicit
-    /// flags still win.
+    /// flags still win. Its admin port (plain HTTP, unauthenticated) listens on loopback only:
+    /// an unspecified `--bind-address` (`0.0.0.0`, `::`) becomes `127.0.0.1`.
     pub fn apply_dev_defaults(&mut self) {
+        let serving = &mut self.options.generic.serving;
+        if serving.bind_address.is_unspecified() {
+            serving.bind_address = std::net::Ipv4Addr::LOCALHOST.into();
+        }
         let cloud = &mut self.options.cloud;
         if cloud.cloud_provider.is_empty() {
             cloud.cloud_provider = "fake".to_string();
@@ -87,5 +92,17 @@ mod tests {
             !cli(&["--cloud-provider=fake"]).dev_admin_over_http(),
             "only --dev"
         );
+    }
+
+    #[test]
+    fn dev_binds_the_admin_port_to_loopback() {
+        let bound = |args: &[&str]| {
+            let mut c = cli(args);
+            c.apply_dev_defaults();
+            c.options.generic.serving.bind_address.to_string()
+        };
+        assert_eq!(bound(&["--dev"]), "127.0.0.1");
+        assert_eq!(bound(&["--dev", "--bind-address=::"]), "127.0.0.1");
+        assert_eq!(bound(&["--dev", "--bind-address=::1"]), "::1");
     }
 }

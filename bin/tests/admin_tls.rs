@@ -2,7 +2,8 @@
 //! binary makes a self-signed one (kept in `--cert-dir`), and `--tls-cert-file` /
 //! `--tls-private-key-file` replace it. Both are checked by fetching `/healthz` with a client that
 //! trusts only the expected CA. `--dev` serves plain HTTP unless such a flag is given, so these
-//! tests give one.
+//! tests give one. The `--tls-*` flags map onto rustls, and a value it cannot honour stops the
+//! start with the value named.
 
 mod admin_support;
 
@@ -57,4 +58,97 @@ async fn dev_alone_serves_plain_http() -> anyhow::Result<()> {
     let healthz = http_get(binary.admin, "/healthz").await?;
     assert_eq!((healthz.status, healthz.body.as_str()), (200, "ok"));
     Ok(())
+}
+
+/// A TLS handshake with the admin server offering `versions` and ALPN `h2, http/1.1`: the
+/// negotiated protocol, or the handshake error.
+async fn handshake(
+    ccm: &admin_support::Ccm,
+    versions: &[&'static tokio_rustls::rustls::SupportedProtocolVersion],
+) -> anyhow::Result<Option<Vec<u8>>> {
+    use std::sync::Arc;
+
+    use tokio_rustls::rustls::pki_types::ServerName;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+
+    let mut roots = RootCertStore::empty();
+    for cert in tokio_rustls::rustls::pki_types::CertificateDer::pem_file_iter(&ccm.ca)? {
+        let _ = roots.add(cert?);
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(ccm.admin).await?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    Ok(tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_min_version_and_http2_follow_the_flags() -> anyhow::Result<()> {
+    use tokio_rustls::rustls::version::{TLS12, TLS13};
+
+    let env = kube_testenv::TestEnv::builder().start().await?;
+    let dir = scratch_dir("admin-tls-flags")?;
+    let ccm = admin_support::Ccm::start(&env, &dir, &[]).await?;
+    assert_eq!(
+        handshake(&ccm, &[&TLS12]).await?,
+        Some(b"h2".to_vec()),
+        "TLS 1.2 and HTTP/2 by default, as upstream"
+    );
+    drop(ccm);
+
+    let dir = scratch_dir("admin-tls-flags-13")?;
+    let ccm = admin_support::Ccm::start(
+        &env,
+        &dir,
+        &[
+            "--tls-min-version=VersionTLS13".into(),
+            "--disable-http2-serving".into(),
+        ],
+    )
+    .await?;
+    assert!(
+        handshake(&ccm, &[&TLS12]).await.is_err(),
+        "--tls-min-version=VersionTLS13 refuses TLS 1.2"
+    );
+    assert_eq!(
+        handshake(&ccm, &[&TLS13]).await?,
+        Some(b"http/1.1".to_vec()),
+        "--disable-http2-serving offers HTTP/1.1 only"
+    );
+    Ok(())
+}
+
+#[test]
+fn tls_values_rustls_cannot_honour_stop_the_start_by_name() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+        .args([
+            "--cloud-provider=fake",
+            "--tls-min-version=VersionTLS10",
+            "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_RSA_WITH_AES_128_CBC_SHA",
+            "--tls-curve-preferences=CurveP521",
+            "--tls-sni-cert-key=a.crt,a.key:10.0.0.1",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for value in [
+        "--tls-min-version=VersionTLS10",
+        "TLS_RSA_WITH_AES_128_CBC_SHA is not implemented",
+        "CurveP521",
+        "the IP pattern 10.0.0.1",
+    ] {
+        assert!(stderr.contains(value), "{value}: {stderr}");
+    }
+    assert!(
+        !stderr.contains("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 is"),
+        "a supported suite is not refused: {stderr}"
+    );
 }

@@ -107,22 +107,6 @@ fn unknown_provider_lists_the_registered_ones() {
 }
 
 #[test]
-fn upstream_flags_not_supported_yet_are_rejected_by_name() {
-    let out = run(&[
-        "--cloud-provider=fake",
-        "--permit-port-sharing",
-        "--tls-min-version=VersionTLS12",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains("flag --permit-port-sharing is an upstream cloud-controller-manager flag"),
-        "{err}"
-    );
-    assert!(err.contains("flag --tls-min-version is"), "{err}");
-}
-
-#[test]
 fn flag_values_this_build_cannot_honour_are_refused_by_name() {
     let out = run(&[
         "--cloud-provider=fake",

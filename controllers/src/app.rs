@@ -41,7 +41,7 @@ use controller_manager::manager::{
     ControllerSelection, Initializer, Initializers, KnownControllers, Manager, ManagerConfig,
     ManagerError,
 };
-use controller_manager::options::{GenericOptions, reject_unsupported_flags};
+use controller_manager::options::GenericOptions;
 use controller_manager::telemetry::{self, TelemetryError, TelemetryOptions};
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -125,10 +125,9 @@ impl CloudManagerOptions {
     }
 }
 
-/// Parses the process arguments into `P` as `P::parse()` does, with two upstream (pflag) rules
-/// clap lacks: upstream flags this build does not support are rejected by name (clap alone would
-/// say only "unexpected argument"), and a flag given twice takes its last value (clap would
-/// refuse it), so overlays that append arguments keep working. List flags such as
+/// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
+/// that a flag given twice takes its last value (clap would refuse it), so overlays that append
+/// arguments keep working, and upstream's `--controllers` help listing the known controllers. List flags such as
 /// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
 /// error and exits with status 2 on bad input.
 pub fn parse_args<P: Parser>() -> P {
@@ -158,13 +157,6 @@ pub fn try_parse_args_with<P: Parser>(
     if command.get_arguments().any(|a| a.get_id() == "controllers") {
         let help = controllers_help(known);
         command = command.mut_arg("controllers", |a| a.help(help));
-    }
-    let unsupported = reject_unsupported_flags(args.get(1..).unwrap_or_default());
-    if !unsupported.is_empty() {
-        return Err(command.error(
-            clap::error::ErrorKind::UnknownArgument,
-            unsupported.join("\n"),
-        ));
     }
     let mut matches = command.try_get_matches_from_mut(&args)?;
     P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
@@ -506,24 +498,6 @@ mod tests {
         assert_eq!(o.generic.serving.secure_port, 2);
         assert_eq!(o.generic.controllers, vec!["*", "-route"]);
         assert!(o.generic.leader_election.leader_elect);
-    }
-
-    #[test]
-    fn unsupported_upstream_flags_are_named() {
-        let argv = [
-            "t",
-            "--permit-port-sharing",
-            "--tls-min-version=VersionTLS12",
-        ]
-        .map(String::from);
-        let err = try_parse_args_from::<Cli>(argv).err().unwrap();
-        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
-        let msg = err.to_string();
-        assert!(
-            msg.contains("--permit-port-sharing is an upstream"),
-            "{msg}"
-        );
-        assert!(msg.contains("--tls-min-version is an upstream"), "{msg}");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Shared by the tests that run the built `cloud-controller-manager` binary and talk to its admin
-//! port: starting it with `--dev` on free ports, waiting for its embedded API server, and GET
-//! requests to the admin server.
+//! port: starting it with `--dev` on free ports (or against a test's own kube-testenv), waiting
+//! for it, and GET requests to the admin server, anonymous or with a bearer token or a client
+//! certificate.
 #![allow(dead_code)] // each test binary uses a different subset
 
 use std::io::{BufRead, BufReader};
@@ -18,7 +19,7 @@ use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 
 /// Generous: the binary is a debug build and the machine is shared.
@@ -188,8 +189,30 @@ pub async fn http_get(addr: SocketAddr, path: &str) -> anyhow::Result<Response> 
     send_get(TokioIo::new(stream), addr, path).await
 }
 
+/// What a request presents to the admin server.
+#[derive(Default)]
+pub enum Credentials {
+    /// Nothing: the caller is anonymous.
+    #[default]
+    None,
+    /// `Authorization: Bearer <token>`.
+    Token(String),
+    /// A client certificate chain and its key (PKCS#8 DER).
+    Cert(Vec<CertificateDer<'static>>, Vec<u8>),
+}
+
 /// GET `path` over HTTPS from `addr` (as `localhost`), trusting every certificate in `ca_file`.
 pub async fn https_get(addr: SocketAddr, path: &str, ca_file: &Path) -> anyhow::Result<Response> {
+    https_get_as(addr, path, ca_file, &Credentials::None).await
+}
+
+/// As [`https_get`], presenting `credentials`.
+pub async fn https_get_as(
+    addr: SocketAddr,
+    path: &str,
+    ca_file: &Path,
+    credentials: &Credentials,
+) -> anyhow::Result<Response> {
     let mut roots = RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca_file)
         .with_context(|| format!("reading {}", ca_file.display()))?
@@ -198,26 +221,50 @@ pub async fn https_get(addr: SocketAddr, path: &str, ca_file: &Path) -> anyhow::
         let _ = roots.add(cert?);
     }
     let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let config = ClientConfig::builder_with_provider(provider)
+    let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+        .with_root_certificates(roots);
+    let (config, token) = match credentials {
+        Credentials::Cert(chain, key) => (
+            builder.with_client_auth_cert(
+                chain.clone(),
+                PrivateKeyDer::try_from(key.clone()).map_err(anyhow::Error::msg)?,
+            )?,
+            None,
+        ),
+        Credentials::Token(token) => (builder.with_no_client_auth(), Some(token.as_str())),
+        Credentials::None => (builder.with_no_client_auth(), None),
+    };
     let stream = TcpStream::connect(addr).await?;
     let tls = TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost")?, stream)
         .await?;
-    send_get(TokioIo::new(tls), addr, path).await
+    send(TokioIo::new(tls), addr, path, token).await
 }
 
 async fn send_get<T>(io: T, addr: SocketAddr, path: &str) -> anyhow::Result<Response>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
+    send(io, addr, path, None).await
+}
+
+async fn send<T>(
+    io: T,
+    addr: SocketAddr,
+    path: &str,
+    token: Option<&str>,
+) -> anyhow::Result<Response>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     tokio::spawn(connection);
-    let request = hyper::Request::get(path)
-        .header(hyper::header::HOST, addr.to_string())
-        .body(Empty::<Bytes>::new())?;
+    let mut request = hyper::Request::get(path).header(hyper::header::HOST, addr.to_string());
+    if let Some(token) = token {
+        request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = request.body(Empty::<Bytes>::new())?;
     let response = sender.send_request(request).await?;
     let status = response.status().as_u16();
     let content_type = response
@@ -232,4 +279,99 @@ where
         content_type,
         body: String::from_utf8(body.to_vec())?,
     })
+}
+
+/// The binary run against a test's own kube-testenv (not `--dev`), serving HTTPS on a free
+/// loopback port with its generated certificate in `<dir>/certs`; killed when dropped.
+pub struct Ccm {
+    child: Child,
+    /// Where the admin server listens.
+    pub admin: SocketAddr,
+    /// The CA to trust for HTTPS.
+    pub ca: PathBuf,
+    /// Its stderr (the log).
+    pub log: PathBuf,
+}
+
+impl Ccm {
+    /// Starts `cloud-controller-manager --cloud-provider=fake` with `--kubeconfig` (admin) for
+    /// `env`, plus `extra` flags, and returns once the admin server listens. Fails with the log
+    /// when the process exits first.
+    pub async fn start(
+        env: &kube_testenv::TestEnv,
+        dir: &Path,
+        extra: &[String],
+    ) -> anyhow::Result<Ccm> {
+        let port = free_port()?;
+        let kubeconfig = dir.join("kubeconfig");
+        env.write_kubeconfig(&kubeconfig)?;
+        let log = dir.join("ccm.log");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+            .arg(format!("--kubeconfig={}", kubeconfig.display()))
+            .args([
+                "--cloud-provider=fake",
+                "--configure-cloud-routes=false",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+            ])
+            .arg(format!("--secure-port={port}"))
+            .arg(format!("--cert-dir={}", cert_dir(dir).display()))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting cloud-controller-manager")?;
+        let stderr = child.stderr.take().context("no stderr")?;
+        let (up_tx, up_rx) = oneshot::channel();
+        let log_file = log.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut up = Some(up_tx);
+            let mut file = std::fs::File::create(log_file).ok();
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(f) = file.as_mut() {
+                    let _ = writeln!(f, "{line}");
+                }
+                if line.contains("admin server listening")
+                    && let Some(tx) = up.take()
+                {
+                    let _ = tx.send(());
+                }
+            }
+        });
+        let ccm = Ccm {
+            child,
+            admin: SocketAddr::from(([127, 0, 0, 1], port)),
+            ca: cert_dir(dir).join("cloud-controller-manager.crt"),
+            log,
+        };
+        match tokio::time::timeout(DEADLINE, up_rx).await {
+            Ok(Ok(())) => Ok(ccm),
+            Ok(Err(_)) => bail!(
+                "cloud-controller-manager exited before serving:\n{}",
+                ccm.logs()
+            ),
+            Err(_) => bail!(
+                "cloud-controller-manager did not serve within {DEADLINE:?}:\n{}",
+                ccm.logs()
+            ),
+        }
+    }
+
+    /// GET `path` from the admin server with `credentials`.
+    pub async fn get(&self, path: &str, credentials: &Credentials) -> anyhow::Result<Response> {
+        https_get_as(self.admin, path, &self.ca, credentials).await
+    }
+
+    /// What the process logged so far.
+    pub fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Ccm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -1,28 +1,63 @@
-//! Makes the admin server's listening socket, and [`TlsListener`], which wraps it in TLS.
+//! Makes the admin server's listening socket (with `--permit-port-sharing` /
+//! `--permit-address-sharing`), [`TlsListener`], which wraps it in TLS, and the serve loop:
+//! HTTP/1.1 and HTTP/2 by hyper, each request carrying its connection's client certificates.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Router;
+use axum::extract::Request;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use socket2::{Domain, Protocol, Socket, Type};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::server::TlsStream;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 use super::AdminError;
+use super::auth::PeerCertificates;
 
 /// How long a client may take to finish the TLS handshake before it is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Pending connections the kernel queues (Go uses the system's somaxconn; 1024 is its usual value).
+const BACKLOG: i32 = 1024;
+
+/// `--permit-port-sharing` and `--permit-address-sharing`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketSharing {
+    /// `SO_REUSEPORT`: several processes may listen on the same address and port.
+    pub reuse_port: bool,
+    /// `SO_REUSEADDR`. On Unix it is always set, as Go's and Rust's listeners do, so this only
+    /// matters elsewhere.
+    pub reuse_address: bool,
+}
 
 /// Binds `addr` synchronously so the caller learns the real port (for port 0) before serving.
-pub(crate) fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, AdminError> {
-    let listener =
-        std::net::TcpListener::bind(addr).map_err(|source| AdminError::Bind { addr, source })?;
-    listener
-        .set_nonblocking(true)
-        .map_err(|source| AdminError::Bind { addr, source })?;
-    Ok(listener)
+pub(crate) fn bind(
+    addr: SocketAddr,
+    sharing: SocketSharing,
+) -> Result<std::net::TcpListener, AdminError> {
+    let failed = |source| AdminError::Bind { addr, source };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(failed)?;
+    if cfg!(unix) || sharing.reuse_address {
+        socket.set_reuse_address(true).map_err(failed)?;
+    }
+    #[cfg(unix)]
+    if sharing.reuse_port {
+        socket.set_reuse_port(true).map_err(failed)?;
+    }
+    socket.bind(&addr.into()).map_err(failed)?;
+    socket.listen(BACKLOG).map_err(failed)?;
+    socket.set_nonblocking(true).map_err(failed)?;
+    Ok(socket.into())
 }
 
 /// Hands the bound socket to tokio; must run inside a runtime.
@@ -32,8 +67,90 @@ pub(crate) fn into_tokio(
     tokio::net::TcpListener::from_std(listener).map_err(AdminError::Serve)
 }
 
-/// Accepts TCP connections and runs their TLS handshakes concurrently, handing axum only finished
-/// ones, so a slow or silent client cannot hold up the others (a handshake inside `accept` would).
+/// HTTP settings of the serve loop.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Http {
+    /// Speak HTTP/2 as well as HTTP/1.1.
+    pub http2: bool,
+    /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub max_streams: u32,
+}
+
+/// The client certificates a connection presented (none over plain HTTP).
+pub(crate) trait PeerCerts {
+    fn peer_certs(&self) -> PeerCertificates;
+}
+
+impl PeerCerts for TcpStream {
+    fn peer_certs(&self) -> PeerCertificates {
+        PeerCertificates::default()
+    }
+}
+
+impl PeerCerts for TlsStream<TcpStream> {
+    fn peer_certs(&self) -> PeerCertificates {
+        let certs = self.get_ref().1.peer_certificates().unwrap_or_default();
+        PeerCertificates(Arc::new(
+            certs.iter().map(|c| c.clone().into_owned()).collect(),
+        ))
+    }
+}
+
+/// Serves `router` on every accepted connection until `shutdown`, then lets in-flight requests
+/// finish (each connection shuts down gracefully) and returns.
+pub(crate) async fn serve<L>(
+    mut listener: L,
+    router: Router,
+    http: Http,
+    shutdown: CancellationToken,
+) where
+    L: axum::serve::Listener,
+    L::Io: PeerCerts,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if http.http2 {
+        builder.http2().max_concurrent_streams(http.max_streams);
+    } else {
+        builder = builder.http1_only();
+    }
+    let mut connections = JoinSet::new();
+    loop {
+        let io = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+            (io, _peer) = listener.accept() => io,
+        };
+        let certs = io.peer_certs();
+        let service = router
+            .clone()
+            .map_request(move |mut req: Request<Incoming>| {
+                req.extensions_mut().insert(certs.clone());
+                req
+            });
+        let builder = builder.clone();
+        let stop = shutdown.clone();
+        connections.spawn(async move {
+            let connection =
+                builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
+            tokio::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = stop.cancelled() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(error) = result {
+                tracing::debug!(%error, "admin connection ended with an error");
+            }
+        });
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+/// Accepts TCP connections and runs their TLS handshakes concurrently, handing the serve loop
+/// only finished ones, so a slow or silent client cannot hold up the others.
 pub(crate) struct TlsListener {
     tcp: TcpListener,
     acceptor: TlsAcceptor,
@@ -92,5 +209,35 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
         self.tcp.local_addr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn port_sharing_lets_two_listeners_bind_one_port() {
+        let first = bind(
+            "127.0.0.1:0".parse().unwrap(),
+            SocketSharing {
+                reuse_port: true,
+                reuse_address: false,
+            },
+        )
+        .unwrap();
+        let addr = first.local_addr().unwrap();
+        let shared = SocketSharing {
+            reuse_port: true,
+            reuse_address: false,
+        };
+        assert!(bind(addr, shared).is_ok(), "SO_REUSEPORT on both");
+        let err = bind(addr, SocketSharing::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("choose another bind address or port"),
+            "{err}"
+        );
     }
 }

@@ -1,30 +1,82 @@
 //! The admin HTTP server: `/healthz`, `/readyz`, `/livez` with the Kubernetes health output format,
-//! and `/metrics` in OpenMetrics text, so probes and scrapers written for upstream components work.
+//! `/metrics` and `/metrics/slis` in OpenMetrics text, and `/configz`, behind upstream's
+//! delegated authentication and authorization, so probes, scrapers and RBAC written for
+//! upstream components work.
 //!
 //! - `health`: named checks and the upstream rendering (`ok`, `[+]name ok`, `[-]name failed:
 //!   reason withheld`, `?verbose`, `?exclude=`), independent of HTTP so it is unit-tested directly.
-//! - `listener`: the one place a listening socket is made, plain or wrapped in TLS.
-//! - `server`: the axum routes and the serve loop with graceful shutdown.
+//! - `listener`: the listening socket (`--permit-*-sharing`), TLS accept, the hyper serve loop.
+//! - `server`: the axum routes; `slis`, `configz`: those two endpoints.
 //! - `tls`: the serving certificate: `--tls-cert-file`/`--tls-private-key-file`, or a self-signed
-//!   pair made at start (kept in `--cert-dir` when given), as upstream's secure serving.
+//!   pair made at start (kept in `--cert-dir` when given), as upstream's secure serving;
+//!   `tls_flags`: the other `--tls-*` flags; `tls_handshake`: SNI and client-certificate requests.
+//! - `auth`: delegated authentication (front proxy, client certificates, TokenReview) and
+//!   authorization (`system:masters`, always-allowed paths, SubjectAccessReview).
+//! - `x509`: CA bundles and certificate names.
 //!
-//! [`AdminServer::with_tls`] turns on HTTPS; the manager does so when
-//! [`ManagerConfig::admin_tls`](crate::manager::ManagerConfig::admin_tls) is set, which the
-//! binary does (except in `--dev` without certificate flags), as upstream serves `--secure-port`
-//! over HTTPS.
-//!
-//! Differences from upstream: upstream CCM guards its endpoints with delegated authentication and
-//! authorization (TokenReview/SubjectAccessReview; `/healthz` always allowed); this serves
-//! `/healthz`, `/readyz`, `/livez` and `/metrics` to any client that completes the TLS handshake.
+//! [`AdminServer::secure`] turns on HTTPS and, with [`AdminOptions::auth`], delegated auth; the
+//! manager does so when [`ManagerConfig::admin_tls`](crate::manager::ManagerConfig::admin_tls)
+//! is set, which the binary does (except in `--dev` without certificate flags), as upstream
+//! serves `--secure-port` over HTTPS. Over plain HTTP nothing is authenticated.
 
+mod auth;
+mod configz;
 mod health;
 mod listener;
 mod server;
+mod slis;
 mod tls;
+mod tls_flags;
+mod tls_handshake;
+mod x509;
 
+use std::sync::Arc;
+
+pub use auth::{
+    AllowPaths, AuthSetupError, DelegatedAuth, DelegatedAuthConfig, RequestHeaderFlags, UserInfo,
+};
+pub use configz::Configz;
 pub use health::{HealthChecks, HealthReport};
+pub use listener::SocketSharing;
 pub use server::AdminServer;
 pub use tls::{SelfSignedPair, ServingCert, TlsError};
+pub use tls_flags::{SniCertKey, TlsSettings};
+
+/// How a manager's admin server is set up beyond its address and certificate.
+#[derive(Clone, Debug, Default)]
+pub struct AdminOptions {
+    /// The `--tls-*` and HTTP/2 flags.
+    pub tls: TlsSettings,
+    /// `--permit-port-sharing` / `--permit-address-sharing`.
+    pub sharing: SocketSharing,
+    /// Delegated authentication and authorization; `None` serves every caller (embedders
+    /// behind their own gate, tests).
+    pub auth: Option<DelegatedAuthConfig>,
+    /// What `/configz` serves; embedders register their configuration here.
+    pub configz: Configz,
+}
+
+impl AdminServer {
+    /// HTTPS with `cert` and `options.tls`, and delegated auth when `options.auth` is set (the
+    /// handshake then asks for client certificates if a client CA is known).
+    pub async fn secure(
+        self,
+        cert: &ServingCert,
+        options: &AdminOptions,
+    ) -> Result<Self, AdminError> {
+        let auth = match &options.auth {
+            Some(cfg) => Some(Arc::new(DelegatedAuth::build(cfg).await?)),
+            None => None,
+        };
+        let client_certs = auth.as_ref().is_some_and(|a| a.wants_client_certificates());
+        let config = cert.server_config_with(&options.tls, client_certs)?;
+        let server = self.with_tls(config).with_http(&options.tls);
+        Ok(match auth {
+            Some(auth) => server.with_auth(auth),
+            None => server,
+        })
+    }
+}
 
 /// Why the admin server could not start or stopped.
 #[derive(Debug, thiserror::Error)]
@@ -44,4 +96,7 @@ pub enum AdminError {
     /// The serving certificate could not be loaded or made.
     #[error(transparent)]
     Tls(#[from] TlsError),
+    /// Delegated authentication or authorization could not be set up.
+    #[error(transparent)]
+    Auth(#[from] AuthSetupError),
 }

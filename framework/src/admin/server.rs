@@ -1,4 +1,8 @@
 //! The admin routes on axum and the serve loop; one listener, shut down with the process token.
+//!
+//! Routes: `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`), `/metrics`,
+//! `/metrics/slis` and `/configz`; with [`AdminServer::with_auth`] every request passes
+//! delegated authentication and authorization first, as upstream's handler chain.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,8 +17,12 @@ use prometheus_client::registry::Registry;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::{DelegatedAuth, guard};
+use super::configz::Configz;
 use super::health::HealthChecks;
-use super::{AdminError, listener};
+use super::listener::{self, Http, SocketSharing};
+use super::slis::Slis;
+use super::{AdminError, TlsSettings};
 
 /// OpenMetrics text exposition, what prometheus-client encodes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -26,6 +34,8 @@ struct Endpoints {
     readyz: HealthChecks,
     livez: HealthChecks,
     registry: Arc<Mutex<Registry>>,
+    slis: Slis,
+    configz: Configz,
 }
 
 impl Endpoints {
@@ -43,8 +53,10 @@ impl Endpoints {
 pub struct AdminServer {
     listener: std::net::TcpListener,
     local_addr: SocketAddr,
-    router: Router,
+    endpoints: Endpoints,
     tls: Option<Arc<ServerConfig>>,
+    http: Http,
+    auth: Option<Arc<DelegatedAuth>>,
 }
 
 impl std::fmt::Debug for AdminServer {
@@ -52,13 +64,14 @@ impl std::fmt::Debug for AdminServer {
         f.debug_struct("AdminServer")
             .field("local_addr", &self.local_addr)
             .field("tls", &self.tls.is_some())
+            .field("auth", &self.auth)
             .finish_non_exhaustive()
     }
 }
 
 impl AdminServer {
-    /// Binds `addr` and prepares `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`)
-    /// and `/metrics`.
+    /// Binds `addr` and prepares `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`),
+    /// `/metrics`, `/metrics/slis` and an empty `/configz`.
     pub fn new(
         addr: SocketAddr,
         health: HealthChecks,
@@ -66,17 +79,87 @@ impl AdminServer {
         live: HealthChecks,
         registry: Arc<Mutex<Registry>>,
     ) -> Result<Self, AdminError> {
-        let listener = listener::bind(addr)?;
+        Self::new_shared(
+            addr,
+            SocketSharing::default(),
+            health,
+            ready,
+            live,
+            registry,
+        )
+    }
+
+    /// As [`Self::new`], binding with `--permit-port-sharing` / `--permit-address-sharing`.
+    pub fn new_shared(
+        addr: SocketAddr,
+        sharing: SocketSharing,
+        health: HealthChecks,
+        ready: HealthChecks,
+        live: HealthChecks,
+        registry: Arc<Mutex<Registry>>,
+    ) -> Result<Self, AdminError> {
+        let listener = listener::bind(addr, sharing)?;
         let local_addr = listener
             .local_addr()
             .map_err(|source| AdminError::Bind { addr, source })?;
-        let endpoints = Endpoints {
-            healthz: health,
-            readyz: ready,
-            livez: live,
-            registry,
+        let defaults = TlsSettings::default();
+        Ok(Self {
+            listener,
+            local_addr,
+            endpoints: Endpoints {
+                healthz: health,
+                readyz: ready,
+                livez: live,
+                registry,
+                slis: Slis::new(),
+                configz: Configz::new(),
+            },
+            tls: None,
+            http: Http {
+                http2: defaults.http2,
+                max_streams: defaults.http2_max_streams,
+            },
+            auth: None,
+        })
+    }
+
+    /// Serves HTTPS with `config` (see [`ServingCert`](super::ServingCert)) instead of plain HTTP.
+    pub fn with_tls(mut self, config: Arc<ServerConfig>) -> Self {
+        self.tls = Some(config);
+        self
+    }
+
+    /// HTTP/2 on or off (`--disable-http2-serving`) and its stream limit, from the TLS settings.
+    pub fn with_http(mut self, settings: &TlsSettings) -> Self {
+        self.http = Http {
+            http2: settings.http2,
+            max_streams: settings.http2_max_streams,
         };
-        let mut router = Router::new().route("/metrics", get(metrics));
+        self
+    }
+
+    /// Authenticates and authorizes every request with `auth` before it is served.
+    pub fn with_auth(mut self, auth: Arc<DelegatedAuth>) -> Self {
+        self.auth = Some(auth);
+        self
+    }
+
+    /// Serves `configz` on `/configz`.
+    pub fn with_configz(mut self, configz: Configz) -> Self {
+        self.endpoints.configz = configz;
+        self
+    }
+
+    /// The bound address (the real port when asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    fn router(&self) -> Router {
+        let mut router = Router::new()
+            .route("/metrics", get(metrics))
+            .route("/metrics/slis", get(slis).delete(slis_reset))
+            .route("/configz", get(configz));
         for endpoint in ["healthz", "readyz", "livez"] {
             router = router
                 .route(
@@ -88,42 +171,26 @@ impl AdminServer {
                     get(move |state, check| one_check(state, check, endpoint)),
                 );
         }
-        Ok(Self {
-            listener,
-            local_addr,
-            router: router.with_state(endpoints),
-            tls: None,
-        })
-    }
-
-    /// Serves HTTPS with `config` (see [`ServingCert`](super::ServingCert)) instead of plain HTTP.
-    pub fn with_tls(mut self, config: Arc<ServerConfig>) -> Self {
-        self.tls = Some(config);
-        self
-    }
-
-    /// The bound address (the real port when asked for port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        let router = router.with_state(self.endpoints.clone());
+        match &self.auth {
+            Some(auth) => router.layer(axum::middleware::from_fn_with_state(auth.clone(), guard)),
+            None => router,
+        }
     }
 
     /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
+        let router = self.router();
         let tcp = listener::into_tokio(self.listener)?;
-        tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), "admin server listening");
+        tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), authenticated = self.auth.is_some(), "admin server listening");
         match self.tls {
             Some(config) => {
-                axum::serve(listener::TlsListener::new(tcp, config), self.router)
-                    .with_graceful_shutdown(shutdown.cancelled_owned())
-                    .await
+                let tls = listener::TlsListener::new(tcp, config);
+                listener::serve(tls, router, self.http, shutdown).await;
             }
-            None => {
-                axum::serve(tcp, self.router)
-                    .with_graceful_shutdown(shutdown.cancelled_owned())
-                    .await
-            }
+            None => listener::serve(tcp, router, self.http, shutdown).await,
         }
-        .map_err(AdminError::Serve)
+        Ok(())
     }
 }
 
@@ -186,16 +253,18 @@ async fn all_checks(
     endpoint: &'static str,
 ) -> Response {
     let (verbose, exclude) = parse_query(query.as_deref());
+    // Always evaluated verbosely, so the SLIs see every check; the terse `ok` is what a passing
+    // non-verbose evaluation renders.
     let report = endpoints
         .checks(endpoint)
-        .run(endpoint, &exclude, verbose)
+        .run(endpoint, &exclude, true)
         .await;
-    let status = if report.healthy {
-        StatusCode::OK
-    } else {
-        StatusCode::INTERNAL_SERVER_ERROR
-    };
-    text(status, report.body)
+    endpoints.slis.observe(endpoint, &report.body);
+    match (report.healthy, verbose) {
+        (true, false) => text(StatusCode::OK, "ok".to_string()),
+        (true, true) => text(StatusCode::OK, report.body),
+        (false, _) => text(StatusCode::INTERNAL_SERVER_ERROR, report.body),
+    }
 }
 
 async fn one_check(
@@ -213,10 +282,34 @@ async fn one_check(
     }
 }
 
+async fn configz(State(endpoints): State<Endpoints>) -> Response {
+    let mut response = (StatusCode::OK, endpoints.configz.render()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+async fn slis(State(endpoints): State<Endpoints>) -> Response {
+    openmetrics(endpoints.slis.encode())
+}
+
+async fn slis_reset(State(endpoints): State<Endpoints>) -> Response {
+    endpoints.slis.reset();
+    text(StatusCode::OK, "metrics reset\n".to_string())
+}
+
 async fn metrics(State(endpoints): State<Endpoints>) -> Response {
     let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &endpoints.registry.lock()) {
-        Ok(()) => {
+    let encoded = prometheus_client::encoding::text::encode(&mut body, &endpoints.registry.lock())
+        .map(|()| body);
+    openmetrics(encoded)
+}
+
+fn openmetrics(encoded: Result<String, std::fmt::Error>) -> Response {
+    match encoded {
+        Ok(body) => {
             let mut response = (StatusCode::OK, body).into_response();
             response
                 .headers_mut()

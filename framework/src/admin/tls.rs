@@ -9,6 +9,9 @@
 //! `<cert-dir>/<pair>.crt` and `<pair>.key` are reused when both exist and are readable, else
 //! generated and written there (the key with mode 0600), so clients can pin the CA across restarts.
 //!
+//! [`ServingCert::server_config_with`] applies the `--tls-*` flags ([`TlsSettings`]), SNI
+//! certificates and the client-certificate request delegated authentication needs.
+//!
 //! Differences from upstream: keys are ECDSA P-256 rather than RSA-2048 (what rcgen makes with the
 //! `ring` backend our TLS stack already uses), and the certificate files are read once at start
 //! (upstream's dynamic serving certificate reloads them when they change).
@@ -22,7 +25,10 @@ use rcgen::{
     KeyUsagePurpose,
 };
 use tokio_rustls::rustls::ServerConfig;
-use tokio_rustls::rustls::crypto::ring;
+use tokio_rustls::rustls::sign::CertifiedKey;
+
+use super::tls_flags::TlsSettings;
+use super::tls_handshake::{RequestClientCert, SniResolver};
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
@@ -100,9 +106,20 @@ impl ServingCert {
         }
     }
 
-    /// Loads (or makes) the certificate and key and builds the server's TLS configuration
-    /// (TLS 1.2 and 1.3, HTTP/1.1 by ALPN).
+    /// Loads (or makes) the certificate and key and builds the server's TLS configuration with
+    /// upstream's defaults (TLS 1.2 and 1.3, HTTP/2 and HTTP/1.1 by ALPN, no client certificates).
     pub fn server_config(&self) -> Result<Arc<ServerConfig>, TlsError> {
+        self.server_config_with(&TlsSettings::default(), false)
+    }
+
+    /// As [`Self::server_config`], with the `--tls-*` flags' `settings`, the `--tls-sni-cert-key`
+    /// certificates, and, when `request_client_certs`, a request for a client certificate that
+    /// the delegated authenticators verify per request.
+    pub fn server_config_with(
+        &self,
+        settings: &TlsSettings,
+        request_client_certs: bool,
+    ) -> Result<Arc<ServerConfig>, TlsError> {
         let (chain, key) = match self {
             ServingCert::Files { cert, key } => (read_chain(cert)?, read_key(key)?),
             ServingCert::SelfSigned {
@@ -125,11 +142,28 @@ impl ServingCert {
                 (read_chain(&cert)?, read_key(&key)?)
             }
         };
-        let mut config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
-            .with_safe_default_protocol_versions()?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let provider = Arc::new(settings.provider());
+        let builder = ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(settings.versions())?;
+        let builder = match request_client_certs {
+            true => builder
+                .with_client_cert_verifier(Arc::new(RequestClientCert::new(provider.clone()))),
+            false => builder.with_no_client_auth(),
+        };
+        let mut config = if settings.sni.is_empty() {
+            builder.with_single_cert(chain, key)?
+        } else {
+            let default = Arc::new(CertifiedKey::from_der(chain, key, &provider)?);
+            let mut pairs = Vec::new();
+            for sni in &settings.sni {
+                let chain = read_chain(&sni.cert)?;
+                let key = read_key(&sni.key)?;
+                let certified = CertifiedKey::from_der(chain, key, &provider)?;
+                pairs.push((Arc::new(certified), sni.names.clone()));
+            }
+            builder.with_cert_resolver(Arc::new(SniResolver::new(default, pairs)))
+        };
+        config.alpn_protocols = settings.alpn();
         Ok(Arc::new(config))
     }
 }

@@ -5,9 +5,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::admin::ServingCert;
+use crate::admin::{
+    AdminOptions, AllowPaths, DelegatedAuthConfig, RequestHeaderFlags, ServingCert,
+};
 use crate::leader::{LeaderElectionConfig, default_identity};
-use crate::options::GenericOptions;
+use crate::options::{GenericOptions, ServingOptions};
 
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
 #[derive(Clone, Debug)]
@@ -31,6 +33,9 @@ pub struct ManagerConfig {
     /// Serve them over HTTPS with this certificate (upstream's secure serving); `None` serves
     /// plain HTTP, for tests, `--dev` and embedders behind their own TLS.
     pub admin_tls: Option<ServingCert>,
+    /// The rest of the admin server's setup: TLS flags, socket sharing, delegated auth (applied
+    /// only over HTTPS), `/configz`.
+    pub admin: AdminOptions,
 }
 
 impl ManagerConfig {
@@ -46,6 +51,7 @@ impl ManagerConfig {
             leader_election: None,
             admin_addr: None,
             admin_tls: None,
+            admin: AdminOptions::default(),
         }
     }
     /// The configuration the generic flags describe: `--controllers`, `--controller-start-interval`,
@@ -68,6 +74,7 @@ impl ManagerConfig {
                 serving.cert_dir.as_deref(),
                 &config.name,
             ));
+            config.admin = admin_options(serving, &config.name);
         }
         let le = &options.leader_election;
         if le.leader_elect {
@@ -85,6 +92,47 @@ impl ManagerConfig {
             });
         }
         config
+    }
+}
+
+/// The secure-serving, authentication and authorization flags as admin-server settings.
+fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
+    let tls = serving.tls_settings().unwrap_or_else(|errors| {
+        // validate() reports these before anything starts; an embedder that skipped it gets
+        // the defaults and this line.
+        tracing::error!(?errors, "invalid TLS flags; serving with the defaults");
+        Default::default()
+    });
+    let (authn, authz) = (&serving.authentication, &serving.authorization);
+    let list = crate::options::non_empty;
+    AdminOptions {
+        tls,
+        sharing: crate::admin::SocketSharing {
+            reuse_port: serving.permit_port_sharing,
+            reuse_address: serving.permit_address_sharing,
+        },
+        auth: Some(DelegatedAuthConfig {
+            authentication_kubeconfig: authn.authentication_kubeconfig.clone(),
+            authorization_kubeconfig: authz.authorization_kubeconfig.clone(),
+            skip_lookup: authn.authentication_skip_lookup,
+            tolerate_lookup_failure: authn.authentication_tolerate_lookup_failure,
+            token_cache_ttl: authn.authentication_token_webhook_cache_ttl.get(),
+            client_ca_file: authn.client_ca_file.clone(),
+            request_header: RequestHeaderFlags {
+                client_ca_file: authn.requestheader_client_ca_file.clone(),
+                allowed_names: list(&authn.requestheader_allowed_names),
+                username_headers: list(&authn.requestheader_username_headers),
+                uid_headers: list(&authn.requestheader_uid_headers),
+                group_headers: list(&authn.requestheader_group_headers),
+                extra_prefixes: list(&authn.requestheader_extra_headers_prefix),
+            },
+            always_allow_paths: AllowPaths::parse(&list(&authz.authorization_always_allow_paths))
+                .unwrap_or_default(),
+            authorized_ttl: authz.authorization_webhook_cache_authorized_ttl.get(),
+            unauthorized_ttl: authz.authorization_webhook_cache_unauthorized_ttl.get(),
+            user_agent: name.to_string(),
+        }),
+        configz: Default::default(),
     }
 }
 

@@ -189,15 +189,18 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
             Some(addr) => {
-                let mut server = AdminServer::new(
+                let admin = &this.config.admin;
+                let mut server = AdminServer::new_shared(
                     addr,
+                    admin.sharing,
                     this.health.clone(),
                     this.ready.clone(),
                     this.live.clone(),
                     this.registry.clone(),
-                )?;
+                )?
+                .with_configz(admin.configz.clone());
                 if let Some(cert) = &this.config.admin_tls {
-                    server = server.with_tls(cert.server_config().map_err(AdminError::from)?);
+                    server = server.secure(cert, admin).await?;
                 }
                 info!(addr = %server.local_addr(), "serving health and metrics");
                 Some(tokio::spawn(server.serve(admin_stop.clone())))

@@ -1,12 +1,12 @@
 //! The generic flag groups: controllers, API client, leader election, serving, logging.
 
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
 use super::feature_gates::{FeatureGates, feature_gates_help};
+use super::serving::ServingOptions;
 use super::{CompatOptions, GoDuration};
 
 /// Flags every manager has, grouped in `--help` the way upstream groups them.
@@ -202,52 +202,6 @@ pub struct LeaderElectionOptions {
     pub leader_elect_release_on_cancel: bool,
 }
 
-/// Where `/healthz`, `/readyz`, `/livez` and `/metrics` are served.
-#[derive(Args, Clone, Debug)]
-pub struct ServingOptions {
-    /// Port of the health and metrics server; 0 turns it off.
-    #[arg(
-        long,
-        default_value_t = 10258,
-        help_heading = "Secure serving flags",
-        help = "The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all."
-    )]
-    pub secure_port: u16,
-
-    /// Address the server listens on.
-    #[arg(
-        long,
-        default_value = "0.0.0.0",
-        help_heading = "Secure serving flags",
-        help = "The IP address on which to listen for the --secure-port port."
-    )]
-    pub bind_address: IpAddr,
-
-    /// Where a generated self-signed certificate is written when none is given.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored."
-    )]
-    pub cert_dir: Option<PathBuf>,
-
-    /// Serving certificate.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "File containing the default x509 Certificate for HTTPS. If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated."
-    )]
-    pub tls_cert_file: Option<PathBuf>,
-
-    /// Serving key matching `--tls-cert-file`.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "File containing the default x509 private key matching --tls-cert-file."
-    )]
-    pub tls_private_key_file: Option<PathBuf>,
-}
-
 /// Output shape of log lines.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
@@ -309,12 +263,7 @@ impl GenericOptions {
         }
         errors.extend(self.compat.validate());
         errors.extend(self.leader_election.validate());
-        let s = &self.serving;
-        if s.tls_cert_file.is_some() != s.tls_private_key_file.is_some() {
-            errors.push(
-                "--tls-cert-file and --tls-private-key-file must be given together".to_string(),
-            );
-        }
+        errors.extend(self.serving.validate());
         errors
     }
 }

@@ -8,12 +8,13 @@ mod compat;
 mod duration;
 pub mod feature_gates;
 mod generic;
-mod unsupported;
+mod serving;
 
 pub use compat::CompatOptions;
 pub use duration::{DurationParseError, GoDuration};
 pub use feature_gates::{FeatureGates, KNOWN_FEATURES};
 pub use generic::{
-    ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions, ServingOptions,
+    ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions,
 };
-pub use unsupported::{UNSUPPORTED_UPSTREAM_FLAGS, reject_unsupported_flags};
+pub(crate) use serving::non_empty;
+pub use serving::{AuthenticationOptions, AuthorizationOptions, ServingOptions};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use tokio_rustls::rustls::RootCertStore;
 use tokio_rustls::rustls::client::WebPkiServerVerifier;
 use tokio_rustls::rustls::client::danger::ServerCertVerifier;
+use tokio_rustls::rustls::crypto::ring;
 use tokio_rustls::rustls::pki_types::{ServerName, UnixTime};
 
 use super::*;
@@ -47,7 +48,11 @@ fn a_generated_pair_is_a_localhost_serving_cert_signed_by_its_own_ca() {
         pair_name: "ccm".into(),
     };
     let config = in_memory.server_config().expect("config");
-    assert_eq!(config.alpn_protocols, [b"http/1.1".to_vec()]);
+    assert_eq!(
+        config.alpn_protocols,
+        [b"h2".to_vec(), b"http/1.1".to_vec()],
+        "HTTP/2 first, as Go's server"
+    );
 }
 
 #[test]

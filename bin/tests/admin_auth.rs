@@ -1,0 +1,310 @@
+//! The admin port lets in only callers the API server vouches for, as upstream's delegated
+//! authentication and authorization: the real binary against a kube-testenv with RBAC enforced.
+//! Anonymous callers reach `/healthz` only; a ServiceAccount token needs `get` on `/metrics`
+//! (TokenReview, then SubjectAccessReview); a client certificate of `system:masters` passes
+//! without a review; both reviews are cached for their configured TTLs (counted in the request
+//! log); and the CA configuration missing from the flags is read from
+//! `kube-system/extension-apiserver-authentication`.
+
+mod admin_support;
+
+use std::path::Path;
+
+use admin_support::{Ccm, Credentials, scratch_dir};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use kube::Api;
+use kube::api::PostParams;
+use kube_testenv::{RequestRecord, TestEnv};
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+};
+use serde_json::json;
+use tokio_rustls::rustls::pki_types::CertificateDer;
+
+/// A client CA made for the test, and certificates it signs.
+struct ClientCa {
+    pem: String,
+    issuer: Issuer<'static, KeyPair>,
+}
+
+impl ClientCa {
+    fn new() -> anyhow::Result<Self> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, "test-client-ca");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key)?;
+        Ok(ClientCa {
+            pem: cert.pem(),
+            issuer: Issuer::new(params, key),
+        })
+    }
+
+    /// A client certificate with subject `CN=<cn>, O=<org>`.
+    fn client(&self, cn: &str, org: Option<&str>) -> anyhow::Result<Credentials> {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        if let Some(org) = org {
+            params
+                .distinguished_name
+                .push(DnType::OrganizationName, org);
+        }
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let cert = params.signed_by(&key, &self.issuer)?;
+        let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone()];
+        Ok(Credentials::Cert(chain, key.serialize_der()))
+    }
+}
+
+async fn cluster() -> anyhow::Result<TestEnv> {
+    Ok(TestEnv::builder().authorization(true).start().await?)
+}
+
+/// `get` on the non-resource URL `/metrics` for ServiceAccount `default/<sa>`, as a user would
+/// grant a Prometheus scraper.
+async fn grant_metrics(env: &TestEnv, sa: &str) -> anyhow::Result<()> {
+    let client = env.client();
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "metrics-reader"},
+        "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+    }))?;
+    Api::<ClusterRole>::all(client.clone())
+        .create(&PostParams::default(), &role)
+        .await?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": format!("metrics-reader-{sa}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "metrics-reader"},
+        "subjects": [{"kind": "ServiceAccount", "name": sa, "namespace": "default"}]
+    }))?;
+    Api::<ClusterRoleBinding>::all(client)
+        .create(&PostParams::default(), &binding)
+        .await?;
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> anyhow::Result<String> {
+    let path = dir.join(name);
+    std::fs::write(&path, content)?;
+    Ok(path.display().to_string())
+}
+
+fn reviews(env: &TestEnv, resource: &str) -> usize {
+    env.requests()
+        .iter()
+        .filter(|r: &&RequestRecord| r.resource == resource && r.verb == "create")
+        .count()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_callers_the_api_server_vouches_for_read_metrics() -> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth")?;
+    let ca = ClientCa::new()?;
+    // The client CA comes from the API server's ConfigMap, not a flag.
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {"client-ca-file": ca.pem}
+    }))?;
+    Api::<ConfigMap>::namespaced(env.client(), "kube-system")
+        .create(&PostParams::default(), &cm)
+        .await?;
+    let scraper = env.token_for_service_account("default", "scraper")?;
+    let nobody = env.token_for_service_account("default", "nobody")?;
+    grant_metrics(&env, "scraper").await?;
+    let kubeconfig = dir.join("kubeconfig").display().to_string();
+    let ccm = Ccm::start(
+        &env,
+        &dir,
+        &[
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+        ],
+    )
+    .await?;
+
+    let anonymous = Credentials::None;
+    let healthz = ccm.get("/healthz", &anonymous).await?;
+    assert_eq!(
+        (healthz.status, healthz.body.as_str()),
+        (200, "ok"),
+        "{}",
+        ccm.logs()
+    );
+    let metrics = ccm.get("/metrics", &anonymous).await?;
+    assert_eq!(metrics.status, 403, "{}", metrics.body);
+    assert_eq!(
+        metrics.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"system:anonymous\\\" cannot get path \\\"/metrics\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
+    );
+    assert_eq!(metrics.content_type, "application/json");
+    assert_eq!(ccm.get("/configz", &anonymous).await?.status, 403);
+
+    let granted = ccm.get("/metrics", &Credentials::Token(scraper)).await?;
+    assert_eq!(granted.status, 200, "{}", granted.body);
+    assert!(granted.body.contains("# EOF"), "{}", granted.body);
+    let denied = ccm.get("/metrics", &Credentials::Token(nobody)).await?;
+    assert_eq!(denied.status, 403);
+    assert!(
+        denied.body.contains(
+            "forbidden: User \\\"system:serviceaccount:default:nobody\\\" cannot get path \\\"/metrics\\\""
+        ),
+        "{}",
+        denied.body
+    );
+    let bad = ccm
+        .get("/metrics", &Credentials::Token("not-a-token".into()))
+        .await?;
+    assert_eq!(bad.status, 401);
+    assert_eq!(
+        bad.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\",\"code\":401}\n"
+    );
+
+    let before = reviews(&env, "subjectaccessreviews");
+    let masters = ccm
+        .get("/metrics", &ca.client("admin", Some("system:masters"))?)
+        .await?;
+    assert_eq!(masters.status, 200, "{}", masters.body);
+    assert_eq!(
+        reviews(&env, "subjectaccessreviews"),
+        before,
+        "system:masters needs no SubjectAccessReview"
+    );
+    let bob = ccm.get("/metrics", &ca.client("bob", None)?).await?;
+    assert_eq!(bob.status, 403, "{}", bob.body);
+    assert!(bob.body.contains("User \\\"bob\\\""), "{}", bob.body);
+    let stranger = ClientCa::new()?.client("admin", Some("system:masters"))?;
+    assert_eq!(
+        ccm.get("/metrics", &stranger).await?.status,
+        401,
+        "a certificate from another CA is refused"
+    );
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-cache")?;
+    let ca = ClientCa::new()?;
+    let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
+    let scraper = env.token_for_service_account("default", "scraper")?;
+    let nobody = env.token_for_service_account("default", "nobody")?;
+    grant_metrics(&env, "scraper").await?;
+    let kubeconfig = dir.join("kubeconfig").display().to_string();
+    let ccm = Ccm::start(
+        &env,
+        &dir,
+        &[
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            format!("--client-ca-file={ca_file}"),
+            "--authentication-skip-lookup".into(),
+            "--authentication-token-webhook-cache-ttl=1h".into(),
+            "--authorization-webhook-cache-authorized-ttl=1h".into(),
+            "--authorization-webhook-cache-unauthorized-ttl=0s".into(),
+        ],
+    )
+    .await?;
+    assert_eq!(
+        env.requests()
+            .iter()
+            .filter(|r| r.resource == "configmaps")
+            .count(),
+        0,
+        "--authentication-skip-lookup reads no ConfigMap"
+    );
+
+    let (tokens, sars) = (
+        reviews(&env, "tokenreviews"),
+        reviews(&env, "subjectaccessreviews"),
+    );
+    for _ in 0..3 {
+        let r = ccm
+            .get("/metrics", &Credentials::Token(scraper.clone()))
+            .await?;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(
+        reviews(&env, "tokenreviews") - tokens,
+        1,
+        "one TokenReview per token per hour"
+    );
+    assert_eq!(
+        reviews(&env, "subjectaccessreviews") - sars,
+        1,
+        "an allowed answer is kept for the authorized TTL"
+    );
+
+    let (tokens, sars) = (
+        reviews(&env, "tokenreviews"),
+        reviews(&env, "subjectaccessreviews"),
+    );
+    for _ in 0..3 {
+        let r = ccm
+            .get("/metrics", &Credentials::Token(nobody.clone()))
+            .await?;
+        assert_eq!(r.status, 403, "{}", r.body);
+    }
+    assert_eq!(reviews(&env, "tokenreviews") - tokens, 1);
+    assert_eq!(
+        reviews(&env, "subjectaccessreviews") - sars,
+        3,
+        "a denied answer is kept for the unauthorized TTL, here 0s"
+    );
+
+    // --client-ca-file works as the ConfigMap's CA did.
+    let masters = ccm
+        .get("/metrics", &ca.client("admin", Some("system:masters"))?)
+        .await?;
+    assert_eq!(masters.status, 200, "{}", masters.body);
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_configuration_lookup_stops_the_start_unless_tolerated() -> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-lookup")?;
+    // A ServiceAccount with no roles may not read the ConfigMap.
+    let token = env.token_for_service_account("default", "unprivileged")?;
+    let weak = write(
+        &dir,
+        "weak.kubeconfig",
+        &kube_testenv::kubeconfig_yaml_with_token(&env.url(), &token),
+    )?;
+    let refused = Ccm::start(&env, &dir, &[format!("--authentication-kubeconfig={weak}")])
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        refused.contains("unable to load configmap based request-header-client-ca-file"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("extension-apiserver-authentication-reader"),
+        "{refused}"
+    );
+
+    let ccm = Ccm::start(
+        &env,
+        &dir,
+        &[
+            format!("--authentication-kubeconfig={weak}"),
+            "--authentication-tolerate-lookup-failure".into(),
+        ],
+    )
+    .await?;
+    assert_eq!(ccm.get("/healthz", &Credentials::None).await?.status, 200);
+    assert!(
+        ccm.logs()
+            .contains("Continuing without authentication configuration"),
+        "{}",
+        ccm.logs()
+    );
+    Ok(())
+}
