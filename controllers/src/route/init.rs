@@ -1,12 +1,16 @@
 //! Registers the node-route controller: a full route reconcile over the shared Node cache every
-//! `--route-reconciliation-period`, on a non-sliding schedule, as upstream.
+//! `--route-reconciliation-period`, on a non-sliding schedule, as upstream; or, with the gate
+//! `CloudControllerManagerWatchBasedRoutesReconciliation`, on Node events (`watch.rs`).
 
 use std::sync::Arc;
 
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
 
+use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WATCH_BASED_ROUTES_RECONCILIATION;
+
 use super::cidrs::parse_cluster_cidrs;
+use super::watch;
 use super::{CONTROLLER_NAME, EVENT_COMPONENT, RouteController, RouteMetrics};
 use crate::context::CloudContext;
 use crate::wiring::RecorderSink;
@@ -50,8 +54,21 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
     )?
     .with_metrics(ctx.register_metrics(RouteMetrics::new));
-    let period = options.route_reconciliation_period.get();
     let shutdown = ctx.shutdown.clone();
+    if ctx
+        .extra
+        .feature_gates
+        .enabled(CLOUD_CONTROLLER_MANAGER_WATCH_BASED_ROUTES_RECONCILIATION)
+    {
+        let queue = ctx.queue::<String>(watch::QUEUE_NAME, watch::pass_rate_limiter());
+        nodes.add_handler(watch::enqueue_for(&queue)).detach();
+        let metrics = ctx.controller_metrics();
+        let controller = Arc::new(controller);
+        return Ok(InitOutcome::Started(Box::pin(async move {
+            controller.run_watch_based(queue, &metrics, shutdown).await;
+        })));
+    }
+    let period = options.route_reconciliation_period.get();
     Ok(InitOutcome::Started(Box::pin(async move {
         controller.run(period, shutdown).await;
     })))
