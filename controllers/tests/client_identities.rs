@@ -167,3 +167,85 @@ async fn each_controller_writes_under_its_own_user_agent() {
         .collect();
     assert!(bare.is_empty(), "requests under the bare agent: {bare:?}");
 }
+
+/// (verb, resource/subresource) → authenticated users that made such a request.
+fn users_of(log: &[RequestRecord], verb: &str, resource: &str) -> BTreeSet<String> {
+    log.iter()
+        .filter(|r| {
+            let res = match &r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource.clone(),
+            };
+            r.verb == verb && res == resource && r.status < 400
+        })
+        .map(|r| r.user.clone())
+        .collect()
+}
+
+fn sa(name: &str) -> String {
+    format!("system:serviceaccount:kube-system:{name}")
+}
+
+#[tokio::test]
+async fn without_service_account_credentials_everything_is_one_identity() {
+    let env = TestEnv::start().await.unwrap();
+    seed(&env).await;
+    env.clear_requests();
+    converge(&env, &[]).await;
+    let users: BTreeSet<String> = env.requests().into_iter().map(|r| r.user).collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+}
+
+#[tokio::test]
+async fn with_service_account_credentials_each_controller_is_its_service_account() {
+    let env = TestEnv::start().await.unwrap();
+    seed(&env).await;
+    env.clear_requests();
+    converge(&env, &["--use-service-account-credentials"]).await;
+    let log = env.requests();
+    let root = log
+        .iter()
+        .find(|r| r.user_agent.as_deref() == Some("ccm-test/shared-informers"))
+        .map(|r| r.user.clone())
+        .unwrap();
+
+    assert_eq!(
+        users_of(&log, "update", "nodes"),
+        [sa("node-controller")].into()
+    );
+    assert_eq!(
+        agents_of(&log, "update", "nodes"),
+        set(&["ccm-test/system:serviceaccount:kube-system:node-controller"])
+    );
+    assert!(users_of(&log, "patch", "nodes/status").contains(&sa("route-controller")));
+    assert_eq!(
+        users_of(&log, "patch", "services/status"),
+        [sa("service-controller")].into()
+    );
+    let event_users = users_of(&log, "create", "events");
+    assert!(
+        event_users.contains(&sa("node-controller"))
+            && event_users.contains(&sa("service-controller")),
+        "{event_users:?}"
+    );
+    // The informers and the token requests use the process's own identity.
+    assert_eq!(users_of(&log, "watch", "nodes"), [root.clone()].into());
+    assert_eq!(
+        users_of(&log, "create", "serviceaccounts/token"),
+        [root.clone()].into()
+    );
+    // Each ServiceAccount was created (they did not exist before).
+    let accounts =
+        Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(env.client(), "kube-system")
+            .list(&Default::default())
+            .await
+            .unwrap();
+    let names: BTreeSet<String> = accounts
+        .items
+        .iter()
+        .filter_map(|a| a.metadata.name.clone())
+        .collect();
+    for name in ["node-controller", "route-controller", "service-controller"] {
+        assert!(names.contains(name), "{names:?}");
+    }
+}
