@@ -3,7 +3,7 @@
 //! `ListRoutes`, `UpdateLoadBalancer` and `InstanceMetadata` are made to panic.
 //!
 //! - the route loop's panicking runs are logged, counted in
-//!   `controller_runtime_reconcile_panics_total{controller="route"}`, its next runs start on
+//!   `controller_runtime_reconcile_panics_total{controller="node-route-controller"}`, its next runs start on
 //!   schedule, and `/healthz/node-route-controller` fails (saying the last run panicked) until a
 //!   run completes;
 //! - a panicking `UpdateLoadBalancer` (node sync) and `InstanceMetadata` (the cloud-node
@@ -164,7 +164,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         FaultSpec::panic("provider bug in ListRoutes"),
     );
     until("two route runs panicked", || async {
-        panics(&registry, "route") >= 2
+        panics(&registry, "node-route-controller") >= 2
     })
     .await;
     let reason = check(&health, "node-route-controller")
@@ -206,11 +206,11 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
     })
     .await;
     assert!(
-        panics(&registry, "cloud-node") >= 1,
+        panics(&registry, "cloud-node-controller") >= 1,
         "InstanceMetadata panic not counted"
     );
     until("the UpdateLoadBalancer panic is counted", || async {
-        panics(&registry, "service-node-sync") >= 1
+        panics(&registry, "service-lb-controller/node-sync") >= 1
     })
     .await;
     // node-1's initialization (a new provider ID) triggers another node sync, which succeeds.

@@ -358,11 +358,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 name: metric_name,
                 manager: self.config.name.clone(),
             };
-            // Panics are labelled like the reconcile metrics (the short alias), the check by
-            // the canonical name, as upstream names its health checks.
+            // Panics, like the reconcile metrics and the health check, carry the canonical
+            // name; only running_managed_controllers keeps upstream's alias label.
             let scope = ControllerScope::new(
                 &name,
-                shared.controller_metrics.panics(&labels.name),
+                shared.controller_metrics.panics(&name),
                 abandon.clone(),
             );
             let check = scope.clone();
