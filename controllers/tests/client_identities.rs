@@ -249,3 +249,75 @@ async fn with_service_account_credentials_each_controller_is_its_service_account
         assert!(names.contains(name), "{names:?}");
     }
 }
+
+/// A provider with no facets whose `initialize` starts its own controller: it builds a client
+/// under its own client name and reads a ConfigMap with it, as a provider's informer would.
+struct ProviderWithItsOwnController;
+
+#[async_trait::async_trait]
+impl cloud_controllers::cloud::CloudProvider for ProviderWithItsOwnController {
+    async fn initialize(
+        &self,
+        ctx: cloud_controllers::cloud::InitializeContext,
+    ) -> Result<(), cloud_controllers::cloud::CloudError> {
+        let client = ctx
+            .clients
+            .client("acme-controller")
+            .await
+            .map_err(|e| cloud_controllers::cloud::CloudError::other(e.to_string()))?;
+        let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+            Api::namespaced(client, "kube-system");
+        api.get_opt("acme-config")
+            .await
+            .map_err(|e| cloud_controllers::cloud::CloudError::other(e.to_string()))?;
+        Ok(())
+    }
+    fn provider_name(&self) -> &str {
+        "acme"
+    }
+    fn has_cluster_id(&self) -> bool {
+        true
+    }
+}
+
+#[tokio::test]
+async fn a_providers_own_controllers_get_their_own_identity() {
+    let env = TestEnv::start().await.unwrap();
+    let options = CloudManagerOptions::from_args([
+        "--cloud-provider=acme",
+        "--leader-elect=false",
+        "--secure-port=0",
+        "--use-service-account-credentials",
+    ])
+    .unwrap();
+    let stop = CancellationToken::new();
+    let run = CloudControllerManager::new(NAME, options)
+        .with_cloud(Arc::new(ProviderWithItsOwnController))
+        .with_client_config(env.config())
+        .without_telemetry()
+        .run(stop.clone());
+    let task = tokio::spawn(run);
+    let read = || {
+        env.requests()
+            .into_iter()
+            .find(|r| r.resource == "configmaps" && r.name.as_deref() == Some("acme-config"))
+    };
+    let deadline = tokio::time::Instant::now() + WAIT;
+    let request = loop {
+        if let Some(r) = read() {
+            break r;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the provider never read its ConfigMap"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(request.user, sa("acme-controller"));
+    assert_eq!(
+        request.user_agent.as_deref(),
+        Some("ccm-test/system:serviceaccount:kube-system:acme-controller")
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}
