@@ -2,17 +2,14 @@
 //! stock controllers and leader election on, over kube-testenv and the fake cloud, whose
 //! `ListRoutes`, `UpdateLoadBalancer` and `InstanceMetadata` are made to panic.
 //!
-//! - the route loop's panicking runs are logged, counted in
-//!   `controller_runtime_reconcile_panics_total{controller="node-route-controller"}`, its next runs start on
-//!   schedule, and `/healthz/node-route-controller` fails (saying the last run panicked) until a
-//!   run completes;
+//! - the periodic loops' panicking runs (route reconcile: `ListRoutes`; cloud-node's address
+//!   refresh: `InstanceMetadata`) are logged, counted in
+//!   `controller_runtime_reconcile_panics_total{controller=<canonical name>}`, the next runs start on
+//!   schedule, and `/healthz/<controller>` fails (saying the last run panicked) until a run
+//!   completes;
 //! - a panicking `UpdateLoadBalancer` (node sync) and `InstanceMetadata` (the cloud-node
 //!   reconcile of a new Node) are caught per reconcile and counted; the controllers go on and the
 //!   new Node is initialized on retry.
-//!
-//! What this does not cover: cloud-node's periodic address refresh also calls `InstanceMetadata`;
-//! it runs on `run_periodically` and so has the same guard, but at its 5 min default period it
-//! does not run inside this test.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -129,6 +126,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         "test",
         "--cluster-cidr=10.244.0.0/16",
         "--route-reconciliation-period=1s",
+        "--node-status-update-frequency=1s",
     ])
     .cloud;
     let provider: Arc<dyn CloudProvider> = Arc::new(cloud.clone());
@@ -184,7 +182,31 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
     })
     .await;
 
-    // 2. A new Node: its first InstanceMetadata and the node sync's first UpdateLoadBalancer
+    // 2. The address refresh's InstanceMetadata for node-0 panics on every run: the same, for
+    //    cloud-node's periodic loop (its workers are unaffected, see 3.).
+    cloud.fail(
+        Method::InstanceMetadata,
+        FaultSpec::panic("provider bug in InstanceMetadata").only_for("node-0"),
+    );
+    until("two refresh runs panicked", || async {
+        panics(&registry, "cloud-node-controller") >= 2
+    })
+    .await;
+    let reason = check(&health, "cloud-node-controller")
+        .await
+        .expect_err("a panicking refresh loop is reported");
+    assert!(
+        reason.contains("last periodic run panicked: provider bug in InstanceMetadata"),
+        "{reason}"
+    );
+    cloud.clear_faults_for(Method::InstanceMetadata);
+    until("cloud-node check green again", || async {
+        check(&health, "cloud-node-controller").await.is_ok()
+    })
+    .await;
+    let refresh_panics = panics(&registry, "cloud-node-controller");
+
+    // 3. A new Node: its first InstanceMetadata and the node sync's first UpdateLoadBalancer
     //    panic; both are caught per reconcile, and the controllers carry on.
     cloud.fail(
         Method::InstanceMetadata,
@@ -206,8 +228,8 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
     })
     .await;
     assert!(
-        panics(&registry, "cloud-node-controller") >= 1,
-        "InstanceMetadata panic not counted"
+        panics(&registry, "cloud-node-controller") > refresh_panics,
+        "the reconcile's InstanceMetadata panic was not counted"
     );
     until("the UpdateLoadBalancer panic is counted", || async {
         panics(&registry, "service-lb-controller/node-sync") >= 1
@@ -230,7 +252,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         "service-lb-controller",
         "node-route-controller",
     ] {
-        assert_eq!(check(&health, name).await, Ok(()), "{name}");
+        until(name, || async { check(&health, name).await.is_ok() }).await;
     }
     assert!(!run.is_finished(), "the manager stopped");
     stop.cancel();

@@ -46,8 +46,21 @@ async fn chaos(env: TestEnv, stop: tokio_util::sync::CancellationToken) -> usize
     cuts
 }
 
-/// Runs the whole scenario and returns how long it took to converge.
-async fn scenario(with_faults: bool) -> Duration {
+/// What one run of the scenario saw: how long it took, and the evidence that the faults it was
+/// meant to survive really happened.
+struct Run {
+    took: Duration,
+    /// Informer LISTs (`resourceVersion=0`): one per informer when nothing goes wrong, more when
+    /// a cut watch could not resume and the informer re-listed.
+    informer_lists: usize,
+    /// Requests answered with an injected 500 or 429.
+    failed: usize,
+    /// Times the chaos task cut every watch.
+    cuts: usize,
+}
+
+/// Runs the whole scenario to convergence.
+async fn scenario(with_faults: bool) -> Run {
     init_tracing();
     let env = TestEnv::start().await.expect("testenv");
     let client = env.client();
@@ -135,7 +148,13 @@ async fn scenario(with_faults: bool) -> Duration {
     // (re)connections, to show the informers really were cut off and recovered.
     let lists = requests.iter().filter(|r| r.verb == "list").count();
     let watches = requests.iter().filter(|r| r.verb == "watch").count();
-    println!("reliability_convergence: faults={with_faults} lists={lists} watches={watches}");
+    let informer_lists = requests
+        .iter()
+        .filter(|r| r.verb == "list" && r.query.contains("resourceVersion=0"))
+        .count();
+    println!(
+        "reliability_convergence: faults={with_faults} lists={lists} informer_lists={informer_lists} watches={watches}"
+    );
     let failed: usize = requests
         .iter()
         .filter(|r| r.status >= 500 || r.status == 429)
@@ -151,7 +170,12 @@ async fn scenario(with_faults: bool) -> Duration {
         requests.len(),
         cloud.calls().len()
     );
-    took
+    Run {
+        took,
+        informer_lists,
+        failed,
+        cuts,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -159,7 +183,25 @@ async fn converges_under_api_faults_and_compares_with_fault_free_run() {
     let clean = scenario(false).await;
     let faulty = scenario(true).await;
     println!(
-        "reliability_convergence: fault-free {clean:?}, under faults {faulty:?} ({:.1}x)",
-        faulty.as_secs_f64() / clean.as_secs_f64().max(0.001)
+        "reliability_convergence: fault-free {:?}, under faults {:?} ({:.1}x)",
+        clean.took,
+        faulty.took,
+        faulty.took.as_secs_f64() / clean.took.as_secs_f64().max(0.001)
+    );
+    // The fault-free run saw no faults, so it is the baseline for "the informers re-listed".
+    assert_eq!(clean.failed, 0, "the fault-free run saw injected failures");
+    assert_eq!(clean.cuts, 0);
+    // The faulty run converged *through* faults: requests failed, watches were cut, and at
+    // least one informer had to re-list after its history expired.
+    assert!(
+        faulty.failed > 0,
+        "no request failed: faults were not injected"
+    );
+    assert!(faulty.cuts > 0, "no watch was cut before convergence");
+    assert!(
+        faulty.informer_lists > clean.informer_lists,
+        "no informer re-listed under faults ({} informer LISTs, {} without faults)",
+        faulty.informer_lists,
+        clean.informer_lists
     );
 }

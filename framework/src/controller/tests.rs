@@ -398,6 +398,47 @@ async fn shutdown_lets_in_flight_reconciles_finish_and_takes_no_new_work() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn abandoned_in_flight_reconciles_are_dropped_before_run_returns() {
+    struct SetOnDrop(Arc<AtomicBool>);
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let q = lane();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let (tx, mut rx) = unbounded_channel();
+    let svc = service_fn({
+        let dropped = dropped.clone();
+        move |req: Request<Key>| {
+            let (guard, tx) = (SetOnDrop(dropped.clone()), tx.clone());
+            async move {
+                let _guard = guard;
+                let _ = tx.send(req.key);
+                std::future::pending::<()>().await;
+                Ok::<_, BoxError>(Action::Done)
+            }
+        }
+    });
+    let abandon = CancellationToken::new();
+    let scope = ControllerScope::new("c", Default::default(), abandon.clone());
+    let stop = CancellationToken::new();
+    let handle = tokio::spawn(scope.scope(Controller::new("c", q.clone(), svc).run(stop.clone())));
+    q.add("stuck");
+    assert_eq!(rx.recv().await, Some("stuck"));
+    stop.cancel();
+    abandon.cancel();
+    tokio::time::timeout(Duration::from_secs(1), handle)
+        .await
+        .expect("run returns once its in-flight work is dropped")
+        .expect("run");
+    assert!(
+        dropped.load(Ordering::SeqCst),
+        "the reconcile future is gone"
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn run_returns_when_the_queue_is_shut_down_elsewhere() {
     let q = lane();
     let (svc, _rx) = recording(|_, _, _| Ok(Action::Done));

@@ -19,17 +19,40 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::key::ObjectKey;
-use super::shared::{Shared, Transform};
+
+/// A function applied to every object before it is cached (e.g. dropping managedFields).
+pub(crate) type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
+
+/// What the driver writes into: the informer's store and its subscribers. Declared here and
+/// implemented by the informer's shared state, so the dependency points one way (the state
+/// starts the driver; the driver knows only this trait).
+pub(crate) trait Cache<K>: Send + Sync + 'static {
+    /// The informer, for log lines.
+    fn describe(&self) -> String;
+    /// Caches one added or modified object and notifies the subscribers.
+    fn upsert(&self, key: ObjectKey, obj: Arc<K>);
+    /// Forgets one deleted object and notifies the subscribers with its final state.
+    fn delete(&self, key: &ObjectKey, last: Arc<K>);
+    /// Swaps in a complete list and notifies the subscribers of the difference.
+    fn replace(&self, listed: Vec<(ObjectKey, Arc<K>)>);
+    /// Counts one failed list or watch and returns the count so far.
+    fn watch_failed(&self) -> u64;
+    /// Re-delivers the cache to one subscriber.
+    fn resync(&self, id: u64);
+    /// The task ended: subscribers drain what is queued and stop.
+    fn shut_down(&self);
+}
 
 /// Runs one informer until `stop` fires or the stream ends, then lets handlers drain.
-pub(crate) async fn drive<K, S>(
-    shared: Arc<Shared<K>>,
+pub(crate) async fn drive<K, S, C>(
+    shared: Arc<C>,
     stream: S,
     transform: Transform<K>,
     stop: CancellationToken,
 ) where
     K: Resource + Send + Sync + 'static,
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
+    C: Cache<K>,
 {
     let mut stream = std::pin::pin!(stream);
     let mut relist: Option<Vec<(ObjectKey, Arc<K>)>> = None;
@@ -61,10 +84,7 @@ pub(crate) async fn drive<K, S>(
                 }
             },
             Some(Err(error)) => {
-                let errors = shared
-                    .watch_errors
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-                    + 1;
+                let errors = shared.watch_failed();
                 tracing::warn!(
                     informer = %shared.describe(),
                     %error,
@@ -80,14 +100,14 @@ pub(crate) async fn drive<K, S>(
 /// Re-delivers the cache to one handler every `period` until the handler is removed or the
 /// informer stops. Ticks that fall behind are delayed, not bunched (client-go resyncs on a timer
 /// too, never in bursts).
-pub(crate) async fn resync_loop<K>(
-    shared: Weak<Shared<K>>,
+pub(crate) async fn resync_loop<K, C>(
+    shared: Weak<C>,
     id: u64,
     period: Duration,
     removed: CancellationToken,
     stop: CancellationToken,
 ) where
-    K: Resource + Send + Sync + 'static,
+    C: Cache<K>,
 {
     let mut interval = tokio::time::interval_at(Instant::now() + period, period);
     interval.set_missed_tick_behavior(MissedTickBehavior::Delay);

@@ -16,15 +16,13 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::InformerError;
+use super::driver::{self, Cache, Transform};
 use super::event::{Event, EventHandler};
 use super::event_span::{EventSource, event_span};
 use super::key::ObjectKey;
 use super::listener::{HandlerRegistration, Listener, ListenerTask, Notification, RemoveListener};
 use super::scope::InformerScope;
 use super::store::{IndexFn, NAMESPACE_INDEX, Store};
-
-/// A function applied to every object before it is cached; see [`Informer::set_transform`].
-pub(crate) type Transform<K> = Arc<dyn Fn(&mut K) + Send + Sync>;
 
 /// client-go raises handler resync periods below one second to one second.
 const MIN_RESYNC: Duration = Duration::from_secs(1);
@@ -306,7 +304,7 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
             }
         }
         tracing::debug!(informer = %self.shared.describe(), "starting informer");
-        rt.handle.spawn(super::driver::drive(
+        rt.handle.spawn(driver::drive(
             Arc::clone(&self.shared),
             stream,
             transform,
@@ -328,7 +326,7 @@ fn spawn_listener<K: Resource + Send + Sync + 'static>(
     task: ListenerTask<K>,
 ) {
     if let Some(period) = task.resync {
-        rt.handle.spawn(super::driver::resync_loop(
+        rt.handle.spawn(driver::resync_loop(
             Arc::downgrade(shared),
             task.id,
             period,
@@ -348,9 +346,19 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
             format!("{} ({})", self.kind, self.scope)
         }
     }
+}
+
+impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
+    fn describe(&self) -> String {
+        Shared::describe(self)
+    }
+
+    fn watch_failed(&self) -> u64 {
+        self.watch_errors.fetch_add(1, Ordering::Relaxed) + 1
+    }
 
     /// Caches one added or modified object and queues the event to every handler.
-    pub(crate) fn upsert(&self, key: ObjectKey, obj: Arc<K>) {
+    fn upsert(&self, key: ObjectKey, obj: Arc<K>) {
         let mut d = self.dispatch.lock();
         let event = self.store.upsert(key, obj);
         let span = event_span(&self.kind, EventSource::Watch, &event);
@@ -359,7 +367,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
 
     /// Forgets one deleted object and queues `Deleted` with the final state the watch reported.
     /// A delete for an object never cached (nothing a handler saw) is dropped.
-    pub(crate) fn delete(&self, key: &ObjectKey, last: Arc<K>) {
+    fn delete(&self, key: &ObjectKey, last: Arc<K>) {
         let mut d = self.dispatch.lock();
         if self.store.remove(key).is_none() {
             tracing::debug!(informer = %self.describe(), %key, "delete of an object not in the cache ignored");
@@ -372,7 +380,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
 
     /// Swaps in a complete list and queues the difference; the first one marks the informer,
     /// and every handler registered so far, as synced.
-    pub(crate) fn replace(&self, listed: Vec<(ObjectKey, Arc<K>)>) {
+    fn replace(&self, listed: Vec<(ObjectKey, Arc<K>)>) {
         let mut d = self.dispatch.lock();
         let events = self.store.replace(listed);
         let source = if d.synced {
@@ -396,7 +404,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
     }
 
     /// Queues every cached object as `Updated { old == new }` to one handler.
-    pub(crate) fn resync(&self, id: u64) {
+    fn resync(&self, id: u64) {
         let d = self.dispatch.lock();
         if !d.synced {
             return;
@@ -415,7 +423,7 @@ impl<K: Resource + Send + Sync + 'static> Shared<K> {
     }
 
     /// Called when the informer's task ends: handlers drain what is queued and then stop.
-    pub(crate) fn shut_down(&self) {
+    fn shut_down(&self) {
         let mut d = self.dispatch.lock();
         d.stopped = true;
         d.listeners.clear();

@@ -387,7 +387,10 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let stopped = tokio::select! {
             biased;
             () = stop.cancelled() => None,
-            Some(joined) = tasks.join_next() => joined.ok(),
+            // Panics are caught inside the task; a join error means it was aborted from outside.
+            Some(joined) = tasks.join_next() => Some(
+                joined.unwrap_or_else(|e| ("a controller".to_owned(), e.to_string())),
+            ),
         };
         if let Some((name, reason)) = &stopped {
             error!(controller = %name, %reason, "controller stopped while the manager was running; stopping the manager");

@@ -456,6 +456,21 @@ pub static TABLE: &[ResourceType] = &[
         field_selectors: &[],
         patch_lists: &[],
     },
+    ResourceType {
+        group: "authorization.k8s.io",
+        version: "v1",
+        kind: "SelfSubjectRulesReview",
+        plural: "selfsubjectrulesreviews",
+        singular: "",
+        short_names: &[],
+        namespaced: false,
+        status_subresource: false,
+        create_on_update: false,
+        strategy: Strategy::Generic,
+        name_rule: NameRule::Subdomain,
+        field_selectors: &[],
+        patch_lists: &[],
+    },
 ];
 
 /// Index of a type in [`TABLE`]; the store keys objects by it.

@@ -227,7 +227,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let pretty = pretty(&query, user_agent.as_deref());
     let route = route(&method, &path, &query);
     let cert = req.extensions().get::<auth::ClientCertUser>();
-    let user = auth::authenticate(&shared, cert, header(header::AUTHORIZATION).as_deref());
+    let user = auth::identify(&shared, cert, req.headers());
     let mut record = RequestRecord {
         verb: String::new(),
         resource: String::new(),

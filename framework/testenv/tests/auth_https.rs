@@ -95,6 +95,31 @@ async fn kubectl_sends_tokens_over_https() {
         can_i("create", "selfsubjectaccessreviews.authorization.k8s.io").await,
         (true, "yes".to_string())
     );
+    let as_nobody = ["--as", "system:serviceaccount:default:nobody"];
+    let (ok, out, _) = kubectl
+        .run(&[&["auth", "can-i", "get", "/healthz"][..], &as_nobody].concat())
+        .await;
+    assert_eq!(
+        (ok, out.as_str()),
+        (true, "yes"),
+        "kubectl --as impersonates"
+    );
+    let (ok, out, _) = kubectl
+        .run(&[&["auth", "can-i", "get", "nodes"][..], &as_nobody].concat())
+        .await;
+    assert_eq!((ok, out.as_str()), (false, "no"));
+    let (ok, out, err) = kubectl
+        .run(&[&["auth", "can-i", "--list"][..], &as_nobody].concat())
+        .await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")),
+        "kubectl auth can-i --list shows the caller's rules: {out}"
+    );
+    if !kubectl.has_create_token().await {
+        return;
+    }
     let (ok, out, err) = kubectl
         .run(&["create", "token", "nobody", "--duration", "15m"])
         .await;

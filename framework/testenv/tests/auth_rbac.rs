@@ -444,3 +444,111 @@ async fn aggregated_cluster_roles_collect_the_rules_of_the_roles_they_select() {
     .await;
     assert_eq!(v["status"], json!({"allowed": false}));
 }
+
+#[tokio::test]
+async fn impersonation_needs_the_impersonate_verb() {
+    let env = TestEnv::builder()
+        .authorization(true)
+        .static_token("bob", "bob", "", &[])
+        .start()
+        .await
+        .unwrap();
+    let acting_as = |token: &str, user: &str| {
+        let mut config = env.config_with_token(token);
+        config.auth_info.impersonate = Some(user.to_string());
+        Api::<Node>::all(kube::Client::try_from(config).unwrap())
+    };
+    // An admin may impersonate anyone; the request then runs as that user, groups included.
+    let as_sa = acting_as(env.admin_token(), "system:serviceaccount:kube-system:ccm");
+    let msg = forbidden(as_sa.list(&Default::default()).await.unwrap_err());
+    assert!(
+        msg.contains("User \"system:serviceaccount:kube-system:ccm\" cannot list"),
+        "{msg}"
+    );
+    assert_eq!(
+        env.requests().last().unwrap().user,
+        "system:serviceaccount:kube-system:ccm"
+    );
+    // Others need `impersonate` on the user.
+    let as_carol = acting_as("bob", "carol");
+    let msg = forbidden(as_carol.list(&Default::default()).await.unwrap_err());
+    assert_eq!(
+        msg,
+        "users \"carol\" is forbidden: User \"bob\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    let admin = env.client();
+    create(
+        &Api::<ClusterRole>::all(admin.clone()),
+        json!({"metadata": {"name": "impersonate-carol"}, "rules": [
+            {"apiGroups": [""], "resources": ["users"], "resourceNames": ["carol"], "verbs": ["impersonate"]}
+        ]}),
+    )
+    .await;
+    create(
+        &Api::<ClusterRoleBinding>::all(admin.clone()),
+        json!({"metadata": {"name": "bob-as-carol"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "impersonate-carol"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]}),
+    )
+    .await;
+    let msg = forbidden(as_carol.list(&Default::default()).await.unwrap_err());
+    assert!(msg.contains("User \"carol\" cannot list"), "{msg}");
+}
+
+#[tokio::test]
+async fn self_subject_rules_reviews_list_what_a_caller_may_do() {
+    let env = enforcing().await;
+    let token = env.token_for_service_account("default", "lister").unwrap();
+    let admin = env.client();
+    create(
+        &Api::<Role>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "cm-reader"}, "rules": [
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}
+        ]}),
+    )
+    .await;
+    create(
+        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
+        json!({"metadata": {"name": "lister"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
+               "subjects": [{"kind": "ServiceAccount", "name": "lister"}]}),
+    )
+    .await;
+    let review = |ns: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": ns}});
+    let path = "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews";
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review("default"))).await;
+    assert_eq!(code, 201, "{v}");
+    let resources = v["status"]["resourceRules"].as_array().unwrap();
+    assert!(
+        resources.contains(
+            &json!({"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]})
+        ),
+        "{v:#}"
+    );
+    assert!(
+        resources.contains(&json!({"verbs": ["create"], "apiGroups": ["authorization.k8s.io"], "resources": ["selfsubjectaccessreviews", "selfsubjectrulesreviews"]})),
+        "system:basic-user applies to every authenticated caller: {v:#}"
+    );
+    assert_eq!(v["status"]["incomplete"], false);
+    let (_, other) = send(
+        &env,
+        Some(&token),
+        "POST",
+        path,
+        Some(review("kube-system")),
+    )
+    .await;
+    assert!(
+        !other["status"]["resourceRules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["resources"] == json!(["configmaps"])),
+        "a Role grants nothing outside its namespace: {other:#}"
+    );
+    let (code, v) = send(&env, Some(&token), "POST", path, Some(review(""))).await;
+    assert_eq!(
+        (code, v["message"].as_str()),
+        (400, Some("no namespace on request"))
+    );
+}

@@ -1,12 +1,15 @@
-//! Authentication and authorization as kube-apiserver does them, in its order: the bearer token
-//! names the user (a bad one is 401, none is `system:anonymous`), the authorizer (RBAC plus the
-//! always-allowed `system:masters`, when enforcement is on; everything allowed otherwise, as
-//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served, the auth
-//! APIs (TokenReview, TokenRequest, the access reviews) here and the rest by the router.
+//! Authentication and authorization as kube-apiserver does them, in its order: the client
+//! certificate or bearer token names the user (a bad token is 401, none is `system:anonymous`),
+//! impersonation headers may switch it, the authorizer (RBAC plus the always-allowed
+//! `system:masters`, when enforcement is on; everything allowed otherwise, as
+//! `--authorization-mode=AlwaysAllow`) decides, and only then is the request served: the auth
+//! APIs (TokenReview, TokenRequest, the access and rules reviews) here, the rest by the router.
 
 mod aggregation;
 mod attributes;
 mod bootstrap;
+mod env;
+mod impersonation;
 mod protobuf;
 mod rbac;
 mod reviews;
@@ -34,10 +37,24 @@ pub struct Auth {
     pub enforce: bool,
 }
 
+/// Whom a request acts as: who sent it ([`authenticate`]), or the user it impersonates if the
+/// sender may (upstream's 401 or 403 otherwise).
+pub fn identify(
+    shared: &Shared,
+    cert: Option<&ClientCertUser>,
+    headers: &http::HeaderMap,
+) -> Result<UserInfo, ApiError> {
+    let authorization = headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let requester = authenticate(shared, cert, authorization)?;
+    impersonation::act_as(shared, requester, headers)
+}
+
 /// Who sent a request: the user of its verified client certificate (checked first, as
 /// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
 /// one, or upstream's 401 for a bearer token that does not authenticate.
-pub fn authenticate(
+fn authenticate(
     shared: &Shared,
     cert: Option<&ClientCertUser>,
     authorization: Option<&str>,
@@ -98,10 +115,11 @@ pub fn admit(
 /// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
 pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
     let write = !matches!(method, "GET" | "HEAD");
-    if write
-        && (200..300).contains(&status)
-        && path.starts_with("/apis/rbac.authorization.k8s.io/v1/clusterroles")
-    {
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role_path = path
+        .strip_prefix(roles)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
+    if write && (200..300).contains(&status) && role_path {
         shared.store.with(aggregation::aggregate);
     }
 }

@@ -56,6 +56,7 @@ const TOKEN_REQUEST_SPEC: &[Field] = &[
     (3, "boundObjectRef", Kind::Msg(BOUND_OBJECT_REF)),
     (4, "expirationSeconds", Kind::Int),
 ];
+const RULES_REVIEW_SPEC: &[Field] = &[(1, "namespace", Kind::Str)];
 const TOKEN_REVIEW_SPEC: &[Field] = &[(1, "token", Kind::Str), (2, "audiences", Kind::Strings)];
 
 fn object(spec: &'static [Field]) -> [Field; 2] {
@@ -92,6 +93,7 @@ pub fn decode(body: &[u8]) -> Result<Value, ApiError> {
         "SubjectAccessReview" | "SelfSubjectAccessReview" | "LocalSubjectAccessReview" => {
             object(ACCESS_REVIEW_SPEC)
         }
+        "SelfSubjectRulesReview" => object(RULES_REVIEW_SPEC),
         "TokenRequest" => object(TOKEN_REQUEST_SPEC),
         "TokenReview" => object(TOKEN_REVIEW_SPEC),
         other => {

@@ -31,18 +31,66 @@ pub fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
             reason: String::new(),
         };
     }
+    let mut allowed_by = None;
+    let errors = visit_rules(state, user, &a.namespace, &mut |source, rule| {
+        if rule_allows(a, rule) {
+            allowed_by = Some(source());
+            return false;
+        }
+        true
+    });
+    if let Some(source) = allowed_by {
+        return Decision {
+            allowed: true,
+            reason: format!("RBAC: allowed by {source}"),
+        };
+    }
+    Decision {
+        allowed: false,
+        reason: aggregate_errors(&errors).map_or(String::new(), |e| format!("RBAC: {e}")),
+    }
+}
+
+/// Every rule RBAC grants `user` in `namespace` (cluster-wide ones included), in upstream's
+/// order, and the role lookup errors met, aggregated (upstream's `RulesFor`).
+pub fn rules_for(state: &State, user: &UserInfo, namespace: &str) -> (Vec<Value>, Option<String>) {
+    let mut rules = Vec::new();
+    let errors = visit_rules(state, user, namespace, &mut |_, rule| {
+        rules.push(rule.clone());
+        true
+    });
+    (rules, aggregate_errors(&errors))
+}
+
+/// `utilerrors.NewAggregate(errs).Error()`: one error as is, several in brackets.
+fn aggregate_errors(errors: &[String]) -> Option<String> {
+    match errors {
+        [] => None,
+        [one] => Some(one.clone()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
+/// Visits every rule bound to `user`: the ClusterRoleBindings', then (for a namespace) the
+/// namespace's RoleBindings', with a description of the binding that grants it; `visit`
+/// returns false to stop. Returns the role lookup errors met on the way.
+fn visit_rules(
+    state: &State,
+    user: &UserInfo,
+    namespace: &str,
+    visit: &mut dyn FnMut(&dyn Fn() -> String, &Value) -> bool,
+) -> Vec<String> {
     let mut errors: Vec<String> = Vec::new();
     let mut passes = Vec::new();
     if let Some(res) = lookup(GROUP, "v1", "clusterrolebindings") {
         passes.push((res, None));
     }
     if let Some(res) = lookup(GROUP, "v1", "rolebindings")
-        && !a.namespace.is_empty()
+        && !namespace.is_empty()
     {
-        passes.push((res, Some(a.namespace.as_str())));
+        passes.push((res, Some(namespace)));
     }
     for (res, ns) in passes {
-        let namespaced = ns.is_some();
         for (_, binding) in state.iter(res, ns, None) {
             let binding_ns = ns.unwrap_or("");
             let Some(subject) = applies_to(user, binding, binding_ns) else {
@@ -57,39 +105,31 @@ pub fn authorize(state: &State, user: &UserInfo, a: &Attributes) -> Decision {
                     continue;
                 }
             };
-            if rules.iter().any(|r| rule_allows(a, r)) {
+            let source = || {
                 let binding_name = str_at(binding, "/metadata/name");
-                let source = if namespaced {
-                    format!(
+                match ns {
+                    Some(_) => format!(
                         "RoleBinding {} of {role_kind} {} to {}",
                         q(&format!("{binding_name}/{binding_ns}")),
                         q(role_name),
                         describe_subject(subject, binding_ns)
-                    )
-                } else {
-                    format!(
+                    ),
+                    None => format!(
                         "ClusterRoleBinding {} of {role_kind} {} to {}",
                         q(binding_name),
                         q(role_name),
                         describe_subject(subject, "")
-                    )
-                };
-                return Decision {
-                    allowed: true,
-                    reason: format!("RBAC: allowed by {source}"),
-                };
+                    ),
+                }
+            };
+            for rule in &rules {
+                if !visit(&source, rule) {
+                    return errors;
+                }
             }
         }
     }
-    let reason = match errors.len() {
-        0 => String::new(),
-        1 => format!("RBAC: {}", errors[0]),
-        _ => format!("RBAC: [{}]", errors.join(", ")),
-    };
-    Decision {
-        allowed: false,
-        reason,
-    }
+    errors
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {

@@ -21,6 +21,7 @@ enum Api {
     SubjectAccessReview,
     SelfSubjectAccessReview,
     LocalSubjectAccessReview,
+    SelfSubjectRulesReview,
 }
 
 fn api_of(a: &Attributes) -> Option<Api> {
@@ -42,6 +43,9 @@ fn api_of(a: &Attributes) -> Option<Api> {
         }
         ("authorization.k8s.io", "localsubjectaccessreviews") if !cluster && plain => {
             Some(Api::LocalSubjectAccessReview)
+        }
+        ("authorization.k8s.io", "selfsubjectrulesreviews") if cluster && plain => {
+            Some(Api::SelfSubjectRulesReview)
         }
         _ => None,
     }
@@ -81,6 +85,7 @@ pub fn serve(
             access_review(shared, obj, Some(user), "SelfSubjectAccessReview")
         }
         Api::LocalSubjectAccessReview => local_access_review(shared, &a.namespace, obj),
+        Api::SelfSubjectRulesReview => rules_review(shared, user, &obj),
     })
 }
 
@@ -361,4 +366,60 @@ fn local_access_review(
     let (code, mut v) = access_review(shared, obj, None, kind)?;
     v["metadata"]["namespace"] = namespace.into();
     Ok((code, v))
+}
+
+/// SelfSubjectRulesReview: the rules the requester has in `spec.namespace`, as upstream's
+/// union of the privileged-group (or AlwaysAllow) authorizer's `*` rules and RBAC's.
+fn rules_review(shared: &Shared, user: &UserInfo, obj: &Value) -> Result<(u16, Value), ApiError> {
+    let namespace = obj
+        .pointer("/spec/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if namespace.is_empty() {
+        return Err(ApiError::bad_request("no namespace on request"));
+    }
+    let master = user.groups.iter().any(|g| g == "system:masters");
+    let mut granted = Vec::new();
+    if !shared.auth.enforce || master {
+        granted.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
+        granted.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
+    }
+    let mut error = None;
+    if shared.auth.enforce {
+        let (rules, e) = shared.store.with(|s| rbac::rules_for(s, user, namespace));
+        granted.extend(rules);
+        error = e;
+    }
+    let field = |rule: &Value, k: &str| {
+        rule.get(k)
+            .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+            .cloned()
+    };
+    let (mut resource_rules, mut non_resource_rules) = (Vec::new(), Vec::new());
+    for rule in &granted {
+        let verbs = rule.get("verbs").cloned().unwrap_or(json!([]));
+        if field(rule, "resources").is_some() {
+            let mut r = json!({"verbs": verbs});
+            for k in ["apiGroups", "resources", "resourceNames"] {
+                if let Some(v) = field(rule, k) {
+                    r[k] = v;
+                }
+            }
+            resource_rules.push(r);
+        }
+        if let Some(urls) = field(rule, "nonResourceURLs") {
+            non_resource_rules.push(json!({"verbs": verbs, "nonResourceURLs": urls}));
+        }
+    }
+    let mut status = json!({"resourceRules": resource_rules, "nonResourceRules": non_resource_rules, "incomplete": false});
+    if let Some(e) = error {
+        status["evaluationError"] = e.into();
+    }
+    let out = answer(
+        json!({"spec": {}}),
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        status,
+    );
+    Ok((201, out))
 }

@@ -40,6 +40,15 @@ impl Kubectl {
         Some(Kubectl { dir, kubeconfig })
     }
 
+    /// Whether this kubectl has `create token` (1.24+; older ones, like Debian's, do not).
+    pub async fn has_create_token(&self) -> bool {
+        let (ok, _, _) = self.run(&["create", "token", "--help"]).await;
+        if !ok {
+            eprintln!("SKIPPED: this kubectl has no `create token`");
+        }
+        ok
+    }
+
     /// Writes `content` to a file in the kubeconfig's directory and returns its path.
     pub fn write(&self, name: &str, content: &str) -> String {
         let p = self.dir.join(name);
