@@ -2,8 +2,9 @@
 //! authentication and authorization: the real binary against a kube-testenv with RBAC enforced.
 //! Anonymous callers reach `/healthz` only; a ServiceAccount token needs `get` on `/metrics`
 //! (TokenReview, then SubjectAccessReview); a client certificate of `system:masters` passes
-//! without a review; both reviews are cached for their configured TTLs (counted in the request
-//! log); and the CA configuration missing from the flags is read from
+//! without a review and reads `/configz` and `/metrics/slis`; both reviews are cached for their
+//! configured TTLs (counted in the request log); a front proxy's certificate lets it assert the
+//! user in `X-Remote-*` headers; and the CA configuration missing from the flags is read from
 //! `kube-system/extension-apiserver-authentication`.
 
 mod admin_support;
@@ -174,6 +175,25 @@ async fn only_callers_the_api_server_vouches_for_read_metrics() -> anyhow::Resul
         before,
         "system:masters needs no SubjectAccessReview"
     );
+    let admin = ca.client("admin", Some("system:masters"))?;
+    let configz = ccm.get("/configz", &admin).await?;
+    assert_eq!(
+        (configz.status, configz.content_type.as_str()),
+        (200, "application/json")
+    );
+    let configz: serde_json::Value = serde_json::from_str(&configz.body)?;
+    assert_eq!(
+        configz["cloudcontrollermanager.config.k8s.io"]["KubeCloudShared"]["CloudProvider"]["Name"],
+        "fake"
+    );
+    // The anonymous /healthz above was recorded as SLIs.
+    let slis = ccm.get("/metrics/slis", &admin).await?;
+    assert_eq!(slis.status, 200);
+    assert!(
+        slis.body.contains("status=\"success\",type=\"healthz\"} 1"),
+        "{}",
+        slis.body
+    );
     let bob = ccm.get("/metrics", &ca.client("bob", None)?).await?;
     assert_eq!(bob.status, 403, "{}", bob.body);
     assert!(bob.body.contains("User \\\"bob\\\""), "{}", bob.body);
@@ -192,6 +212,8 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
     let dir = scratch_dir("admin-auth-cache")?;
     let ca = ClientCa::new()?;
     let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
+    let proxy_ca = ClientCa::new()?;
+    let proxy_ca_file = write(&dir, "front-proxy-ca.crt", &proxy_ca.pem)?;
     let scraper = env.token_for_service_account("default", "scraper")?;
     let nobody = env.token_for_service_account("default", "nobody")?;
     grant_metrics(&env, "scraper").await?;
@@ -203,6 +225,8 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
             format!("--authentication-kubeconfig={kubeconfig}"),
             format!("--authorization-kubeconfig={kubeconfig}"),
             format!("--client-ca-file={ca_file}"),
+            format!("--requestheader-client-ca-file={proxy_ca_file}"),
+            "--requestheader-allowed-names=front-proxy-client".into(),
             "--authentication-skip-lookup".into(),
             "--authentication-token-webhook-cache-ttl=1h".into(),
             "--authorization-webhook-cache-authorized-ttl=1h".into(),
@@ -262,6 +286,42 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
         .get("/metrics", &ca.client("admin", Some("system:masters"))?)
         .await?;
     assert_eq!(masters.status, 200, "{}", masters.body);
+
+    // A front proxy asserts the user in headers; only its own certificate makes them count.
+    let identity = || {
+        vec![
+            ("x-remote-user", "alice".to_string()),
+            ("x-remote-group", "system:masters".to_string()),
+        ]
+    };
+    let via = |ca: &ClientCa, cn: &str| -> anyhow::Result<Credentials> {
+        match ca.client(cn, None)? {
+            Credentials::Cert(chain, key) => Ok(Credentials::Proxy(chain, key, identity())),
+            _ => anyhow::bail!("ClientCa::client makes certificates"),
+        }
+    };
+    let proxied = ccm
+        .get("/metrics", &via(&proxy_ca, "front-proxy-client")?)
+        .await?;
+    assert_eq!(proxied.status, 200, "{}", proxied.body);
+    let unlisted = ccm
+        .get("/metrics", &via(&proxy_ca, "not-the-proxy")?)
+        .await?;
+    assert_eq!(
+        unlisted.status, 401,
+        "CN outside --requestheader-allowed-names"
+    );
+    let spoofed = ccm.get("/metrics", &via(&ca, "bob")?).await?;
+    assert_eq!(
+        spoofed.status, 403,
+        "a plain client's headers mean nothing: {}",
+        spoofed.body
+    );
+    assert!(
+        spoofed.body.contains("User \\\"bob\\\""),
+        "{}",
+        spoofed.body
+    );
     Ok(())
 }
 
@@ -305,6 +365,125 @@ async fn a_failed_configuration_lookup_stops_the_start_unless_tolerated() -> any
             .contains("Continuing without authentication configuration"),
         "{}",
         ccm.logs()
+    );
+    Ok(())
+}
+
+/// docs/deploy/delegated-auth.yaml, applied as a user would.
+async fn apply_delegated_auth_yaml(env: &TestEnv) -> anyhow::Result<()> {
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/delegated-auth.yaml");
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&std::fs::read_to_string(path)?)?;
+    let client = env.client();
+    for doc in docs {
+        match doc["kind"].as_str() {
+            Some("ClusterRoleBinding") => {
+                Api::<ClusterRoleBinding>::all(client.clone())
+                    .create(&PostParams::default(), &serde_json::from_value(doc)?)
+                    .await?;
+            }
+            Some("RoleBinding") => {
+                let ns = doc["metadata"]["namespace"]
+                    .as_str()
+                    .unwrap_or("default")
+                    .to_string();
+                Api::<RoleBinding>::namespaced(client.clone(), &ns)
+                    .create(&PostParams::default(), &serde_json::from_value(doc)?)
+                    .await?;
+            }
+            other => anyhow::bail!("unexpected kind {other:?} in delegated-auth.yaml"),
+        }
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_bindings_are_all_delegated_auth_needs() -> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-shipped")?;
+    apply_delegated_auth_yaml(&env).await?;
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "extension-apiserver-authentication", "namespace": "kube-system"},
+        "data": {"client-ca-file": ClientCa::new()?.pem}
+    }))?;
+    Api::<ConfigMap>::namespaced(env.client(), "kube-system")
+        .create(&PostParams::default(), &cm)
+        .await?;
+    let ccm_token = env.token_for_service_account("kube-system", "cloud-controller-manager")?;
+    let own = write(
+        &dir,
+        "ccm-sa.kubeconfig",
+        &kube_testenv::kubeconfig_yaml_with_token(&env.url(), &ccm_token),
+    )?;
+    let scraper = env.token_for_service_account("default", "scraper")?;
+    grant_metrics(&env, "scraper").await?;
+    // The delegated clients run as the ServiceAccount with only the shipped bindings; without
+    // the reader RoleBinding the ConfigMap lookup fails and the process does not start.
+    let ccm = Ccm::start(
+        &env,
+        &dir,
+        &[
+            format!("--authentication-kubeconfig={own}"),
+            format!("--authorization-kubeconfig={own}"),
+        ],
+    )
+    .await?;
+    let r = ccm.get("/metrics", &Credentials::Token(scraper)).await?;
+    assert_eq!(
+        r.status, 200,
+        "TokenReview and SubjectAccessReview allowed: {}",
+        r.body
+    );
+    let sa = "system:serviceaccount:kube-system:cloud-controller-manager";
+    let mine: Vec<RequestRecord> = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.user == sa)
+        .collect();
+    let made = |resource: &str| {
+        mine.iter()
+            .any(|r| r.resource == resource && r.status < 300)
+    };
+    assert!(
+        made("configmaps") && made("tokenreviews") && made("subjectaccessreviews"),
+        "{mine:#?}"
+    );
+    assert!(mine.iter().all(|r| r.status != 403), "{mine:#?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_a_cluster_without_kubeconfigs_only_masters_and_allowed_paths_pass()
+-> anyhow::Result<()> {
+    let env = cluster().await?;
+    let dir = scratch_dir("admin-auth-none")?;
+    let ca = ClientCa::new()?;
+    let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
+    let token = env.token_for_service_account("default", "scraper")?;
+    grant_metrics(&env, "scraper").await?;
+    // No --authentication-kubeconfig / --authorization-kubeconfig and no in-cluster config:
+    // upstream then reviews nothing, so a token counts as anonymous.
+    let ccm = Ccm::start(&env, &dir, &[format!("--client-ca-file={ca_file}")]).await?;
+    assert_eq!(ccm.get("/healthz", &Credentials::None).await?.status, 200);
+    let r = ccm.get("/metrics", &Credentials::Token(token)).await?;
+    assert_eq!(r.status, 403);
+    assert!(
+        r.body.contains("User \\\"system:anonymous\\\""),
+        "{}",
+        r.body
+    );
+    let masters = ccm
+        .get("/metrics", &ca.client("admin", Some("system:masters"))?)
+        .await?;
+    assert_eq!(masters.status, 200);
+    assert_eq!(
+        env.requests()
+            .iter()
+            .filter(|r| r.resource.ends_with("reviews"))
+            .count(),
+        0,
+        "no review was attempted"
     );
     Ok(())
 }

@@ -89,6 +89,42 @@ async fn handshake(
     Ok(tls.get_ref().1.alpn_protocol().map(<[u8]>::to_vec))
 }
 
+/// GET /healthz over HTTP/2 (negotiated by ALPN): status and body.
+async fn http2_healthz(ccm: &admin_support::Ccm) -> anyhow::Result<(u16, String)> {
+    use std::sync::Arc;
+
+    use http_body_util::{BodyExt, Empty};
+    use hyper::body::Bytes;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+    use tokio_rustls::rustls::{ClientConfig, RootCertStore};
+
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(&ccm.ca)? {
+        let _ = roots.add(cert?);
+    }
+    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(ccm.admin).await?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(ServerName::try_from("localhost")?, tcp)
+        .await?;
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await?;
+    tokio::spawn(connection);
+    let request = hyper::Request::get(format!("https://localhost:{}/healthz", ccm.admin.port()))
+        .body(Empty::<Bytes>::new())?;
+    let response = sender.send_request(request).await?;
+    let status = response.status().as_u16();
+    let body = response.into_body().collect().await?.to_bytes();
+    Ok((status, String::from_utf8(body.to_vec())?))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_min_version_and_http2_follow_the_flags() -> anyhow::Result<()> {
     use tokio_rustls::rustls::version::{TLS12, TLS13};
@@ -101,6 +137,7 @@ async fn tls_min_version_and_http2_follow_the_flags() -> anyhow::Result<()> {
         Some(b"h2".to_vec()),
         "TLS 1.2 and HTTP/2 by default, as upstream"
     );
+    assert_eq!(http2_healthz(&ccm).await?, (200, "ok".to_string()));
     drop(ccm);
 
     let dir = scratch_dir("admin-tls-flags-13")?;

@@ -427,6 +427,8 @@ impl CloudControllerManager {
 
         let provider = cloud_options.cloud_provider.clone();
         let mut config = ManagerConfig::from_options(self.name.as_str(), &generic);
+        let configz = crate::configz::configuration(&self.name, &cloud_options, &generic);
+        config.admin.configz.set(crate::configz::KEY, configz);
         if self.plain_http_admin {
             config.admin_tls = None;
         }

@@ -8,6 +8,7 @@
 pub mod app;
 pub mod cloud;
 pub mod compat_options;
+pub mod configz;
 pub mod context;
 pub mod event_sink;
 mod initializers;

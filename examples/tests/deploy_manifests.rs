@@ -120,7 +120,49 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
         .iter()
         .filter_map(Value::as_str)
         .collect();
-    assert_eq!(listed, ["rbac.yaml", "deployment.yaml"]);
+    assert_eq!(
+        listed,
+        ["rbac.yaml", "delegated-auth.yaml", "deployment.yaml"]
+    );
+}
+
+#[test]
+fn delegated_auth_binds_the_service_account_to_upstreams_two_roles() {
+    let docs = documents("delegated-auth.yaml");
+    let sa = serde_json::json!([{"kind": "ServiceAccount", "name": "cloud-controller-manager", "namespace": "kube-system"}]);
+    let bound: Vec<(String, String, String)> = docs
+        .iter()
+        .map(|d| {
+            assert_eq!(d["subjects"], sa, "{d:#?}");
+            (
+                d["kind"].as_str().unwrap_or_default().to_string(),
+                d["roleRef"]["kind"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                d["roleRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        bound,
+        [
+            (
+                "ClusterRoleBinding".to_string(),
+                "ClusterRole".to_string(),
+                "system:auth-delegator".to_string()
+            ),
+            (
+                "RoleBinding".to_string(),
+                "Role".to_string(),
+                "extension-apiserver-authentication-reader".to_string()
+            ),
+        ]
+    );
+    assert_eq!(docs[1]["metadata"]["namespace"], "kube-system");
 }
 
 /// One HTTP/1.1 GET over TLS, trusting the CA the manager wrote to `cert_dir`; the status code.

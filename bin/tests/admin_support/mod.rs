@@ -199,6 +199,12 @@ pub enum Credentials {
     Token(String),
     /// A client certificate chain and its key (PKCS#8 DER).
     Cert(Vec<CertificateDer<'static>>, Vec<u8>),
+    /// A front proxy: its client certificate and key, and the identity headers it asserts.
+    Proxy(
+        Vec<CertificateDer<'static>>,
+        Vec<u8>,
+        Vec<(&'static str, String)>,
+    ),
 }
 
 /// GET `path` over HTTPS from `addr` (as `localhost`), trusting every certificate in `ca_file`.
@@ -224,36 +230,41 @@ pub async fn https_get_as(
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots);
-    let (config, token) = match credentials {
-        Credentials::Cert(chain, key) => (
-            builder.with_client_auth_cert(
-                chain.clone(),
-                PrivateKeyDer::try_from(key.clone()).map_err(anyhow::Error::msg)?,
-            )?,
-            None,
+    let key = |key: &Vec<u8>| PrivateKeyDer::try_from(key.clone()).map_err(anyhow::Error::msg);
+    let (config, headers) = match credentials {
+        Credentials::Cert(chain, k) => (
+            builder.with_client_auth_cert(chain.clone(), key(k)?)?,
+            vec![],
         ),
-        Credentials::Token(token) => (builder.with_no_client_auth(), Some(token.as_str())),
-        Credentials::None => (builder.with_no_client_auth(), None),
+        Credentials::Proxy(chain, k, headers) => (
+            builder.with_client_auth_cert(chain.clone(), key(k)?)?,
+            headers.clone(),
+        ),
+        Credentials::Token(token) => (
+            builder.with_no_client_auth(),
+            vec![("authorization", format!("Bearer {token}"))],
+        ),
+        Credentials::None => (builder.with_no_client_auth(), vec![]),
     };
     let stream = TcpStream::connect(addr).await?;
     let tls = TlsConnector::from(Arc::new(config))
         .connect(ServerName::try_from("localhost")?, stream)
         .await?;
-    send(TokioIo::new(tls), addr, path, token).await
+    send(TokioIo::new(tls), addr, path, &headers).await
 }
 
 async fn send_get<T>(io: T, addr: SocketAddr, path: &str) -> anyhow::Result<Response>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    send(io, addr, path, None).await
+    send(io, addr, path, &[]).await
 }
 
 async fn send<T>(
     io: T,
     addr: SocketAddr,
     path: &str,
-    token: Option<&str>,
+    headers: &[(&'static str, String)],
 ) -> anyhow::Result<Response>
 where
     T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
@@ -261,8 +272,8 @@ where
     let (mut sender, connection) = hyper::client::conn::http1::handshake(io).await?;
     tokio::spawn(connection);
     let mut request = hyper::Request::get(path).header(hyper::header::HOST, addr.to_string());
-    if let Some(token) = token {
-        request = request.header(hyper::header::AUTHORIZATION, format!("Bearer {token}"));
+    for (name, value) in headers {
+        request = request.header(*name, value);
     }
     let request = request.body(Empty::<Bytes>::new())?;
     let response = sender.send_request(request).await?;

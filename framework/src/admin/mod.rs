@@ -69,6 +69,9 @@ impl AdminServer {
             None => None,
         };
         let client_certs = auth.as_ref().is_some_and(|a| a.wants_client_certificates());
+        if let Some(auth) = &auth {
+            tokio::spawn(auth::keep_fresh(Arc::downgrade(auth)));
+        }
         let config = cert.server_config_with(&options.tls, client_certs)?;
         let server = self.with_tls(config).with_http(&options.tls);
         Ok(match auth {

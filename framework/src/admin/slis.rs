@@ -40,12 +40,13 @@ impl Slis {
         let healthchecks = Family::<ResultLabels, Counter>::default();
         registry.register(
             "kubernetes_healthcheck",
-            "[STABLE] This metric records the result of a single healthcheck.",
+            // prometheus-client ends the help text with the period.
+            "[STABLE] This metric records the result of a single healthcheck",
             healthcheck.clone(),
         );
         registry.register(
             "kubernetes_healthchecks",
-            "[STABLE] This metric records the results of all healthcheck.",
+            "[STABLE] This metric records the results of all healthcheck",
             healthchecks.clone(),
         );
         Slis {
@@ -114,7 +115,8 @@ mod tests {
             "[+]leaderElection ok\n[+]ping excluded: ok\n[-]cloud-node-controller failed: reason withheld\nreadyz check failed\n",
         );
         let text = slis.encode().unwrap();
-        assert!(text.contains("# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck."));
+        assert!(text.contains("# HELP kubernetes_healthcheck [STABLE] This metric records the result of a single healthcheck.\n"));
+        assert!(text.contains("# HELP kubernetes_healthchecks [STABLE] This metric records the results of all healthcheck.\n"));
         assert!(
             text.contains("kubernetes_healthcheck{name=\"leaderElection\",type=\"readyz\"} 1"),
             "{text}"

@@ -218,4 +218,32 @@ mod tests {
             "files win over --cert-dir, as upstream"
         );
     }
+
+    #[test]
+    fn serving_flags_become_admin_options() {
+        let c = config(&[
+            "--client-ca-file=/etc/ccm/ca.crt",
+            "--authorization-always-allow-paths=/healthz,/debug/*",
+            "--authentication-token-webhook-cache-ttl=1m",
+            "--requestheader-allowed-names=",
+            "--permit-port-sharing",
+            "--disable-http2-serving",
+        ]);
+        let auth = c.admin.auth.expect("delegated auth on by default");
+        assert_eq!(auth.client_ca_file, Some("/etc/ccm/ca.crt".into()));
+        assert!(
+            auth.always_allow_paths.allows("/debug/pprof")
+                && !auth.always_allow_paths.allows("/metrics")
+        );
+        assert_eq!(auth.token_cache_ttl, Duration::from_secs(60));
+        assert!(auth.request_header.allowed_names.is_empty());
+        assert_eq!(auth.request_header.username_headers, vec!["x-remote-user"]);
+        assert_eq!(auth.user_agent, "my-manager");
+        assert!(c.admin.sharing.reuse_port && !c.admin.sharing.reuse_address);
+        assert!(!c.admin.tls.http2);
+        assert!(
+            config(&["--secure-port=0"]).admin.auth.is_none(),
+            "no port, no auth"
+        );
+    }
 }

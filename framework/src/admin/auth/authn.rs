@@ -4,8 +4,11 @@
 //! the groups), then bearer tokens by TokenReview. The first that succeeds wins; if none does and
 //! one failed the request is refused (401); if none applied the caller is anonymous.
 
+use std::sync::Arc;
+
 use axum::http::HeaderMap;
 use axum::http::header::AUTHORIZATION;
+use parking_lot::RwLock;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 
 use super::user::UserInfo;
@@ -26,10 +29,16 @@ pub(crate) struct RequestHeaderConfig {
     pub extra_prefixes: Vec<String>,
 }
 
-/// The union of the configured authenticators.
-pub(crate) struct Authenticator {
+/// The two certificate-based authenticators' trust, replaced whole when it is reloaded.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CertTrust {
     pub request_header: Option<RequestHeaderConfig>,
     pub client_ca: Option<CaBundle>,
+}
+
+/// The union of the configured authenticators.
+pub(crate) struct Authenticator {
+    pub certs: RwLock<Arc<CertTrust>>,
     pub tokens: Option<TokenReviewer>,
 }
 
@@ -41,14 +50,15 @@ impl Authenticator {
         certs: &[CertificateDer<'static>],
     ) -> Result<UserInfo, String> {
         let mut errors = Vec::new();
-        if let Some(rh) = &self.request_header {
+        let trust = self.certs.read().clone();
+        if let Some(rh) = &trust.request_header {
             match rh.authenticate(headers, certs) {
                 Ok(Some(user)) => return Ok(user.with_authenticated_group()),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
             }
         }
-        if let Some(ca) = &self.client_ca {
+        if let Some(ca) = &trust.client_ca {
             match client_cert(ca, certs) {
                 Ok(Some(user)) => return Ok(user.with_authenticated_group()),
                 Ok(None) => {}

@@ -8,9 +8,12 @@
 //! - `lookup`: the delegated clients and the `extension-apiserver-authentication` ConfigMap.
 //! - `responses`: upstream's 401/403/500 bodies.
 //!
-//! Differences from upstream: the CA files and the ConfigMap are read once at start (upstream
-//! watches them and reloads), and `--requestheader-*` names are matched as given (upstream also
-//! warns when `X-Remote-User` is missing from the list).
+//! The CA files and the ConfigMap are read at start and again every minute ([`keep_fresh`]), as
+//! upstream's dynamic CA providers resync; a failed reload keeps the previous trust.
+//!
+//! Differences from upstream: a reload is a poll, not also a file or ConfigMap watch, so a new
+//! CA takes effect within a minute rather than at once; whether the handshake asks for client
+//! certificates is decided at start.
 
 mod authn;
 mod authz;
@@ -32,8 +35,9 @@ use tokio_rustls::rustls::pki_types::CertificateDer;
 pub use authz::AllowPaths;
 pub use user::UserInfo;
 
-use authn::{Authenticator, RequestHeaderConfig};
+use authn::{Authenticator, CertTrust, RequestHeaderConfig};
 use authz::Authorizer;
+use parking_lot::RwLock;
 use webhook::{AccessReviewer, Decision, TokenReviewer};
 
 use super::x509::CaBundle;
@@ -121,14 +125,16 @@ pub(crate) struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 pub struct DelegatedAuth {
     authn: Authenticator,
     authz: Authorizer,
+    /// What it was built from, for reloads.
+    cfg: DelegatedAuthConfig,
+    lookup_client: Option<kube::Client>,
 }
 
 impl std::fmt::Debug for DelegatedAuth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DelegatedAuth")
             .field("tokens", &self.authn.tokens.is_some())
-            .field("client_ca", &self.authn.client_ca.is_some())
-            .field("request_header", &self.authn.request_header.is_some())
+            .field("certs", &self.authn.certs.read())
             .field("reviews", &self.authz.reviews.is_some())
             .finish()
     }
@@ -149,7 +155,7 @@ fn read_ca(flag: &'static str, path: &Path) -> Result<Option<CaBundle>, AuthSetu
 
 impl DelegatedAuth {
     /// Builds the clients, reads the CA files and looks up what is missing, as upstream's
-    /// `ApplyTo` does at start.
+    /// `ApplyTo` does at start; a failure here stops the start.
     pub async fn build(cfg: &DelegatedAuthConfig) -> Result<Self, AuthSetupError> {
         let client = lookup::delegated_client(
             cfg.authentication_kubeconfig.as_deref(),
@@ -157,62 +163,7 @@ impl DelegatedAuth {
             &cfg.user_agent,
         )
         .await?;
-        let mut client_ca = match &cfg.client_ca_file {
-            Some(path) => read_ca("--client-ca-file", path)?,
-            None => None,
-        };
-        let rh = &cfg.request_header;
-        let mut request_header = match &rh.client_ca_file {
-            Some(path) => Some(RequestHeaderConfig {
-                ca: read_ca("--requestheader-client-ca-file", path)?,
-                allowed_names: rh.allowed_names.clone(),
-                username_headers: rh.username_headers.clone(),
-                uid_headers: rh.uid_headers.clone(),
-                group_headers: rh.group_headers.clone(),
-                extra_prefixes: rh.extra_prefixes.clone(),
-            }),
-            None => None,
-        };
-        let want_ca = cfg.client_ca_file.is_none() && !cfg.skip_lookup;
-        let want_rh = rh.client_ca_file.is_none() && !cfg.skip_lookup;
-        match (&client, want_ca || want_rh) {
-            (_, false) => {}
-            (None, true) => {
-                let cm = format!(
-                    "configmap/{} in {}",
-                    lookup::CONFIGMAP_NAME,
-                    lookup::CONFIGMAP_NAMESPACE
-                );
-                if want_ca {
-                    tracing::warn!(
-                        "No authentication-kubeconfig provided in order to lookup client-ca-file in {cm}, so client certificate authentication won't work."
-                    );
-                }
-                if want_rh {
-                    tracing::warn!(
-                        "No authentication-kubeconfig provided in order to lookup requestheader-client-ca-file in {cm}, so request-header client certificate authentication won't work."
-                    );
-                }
-            }
-            (Some(client), true) => match lookup::read_configmap(client).await {
-                Ok(data) => {
-                    let data = data.unwrap_or_default();
-                    if want_ca {
-                        client_ca = lookup::client_ca(&data).map_err(AuthSetupError::Lookup)?;
-                    }
-                    if want_rh {
-                        request_header = match lookup::request_header(&data) {
-                            Ok(found) => found,
-                            Err(e) => tolerate(cfg, e)?,
-                        };
-                    }
-                }
-                Err(e) if want_rh => request_header = tolerate(cfg, e.to_string())?,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read the client CA from configmap/{}", lookup::CONFIGMAP_NAME)
-                }
-            },
-        }
+        let trust = load_trust(cfg, client.as_ref(), true).await?;
         let authz_client = lookup::delegated_client(
             cfg.authorization_kubeconfig.as_deref(),
             "authorization",
@@ -226,27 +177,129 @@ impl DelegatedAuth {
         }
         Ok(DelegatedAuth {
             authn: Authenticator {
-                request_header,
-                client_ca,
-                tokens: client.map(|c| TokenReviewer::new(c, cfg.token_cache_ttl)),
+                certs: RwLock::new(Arc::new(trust)),
+                tokens: client
+                    .clone()
+                    .map(|c| TokenReviewer::new(c, cfg.token_cache_ttl)),
             },
             authz: Authorizer {
                 always_allow: cfg.always_allow_paths.clone(),
                 reviews: authz_client
                     .map(|c| AccessReviewer::new(c, cfg.authorized_ttl, cfg.unauthorized_ttl)),
             },
+            cfg: cfg.clone(),
+            lookup_client: client,
         })
     }
 
-    /// Whether the TLS handshake should ask for a client certificate.
+    /// Whether the TLS handshake should ask for a client certificate. Decided at start: a CA
+    /// that first appears on a reload is used only if one was known at start.
     pub fn wants_client_certificates(&self) -> bool {
-        self.authn.client_ca.is_some()
-            || self
-                .authn
+        let trust = self.authn.certs.read();
+        trust.client_ca.is_some()
+            || trust
                 .request_header
                 .as_ref()
                 .is_some_and(|rh| rh.ca.is_some())
     }
+
+    /// Re-reads the CA files and the ConfigMap, as upstream's dynamic CA providers do; a
+    /// failure keeps the previous trust and is logged.
+    pub(crate) async fn reload(&self) {
+        match load_trust(&self.cfg, self.lookup_client.as_ref(), false).await {
+            Ok(trust) => *self.authn.certs.write() = Arc::new(trust),
+            Err(error) => {
+                tracing::warn!(%error, "cannot reload the client CA configuration; keeping the previous one")
+            }
+        }
+    }
+}
+
+/// How often the CA files and the ConfigMap are re-read (upstream's dynamic providers resync
+/// every minute).
+pub(crate) const RELOAD_EVERY: Duration = Duration::from_secs(60);
+
+/// Reloads `auth` every [`RELOAD_EVERY`] until it is dropped (the server stopped).
+pub(crate) async fn keep_fresh(auth: std::sync::Weak<DelegatedAuth>) {
+    loop {
+        tokio::time::sleep(RELOAD_EVERY).await;
+        let Some(auth) = auth.upgrade() else {
+            return;
+        };
+        auth.reload().await;
+    }
+}
+
+/// The client CA and the front-proxy configuration: flags first, the ConfigMap for what they
+/// leave out (unless `--authentication-skip-lookup`). `first` is the start, which logs what
+/// will not work and fails on a lookup error unless tolerated.
+async fn load_trust(
+    cfg: &DelegatedAuthConfig,
+    client: Option<&kube::Client>,
+    first: bool,
+) -> Result<CertTrust, AuthSetupError> {
+    let mut client_ca = match &cfg.client_ca_file {
+        Some(path) => read_ca("--client-ca-file", path)?,
+        None => None,
+    };
+    let rh = &cfg.request_header;
+    let mut request_header = match &rh.client_ca_file {
+        Some(path) => Some(RequestHeaderConfig {
+            ca: read_ca("--requestheader-client-ca-file", path)?,
+            allowed_names: rh.allowed_names.clone(),
+            username_headers: rh.username_headers.clone(),
+            uid_headers: rh.uid_headers.clone(),
+            group_headers: rh.group_headers.clone(),
+            extra_prefixes: rh.extra_prefixes.clone(),
+        }),
+        None => None,
+    };
+    let want_ca = cfg.client_ca_file.is_none() && !cfg.skip_lookup;
+    let want_rh = rh.client_ca_file.is_none() && !cfg.skip_lookup;
+    match (client, want_ca || want_rh) {
+        (_, false) => {}
+        (None, true) => {
+            let cm = format!(
+                "configmap/{} in {}",
+                lookup::CONFIGMAP_NAME,
+                lookup::CONFIGMAP_NAMESPACE
+            );
+            if first && want_ca {
+                tracing::warn!(
+                    "No authentication-kubeconfig provided in order to lookup client-ca-file in {cm}, so client certificate authentication won't work."
+                );
+            }
+            if first && want_rh {
+                tracing::warn!(
+                    "No authentication-kubeconfig provided in order to lookup requestheader-client-ca-file in {cm}, so request-header client certificate authentication won't work."
+                );
+            }
+        }
+        (Some(client), true) => match lookup::read_configmap(client).await {
+            Ok(data) => {
+                let data = data.unwrap_or_default();
+                if want_ca {
+                    client_ca = lookup::client_ca(&data).map_err(AuthSetupError::Lookup)?;
+                }
+                if want_rh {
+                    request_header = match lookup::request_header(&data) {
+                        Ok(found) => found,
+                        Err(e) if first => tolerate(cfg, e)?,
+                        Err(e) => return Err(AuthSetupError::Lookup(e)),
+                    };
+                }
+            }
+            Err(e) if want_rh && first => request_header = tolerate(cfg, lookup::describe(&e))?,
+            Err(e) if !first => return Err(AuthSetupError::Lookup(lookup::describe(&e))),
+            Err(e) => {
+                tracing::warn!(error = %lookup::describe(&e), "cannot read the client CA from configmap/{}", lookup::CONFIGMAP_NAME)
+            }
+        },
+    }
+    Ok(CertTrust {
+        request_header,
+        client_ca,
+    })
 }
 
 fn tolerate(

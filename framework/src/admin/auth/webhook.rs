@@ -61,7 +61,7 @@ impl TokenReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| format!("TokenReview failed: {e}"))?;
+        .map_err(|e| format!("TokenReview failed: {}", super::lookup::describe(&e)))?;
         let status = reviewed.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             // An error the server gives is returned, not cached, as upstream.
@@ -144,7 +144,12 @@ impl AccessReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| format!("SubjectAccessReview failed: {e}"))?;
+        .map_err(|e| {
+            format!(
+                "SubjectAccessReview failed: {}",
+                super::lookup::describe(&e)
+            )
+        })?;
         let status = reviewed.status.unwrap_or_default();
         let reason = status.reason.unwrap_or_default();
         let denied = status.denied == Some(true);
@@ -163,7 +168,8 @@ impl AccessReviewer {
     }
 }
 
-/// Retries what upstream's `DefaultShouldRetry` retries: no answer, 429 and 5xx.
+/// Retries what upstream's `DefaultShouldRetry` retries: no answer, 429 and 5xx (kube's client
+/// already retries 429, 503 and 504 itself; this adds the rest and transport errors).
 async fn with_retries<T, F, Fut>(mut call: F) -> Result<T, kube::Error>
 where
     F: FnMut() -> Fut,
@@ -200,3 +206,47 @@ fn retryable(e: &kube::Error) -> bool {
 
 /// Extra attributes in upstream's shape, for building users in tests and header auth.
 pub(crate) type Extra = BTreeMap<String, Vec<String>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(env: &kube_testenv::TestEnv, resource: &str) -> usize {
+        env.requests()
+            .iter()
+            .filter(|r| r.resource == resource)
+            .count()
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_retried_and_never_cached() {
+        let env = kube_testenv::TestEnv::builder()
+            .authorization(true)
+            .start()
+            .await
+            .unwrap();
+        let token = env.token_for_service_account("default", "scraper").unwrap();
+        let reviewer = TokenReviewer::new(env.client(), Duration::from_secs(3600));
+        env.faults().fail_next(2, 500, None);
+        let user = reviewer.review(&token).await.unwrap().unwrap();
+        assert_eq!(user.name, "system:serviceaccount:default:scraper");
+        assert_eq!(count(&env, "tokenreviews"), 3, "two 500s, then the answer");
+        reviewer.review(&token).await.unwrap();
+        assert_eq!(count(&env, "tokenreviews"), 3, "the answer is cached");
+
+        let reviews = AccessReviewer::new(env.client(), Duration::ZERO, Duration::ZERO);
+        env.faults().fail_next(1, 403, None);
+        let err = reviews.review(&user, "get", "/metrics").await.unwrap_err();
+        assert!(err.starts_with("SubjectAccessReview failed"), "{err}");
+        assert_eq!(
+            count(&env, "subjectaccessreviews"),
+            1,
+            "a 403 is not retried"
+        );
+        assert_eq!(
+            reviews.review(&user, "get", "/metrics").await,
+            Ok(Decision::NoOpinion(String::new())),
+            "no rule grants it; the failure was not cached"
+        );
+    }
+}

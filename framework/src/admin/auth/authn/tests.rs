@@ -44,8 +44,10 @@ fn bundle(ca: &Ca) -> Option<CaBundle> {
 
 fn authenticator(client_ca: Option<CaBundle>, proxy: Option<RequestHeaderConfig>) -> Authenticator {
     Authenticator {
-        request_header: proxy,
-        client_ca,
+        certs: RwLock::new(Arc::new(CertTrust {
+            request_header: proxy,
+            client_ca,
+        })),
         tokens: None,
     }
 }
@@ -153,4 +155,66 @@ fn bearer_tokens_are_split_as_upstream() {
     assert_eq!(get("Basic abc"), None);
     assert_eq!(get("Bearer "), None);
     assert_eq!(bearer_token(&HeaderMap::new()), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_rotated_client_ca_file_is_trusted_within_a_minute() {
+    use std::time::Duration;
+
+    use crate::admin::auth::{
+        AllowPaths, DelegatedAuth, DelegatedAuthConfig, RELOAD_EVERY, RequestHeaderFlags,
+        keep_fresh,
+    };
+
+    let dir = std::env::temp_dir().join(format!("cm-ca-reload-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("client-ca.crt");
+    let (old, new) = (ca("old-ca"), ca("new-ca"));
+    std::fs::write(&file, &old.pem).unwrap();
+    let cfg = DelegatedAuthConfig {
+        authentication_kubeconfig: None,
+        authorization_kubeconfig: None,
+        skip_lookup: true,
+        tolerate_lookup_failure: false,
+        token_cache_ttl: Duration::from_secs(10),
+        client_ca_file: Some(file.clone()),
+        request_header: RequestHeaderFlags::default(),
+        always_allow_paths: AllowPaths::default(),
+        authorized_ttl: Duration::from_secs(10),
+        unauthorized_ttl: Duration::from_secs(10),
+        user_agent: "test".into(),
+    };
+    let auth = Arc::new(DelegatedAuth::build(&cfg).await.unwrap());
+    let who = |certs: Vec<CertificateDer<'static>>| {
+        let auth = auth.clone();
+        async move { auth.authn.authenticate(&mut HeaderMap::new(), &certs).await }
+    };
+    assert_eq!(
+        who(client(&old, "alice", None)).await.unwrap().name,
+        "alice"
+    );
+
+    std::fs::write(&file, &new.pem).unwrap();
+    let reloader = tokio::spawn(keep_fresh(Arc::downgrade(&auth)));
+    tokio::time::sleep(RELOAD_EVERY - Duration::from_secs(1)).await;
+    assert!(
+        who(client(&new, "bob", None)).await.is_err(),
+        "not yet reloaded"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(who(client(&new, "bob", None)).await.unwrap().name, "bob");
+    assert!(
+        who(client(&old, "alice", None)).await.is_err(),
+        "the old CA is gone"
+    );
+
+    // A file that stops parsing keeps the last good trust.
+    std::fs::write(&file, "garbage").unwrap();
+    tokio::time::sleep(RELOAD_EVERY).await;
+    assert_eq!(who(client(&new, "bob", None)).await.unwrap().name, "bob");
+
+    drop(auth);
+    tokio::time::sleep(RELOAD_EVERY).await;
+    assert!(reloader.is_finished(), "the reloader ends with the server");
+    let _ = std::fs::remove_dir_all(&dir);
 }
