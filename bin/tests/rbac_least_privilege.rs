@@ -524,3 +524,87 @@ async fn per_controller_roles_grant_exactly_what_each_controller_uses() {
         assert!(granted, "{account} must keep {verb} {res}: {why}");
     }
 }
+
+/// The `kubectl auth can-i` block of docs/operating.md (the code block after "Check what each
+/// identity may do:"), as (RBAC file, args, expected answer): a `# ... (FILE)` comment line
+/// names the file the following commands check.
+fn documented_checks() -> Vec<(String, Vec<String>, bool)> {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/operating.md"))
+            .unwrap();
+    let mut checks = Vec::new();
+    let mut file = String::new();
+    let mut pending = String::new();
+    let block = doc
+        .split_once("Check what each identity may do:")
+        .and_then(|(_, rest)| rest.split_once("```sh"))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(block, _)| block)
+        .expect("the kubectl auth can-i block in docs/operating.md");
+    for line in block.lines() {
+        let line = line.trim_end();
+        if let Some(rest) = line.strip_prefix("# ")
+            && let Some((_, f)) = rest.split_once('(')
+            && f.ends_with(".yaml)")
+        {
+            file = f.trim_end_matches(')').to_string();
+            continue;
+        }
+        if !(line.starts_with("kubectl auth can-i") || !pending.is_empty()) {
+            continue;
+        }
+        if let Some(start) = line.strip_suffix('\\') {
+            pending.push_str(start);
+            continue;
+        }
+        pending.push_str(line);
+        let (command, answer) = pending.rsplit_once('#').unwrap();
+        let args: Vec<String> = command
+            .split_whitespace()
+            .skip(1)
+            .map(String::from)
+            .collect();
+        checks.push((file.clone(), args, answer.trim() == "yes"));
+        pending.clear();
+    }
+    checks
+}
+
+#[tokio::test]
+async fn the_documented_kubectl_auth_can_i_checks_hold() {
+    let checks = documented_checks();
+    assert!(checks.len() >= 8, "{checks:?}");
+    let files: BTreeSet<String> = checks.iter().map(|(f, _, _)| f.clone()).collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for file in files {
+        let env = TestEnv::builder()
+            .authorization(true)
+            .https(true)
+            .start()
+            .await
+            .unwrap();
+        apply(&env, &file).await;
+        let dir = std::env::temp_dir().join(format!("rbac-can-i-{}-{}", std::process::id(), file));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        env.write_kubeconfig(&kubeconfig).unwrap();
+        for (_, args, yes) in checks.iter().filter(|(f, _, _)| *f == file) {
+            let mut kubectl = Command::new("kubectl");
+            kubectl
+                .arg(format!("--kubeconfig={}", kubeconfig.display()))
+                .args(args);
+            let out = tokio::task::spawn_blocking(move || kubectl.output())
+                .await
+                .unwrap()
+                .expect("kubectl is installed (.ci/run installs it)");
+            let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+            assert_eq!(
+                said,
+                if *yes { "yes" } else { "no" },
+                "{file}: kubectl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
