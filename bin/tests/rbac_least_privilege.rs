@@ -550,7 +550,7 @@ fn documented_checks() -> Vec<(String, Vec<String>, bool)> {
             file = f.trim_end_matches(')').to_string();
             continue;
         }
-        if !(line.starts_with("kubectl auth can-i") || !pending.is_empty()) {
+        if !line.starts_with("kubectl auth can-i") && pending.is_empty() {
             continue;
         }
         if let Some(start) = line.strip_suffix('\\') {
