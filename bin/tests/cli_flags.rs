@@ -107,22 +107,46 @@ fn unknown_provider_lists_the_registered_ones() {
 }
 
 #[test]
-fn upstream_flags_not_supported_yet_are_rejected_by_name() {
+fn flag_values_this_build_cannot_honour_are_refused_by_name() {
     let out = run(&[
         "--cloud-provider=fake",
-        "--feature-gates=Foo=true",
-        "--use-service-account-credentials",
+        "--feature-gates=CloudControllerManagerWebhook=true,Foo=true",
+        "--profiling=true",
+        "--enable-leader-migration",
+        "--vmodule=foo=4",
+        "--webhooks=bar",
     ]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(
-        err.contains("flag --feature-gates is an upstream cloud-controller-manager flag"),
-        "{err}"
-    );
-    assert!(
-        err.contains("flag --use-service-account-credentials is"),
-        "{err}"
-    );
+    for expected in [
+        r#"invalid argument "CloudControllerManagerWebhook=true,Foo=true" for "--feature-gates" flag: unrecognized feature gate: Foo"#,
+        "--profiling=true: this build serves no /debug/pprof",
+        "--enable-leader-migration=true: this build has no leader migration",
+        "--vmodule=foo=4",
+        r#""bar" is not in the list of known webhooks"#,
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+}
+
+#[test]
+fn help_lists_controllers_and_feature_gates_as_upstream() {
+    let out = run(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "All controllers: cloud-node-controller, cloud-node-lifecycle-controller, node-route-controller, service-lb-controller",
+        "Disabled-by-default controllers:",
+        "CloudControllerManagerWatchBasedRoutesReconciliation=true|false (ALPHA - default=false)",
+        "CloudControllerManagerWebhook=true|false (ALPHA - default=false)",
+        "AllAlpha=true|false (ALPHA - default=false)",
+        "--use-service-account-credentials",
+        "--webhook-secure-port",
+    ] {
+        assert!(
+            help.contains(expected),
+            "missing {expected:?} in --help:\n{help}"
+        );
+    }
 }
 
 #[test]

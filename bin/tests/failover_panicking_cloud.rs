@@ -4,7 +4,7 @@
 //!
 //! - the periodic loops' panicking runs (route reconcile: `ListRoutes`; cloud-node's address
 //!   refresh: `InstanceMetadata`) are logged, counted in
-//!   `controller_runtime_reconcile_panics_total{controller=<alias>}`, the next runs start on
+//!   `controller_runtime_reconcile_panics_total{controller=<canonical name>}`, the next runs start on
 //!   schedule, and `/healthz/<controller>` fails (saying the last run panicked) until a run
 //!   completes;
 //! - a panicking `UpdateLoadBalancer` (node sync) and `InstanceMetadata` (the cloud-node
@@ -162,7 +162,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         FaultSpec::panic("provider bug in ListRoutes"),
     );
     until("two route runs panicked", || async {
-        panics(&registry, "route") >= 2
+        panics(&registry, "node-route-controller") >= 2
     })
     .await;
     let reason = check(&health, "node-route-controller")
@@ -189,7 +189,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         FaultSpec::panic("provider bug in InstanceMetadata").only_for("node-0"),
     );
     until("two refresh runs panicked", || async {
-        panics(&registry, "cloud-node") >= 2
+        panics(&registry, "cloud-node-controller") >= 2
     })
     .await;
     let reason = check(&health, "cloud-node-controller")
@@ -204,7 +204,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         check(&health, "cloud-node-controller").await.is_ok()
     })
     .await;
-    let refresh_panics = panics(&registry, "cloud-node");
+    let refresh_panics = panics(&registry, "cloud-node-controller");
 
     // 3. A new Node: its first InstanceMetadata and the node sync's first UpdateLoadBalancer
     //    panic; both are caught per reconcile, and the controllers carry on.
@@ -228,11 +228,11 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
     })
     .await;
     assert!(
-        panics(&registry, "cloud-node") > refresh_panics,
+        panics(&registry, "cloud-node-controller") > refresh_panics,
         "the reconcile's InstanceMetadata panic was not counted"
     );
     until("the UpdateLoadBalancer panic is counted", || async {
-        panics(&registry, "service-node-sync") >= 1
+        panics(&registry, "service-lb-controller/node-sync") >= 1
     })
     .await;
     // node-1's initialization (a new provider ID) triggers another node sync, which succeeds.

@@ -3,7 +3,9 @@
 //! share it and a distro's `main` fits on a screen.
 //!
 //! [`CloudControllerManager::run`] does, in order: validate every flag at once (nothing starts on
-//! an error) → start logs and tracing → build the API client (QPS/burst, metrics) → create the
+//! an error) → start logs and tracing → build the API client and the client builder that gives
+//! each controller its own (QPS/burst, user agent, ServiceAccount with
+//! `--use-service-account-credentials`) → create the
 //! provider named by `--cloud-provider` from `--cloud-config` → refuse a cloud without a cluster
 //! ID unless `--allow-untagged-cloud` → wrap it in [`InstrumentedCloud`] (spans, metrics and the
 //! `--cloud-api-*` call budget) → run the [`Manager`],
@@ -33,11 +35,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser};
-use controller_manager::client::{ClientError, ClientMetrics, build_client, client_from_config};
-use controller_manager::manager::{
-    ControllerSelection, Initializer, Initializers, Manager, ManagerConfig, ManagerError,
+use controller_manager::client::{
+    ClientBuilder, ClientError, ClientMetrics, client_from_config, load_config,
 };
-use controller_manager::options::{GenericOptions, reject_unsupported_flags};
+use controller_manager::manager::{
+    ControllerSelection, Initializer, Initializers, KnownControllers, Manager, ManagerConfig,
+    ManagerError,
+};
+use controller_manager::options::GenericOptions;
 use controller_manager::telemetry::{self, TelemetryError, TelemetryOptions};
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -48,8 +53,13 @@ use crate::cloud::{
     BoxError, CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext,
     InstrumentedCloud, RegistryError,
 };
+use crate::compat_options::CloudCompatOptions;
 use crate::options::CloudOptions;
+use crate::webhooks::WebhookOptions;
 use crate::{CloudContext, cloud_initializers};
+
+/// Where `--use-service-account-credentials` keeps the controllers' ServiceAccounts, as upstream.
+pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";
 
 /// Every flag of a cloud-controller-manager, grouped as upstream; flatten it into a distro's
 /// own `clap::Parser` next to the distro's flags so there is one flag set.
@@ -64,6 +74,12 @@ pub struct CloudManagerOptions {
     /// OTLP trace export flags.
     #[command(flatten)]
     pub telemetry: TelemetryOptions,
+    /// Webhook flags (no webhook is built in).
+    #[command(flatten)]
+    pub webhooks: WebhookOptions,
+    /// Cloud flags kept for manifest compatibility.
+    #[command(flatten)]
+    pub cloud_compat: CloudCompatOptions,
 }
 
 /// The flag set alone, so [`CloudManagerOptions::from_args`] can parse it.
@@ -94,6 +110,11 @@ impl CloudManagerOptions {
         let mut errors = self.cloud.validate();
         errors.extend(self.generic.validate());
         errors.extend(self.telemetry.validate());
+        let gates = self.generic.feature_gates().unwrap_or_default();
+        errors.extend(
+            self.webhooks
+                .validate(&gates, self.generic.serving.secure_port),
+        );
         if let Err(e) = initializers.check() {
             errors.push(e.to_string());
         }
@@ -105,10 +126,9 @@ impl CloudManagerOptions {
     }
 }
 
-/// Parses the process arguments into `P` as `P::parse()` does, with two upstream (pflag) rules
-/// clap lacks: upstream flags this build does not support are rejected by name (clap alone would
-/// say only "unexpected argument"), and a flag given twice takes its last value (clap would
-/// refuse it), so overlays that append arguments keep working. List flags such as
+/// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
+/// that a flag given twice takes its last value (clap would refuse it), so overlays that append
+/// arguments keep working, and upstream's `--controllers` help listing the known controllers. List flags such as
 /// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
 /// error and exits with status 2 on bad input.
 pub fn parse_args<P: Parser>() -> P {
@@ -124,17 +144,41 @@ pub fn parse_args<P: Parser>() -> P {
 pub fn try_parse_args_from<P: Parser>(
     args: impl IntoIterator<Item = String>,
 ) -> Result<P, clap::Error> {
+    try_parse_args_with(args, &cloud_initializers().known())
+}
+
+/// [`try_parse_args_from`] for a distro whose initializer map is not the stock one: `--help`
+/// for `--controllers` then lists `known` (see [`controllers_help`]).
+pub fn try_parse_args_with<P: Parser>(
+    args: impl IntoIterator<Item = String>,
+    known: &KnownControllers,
+) -> Result<P, clap::Error> {
     let args: Vec<String> = args.into_iter().collect();
     let mut command = P::command().args_override_self(true);
-    let unsupported = reject_unsupported_flags(args.get(1..).unwrap_or_default());
-    if !unsupported.is_empty() {
-        return Err(command.error(
-            clap::error::ErrorKind::UnknownArgument,
-            unsupported.join("\n"),
-        ));
+    if command.get_arguments().any(|a| a.get_id() == "controllers") {
+        let help = controllers_help(known);
+        command = command.mut_arg("controllers", |a| a.help(help));
     }
     let mut matches = command.try_get_matches_from_mut(&args)?;
     P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
+}
+
+/// Upstream's `--controllers` help: the syntax, then every canonical name and the
+/// disabled-by-default ones, each sorted and comma separated.
+pub fn controllers_help(known: &KnownControllers) -> String {
+    let mut all: Vec<&str> = known.iter().map(|c| c.name.as_str()).collect();
+    let mut off: Vec<&str> = known
+        .iter()
+        .filter(|c| c.disabled_by_default)
+        .map(|c| c.name.as_str())
+        .collect();
+    all.sort_unstable();
+    off.sort_unstable();
+    format!(
+        "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.\nAll controllers: {}\nDisabled-by-default controllers: {}",
+        all.join(", "),
+        off.join(", ")
+    )
 }
 
 /// Why the process could not run or stopped with an error; each says what to change.
@@ -317,7 +361,11 @@ impl CloudControllerManager {
             cloud: cloud_options,
             generic,
             telemetry: tracing_options,
+            ..
         } = self.options;
+        let gates = generic
+            .feature_gates()
+            .map_err(|e| AppError::InvalidFlags(vec![e]))?;
         let _telemetry = match self.telemetry {
             true => Some(telemetry::init(
                 &self.name,
@@ -329,15 +377,31 @@ impl CloudControllerManager {
 
         let registry = Arc::new(Mutex::new(Registry::default()));
         let client_metrics = ClientMetrics::new(&mut registry.lock());
-        let client = match self.client_config {
-            Some(config) => client_from_config(
-                config,
-                generic.client.kube_api_qps,
-                generic.client.kube_api_burst,
+        let client_config = match self.client_config {
+            Some(config) => config,
+            None => load_config(&generic.client).await?,
+        };
+        let (qps, burst) = (generic.client.kube_api_qps, generic.client.kube_api_burst);
+        let client = client_from_config(
+            client_config.clone(),
+            qps,
+            burst,
+            &self.name,
+            Some(&client_metrics),
+        )?;
+        let clients = match generic.client.use_service_account_credentials {
+            true => ClientBuilder::service_accounts(
+                client_config,
+                client.clone(),
+                SERVICE_ACCOUNT_NAMESPACE,
                 &self.name,
+                qps,
+                burst,
                 Some(&client_metrics),
-            )?,
-            None => build_client(&generic.client, &self.name, Some(&client_metrics)).await?,
+            ),
+            false => {
+                ClientBuilder::simple(client_config, &self.name, qps, burst, Some(&client_metrics))
+            }
         };
 
         let cloud = match self.cloud {
@@ -368,18 +432,23 @@ impl CloudControllerManager {
         if self.plain_http_admin {
             config.admin_tls = None;
         }
-        let manager = Manager::new(config, client, CloudContext::new(cloud, cloud_options))
-            .with_registry(registry)
-            .with_initializers(self.initializers)
-            .with_start_hook(|ctx: Arc<CloudContext>, client, shutdown| async move {
-                let provider = ctx.cloud.provider_name().to_string();
-                ctx.cloud
-                    .initialize(InitializeContext { client, shutdown })
-                    .await
-                    .map_err(|e| {
-                        format!("cloud provider {provider:?} failed to initialize: {e}").into()
-                    })
-            });
+        let manager = Manager::new(
+            config,
+            client,
+            CloudContext::new(cloud, cloud_options).with_feature_gates(gates),
+        )
+        .with_registry(registry)
+        .with_client_builder(clients)
+        .with_initializers(self.initializers)
+        .with_start_hook(|ctx: Arc<CloudContext>, clients, shutdown| async move {
+            let provider = ctx.cloud.provider_name().to_string();
+            ctx.cloud
+                .initialize(InitializeContext { clients, shutdown })
+                .await
+                .map_err(|e| {
+                    format!("cloud provider {provider:?} failed to initialize: {e}").into()
+                })
+        });
         info!(%provider, name = %self.name, "starting cloud-controller-manager");
         manager.run(shutdown).await?;
         info!("stopped");
@@ -454,13 +523,35 @@ mod tests {
     }
 
     #[test]
-    fn unsupported_upstream_flags_are_named() {
-        let argv = ["t", "--profiling", "--feature-gates=A=true"].map(String::from);
-        let err = try_parse_args_from::<Cli>(argv).err().unwrap();
-        assert_eq!(err.kind(), clap::error::ErrorKind::UnknownArgument);
-        let msg = err.to_string();
-        assert!(msg.contains("--profiling is an upstream"), "{msg}");
-        assert!(msg.contains("--feature-gates is an upstream"), "{msg}");
+    fn controllers_help_lists_known_and_disabled_by_default_names() {
+        let known = cloud_initializers()
+            .with(
+                Initializer::new("zz-extra", |_ctx| async { unreachable!() }).disabled_by_default(),
+            )
+            .known();
+        assert_eq!(
+            controllers_help(&known).split_once(".\n").map(|(_, rest)| rest.to_string()),
+            Some(
+                "All controllers: cloud-node-controller, cloud-node-lifecycle-controller, node-route-controller, service-lb-controller, zz-extra\nDisabled-by-default controllers: zz-extra".to_string()
+            )
+        );
+    }
+
+    #[test]
+    fn feature_gate_and_webhook_errors_are_flag_errors() {
+        let o = options(&[
+            "--cloud-provider=fake",
+            "--feature-gates=Nope=true",
+            "--webhooks=mine",
+        ]);
+        let errors = o.validate(&cloud_initializers());
+        assert_eq!(
+            errors,
+            vec![
+                r#"invalid argument "Nope=true" for "--feature-gates" flag: unrecognized feature gate: Nope"#,
+                r#""mine" is not in the list of known webhooks"#,
+            ]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod cloud;
+pub mod compat_options;
 pub mod configz;
 pub mod context;
 pub mod event_sink;
@@ -16,6 +17,7 @@ pub mod node_lifecycle;
 pub mod options;
 pub mod route;
 pub mod service;
+pub mod webhooks;
 pub mod wiring;
 
 pub use context::CloudContext;

@@ -178,7 +178,7 @@ fn assert_reconcile_trace(spans: &[ReceivedSpan]) {
     let root = roots[0];
     assert_eq!(root.name, "reconcile");
     assert_eq!(root.kind, 1, "internal");
-    assert_eq!(root.attr("controller"), Some("service"));
+    assert_eq!(root.attr("controller"), Some("service-lb-controller"));
     assert_eq!(root.attr("object.ref"), Some("default/web"));
     assert_eq!(root.attr("reason"), Some("add"));
     assert_eq!(root.attr("attempt"), Some("0"));

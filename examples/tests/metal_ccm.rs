@@ -186,7 +186,10 @@ fn one_flag_set_with_every_error_reported_before_anything_starts() {
 
     let (code, out) = run_to_exit(&["--profiling"]);
     assert_eq!(code, Some(2));
-    assert!(out.contains("--profiling is an upstream"), "{out}");
+    assert!(
+        out.contains("--profiling=true: this build serves no /debug/pprof"),
+        "{out}"
+    );
 
     let (code, out) = run_to_exit(&["--node-inventory-configmap=no-namespace"]);
     assert_eq!(code, Some(2));

@@ -38,7 +38,10 @@ fn render() -> String {
             d => format!("`{d}`"),
         };
         let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-        let row = format!("| {flag} | {default} | {} |", help.replace('|', "\\|"));
+        let row = format!(
+            "| {flag} | {default} | {} |",
+            help.replace('|', "\\|").replace('\n', "<br>")
+        );
         let heading = arg.get_help_heading().unwrap_or("Options").to_string();
         match sections.iter_mut().find(|(h, _)| *h == heading) {
             Some((_, rows)) => rows.push(row),

@@ -255,6 +255,7 @@ async fn build_client_reads_the_kubeconfig_flag() -> anyhow::Result<()> {
         master: None,
         kube_api_qps: 20.0,
         kube_api_burst: 30,
+        use_service_account_credentials: false,
     };
     let client = controller_manager::client::build_client(
         &opts,

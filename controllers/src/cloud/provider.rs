@@ -11,11 +11,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::{CloudError, InstanceMetadata, Route, Zone};
 
-/// What a provider gets once, after leadership is won and before any controller starts.
+/// What a provider gets once, after leadership is won and before any controller starts
+/// (upstream `Initialize(clientBuilder, stop)`).
 #[derive(Clone)]
 pub struct InitializeContext {
-    /// A client for the cluster, for providers that watch or annotate objects themselves.
-    pub client: kube::Client,
+    /// Builds the provider's own controllers' clients by client name, each with its own limiter
+    /// and identity (a ServiceAccount with `--use-service-account-credentials`), as upstream.
+    pub clients: controller_manager::client::ClientBuilder,
     /// Cancelled when the manager stops; background tasks the provider starts must end then.
     pub shutdown: CancellationToken,
 }

@@ -16,6 +16,10 @@ use super::{
 use crate::context::CloudContext;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "node-controller";
+
 /// The `cloud-node-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
@@ -27,6 +31,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         return Ok(InitOutcome::NotStarted(missing.to_string()));
     }
     let options = &ctx.extra.options;
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let informer = ctx.factory.informer::<Node>();
     let queue = ctx.queue::<String>("Nodes", ctx.default_rate_limiter());
     let q = queue.clone();
@@ -45,15 +50,15 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
 
     let controller = Arc::new(NodeController::new(
         cloud,
-        Api::all(ctx.client.clone()),
+        Api::all(client.clone()),
         Arc::new(informer.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(CONTROLLER_NAME))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, CONTROLLER_NAME))),
         ctx.register_metrics(NodeMetrics::new),
     )?);
 
     let reconciler = controller.clone();
     let service = layers::standard(
-        CONTROLLER_ALIAS,
+        CONTROLLER_NAME,
         &ctx.controller_metrics(),
         RECONCILE_TIMEOUT,
     )
@@ -69,7 +74,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
                 })
         }
     });
-    let workers = Controller::new(CONTROLLER_ALIAS, queue, service)
+    let workers = Controller::new(CONTROLLER_NAME, queue, service)
         .workers(options.concurrent_node_syncs as usize);
 
     let period = options.node_status_update_frequency.get();

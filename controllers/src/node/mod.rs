@@ -66,7 +66,7 @@ mod refresh;
 pub mod retry;
 pub mod sync;
 
-pub use init::initializer;
+pub use init::{CLIENT_NAME, initializer};
 
 #[cfg(test)]
 pub(crate) mod test_cloud;

@@ -13,6 +13,10 @@ use crate::context::CloudContext;
 use crate::node::NodeControllerError;
 use crate::wiring::RecorderSink;
 
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "node-controller";
+
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
@@ -29,12 +33,13 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         missing_checks: if grace.is_zero() { 1 } else { 2 },
         grace_period: grace,
     };
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let informer = ctx.factory.informer::<Node>();
     let controller = NodeLifecycleController::new(
         cloud,
-        Api::all(ctx.client.clone()),
+        Api::all(client.clone()),
         Arc::new(informer.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(CONTROLLER_NAME))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, CONTROLLER_NAME))),
         guard,
     )?;
     let period = Period::Sliding(options.node_monitor_period.get());

@@ -47,7 +47,7 @@ pub mod grace;
 mod init;
 pub mod taints;
 
-pub use init::initializer;
+pub use init::{CLIENT_NAME, initializer};
 
 use std::sync::Arc;
 

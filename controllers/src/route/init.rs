@@ -1,18 +1,26 @@
 //! Registers the node-route controller: a full route reconcile over the shared Node cache every
-//! `--route-reconciliation-period`, on a non-sliding schedule, as upstream.
+//! `--route-reconciliation-period`, on a non-sliding schedule, as upstream; or, with the gate
+//! `CloudControllerManagerWatchBasedRoutesReconciliation`, on Node events (`watch.rs`).
 
 use std::sync::Arc;
 
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
 
+use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WATCH_BASED_ROUTES_RECONCILIATION;
+
 use super::cidrs::parse_cluster_cidrs;
+use super::watch;
 use super::{CONTROLLER_NAME, EVENT_COMPONENT, RouteController, RouteMetrics};
 use crate::context::CloudContext;
 use crate::wiring::RecorderSink;
 
 /// Permanent short alias accepted by `--controllers`, as upstream.
 pub const CONTROLLER_ALIAS: &str = "route";
+
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "route-controller";
 
 /// The `node-route-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -35,18 +43,32 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     // Upstream exits here and crash-loops on the empty default; the error says what to set.
     let cidrs = parse_cluster_cidrs(&options.cluster_cidr)?;
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let nodes = ctx.factory.informer::<Node>();
     let controller = RouteController::new(
         cloud,
-        ctx.client.clone(),
+        client.clone(),
         options.cluster_name.clone(),
         cidrs,
         Arc::new(nodes.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(EVENT_COMPONENT))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
     )?
     .with_metrics(ctx.register_metrics(RouteMetrics::new));
-    let period = options.route_reconciliation_period.get();
     let shutdown = ctx.shutdown.clone();
+    if ctx
+        .extra
+        .feature_gates
+        .enabled(CLOUD_CONTROLLER_MANAGER_WATCH_BASED_ROUTES_RECONCILIATION)
+    {
+        let queue = ctx.queue::<String>(watch::QUEUE_NAME, watch::pass_rate_limiter());
+        nodes.add_handler(watch::enqueue_for(&queue)).detach();
+        let metrics = ctx.controller_metrics();
+        let controller = Arc::new(controller);
+        return Ok(InitOutcome::Started(Box::pin(async move {
+            controller.run_watch_based(queue, &metrics, shutdown).await;
+        })));
+    }
+    let period = options.route_reconciliation_period.get();
     Ok(InitOutcome::Started(Box::pin(async move {
         controller.run(period, shutdown).await;
     })))

@@ -10,8 +10,9 @@
 //! (the Node condition), [`metrics`].
 //!
 //! The default (non-watch) triggering mode is [`RouteController::run`]: a pass now and then every
-//! period on a non-sliding schedule. The alpha watch-based mode (KEP-5237) is the lead's wiring of
-//! [`RouteController::reconcile_node_routes`] to a one-key queue.
+//! period on a non-sliding schedule. The alpha watch-based mode (KEP-5237, gate
+//! `CloudControllerManagerWatchBasedRoutesReconciliation`) is [`watch`]: Node events feed a
+//! one-key queue whose limiter allows one pass per 10 s.
 //!
 //! # Differences from upstream
 //! - `--cluster-cidr` errors are actionable messages instead of a terse fatal exit.
@@ -40,6 +41,7 @@
 //! | not started without Routes facet or cluster CIDRs | `reconcile::tests::needs_routes_facet_and_cidrs` |
 //! | non-sliding period, first pass immediate, stops on shutdown | `reconcile::tests::run_is_non_sliding_and_stops_on_shutdown` |
 //! | zero period raised to 1 s (safe difference) | `reconcile::tests::zero_period_is_raised_to_the_minimum` |
+//! | watch-based mode: which Node events trigger; one pass per 10 s at most | `watch::tests::{node_event_triggers, at_most_one_pass_per_ten_seconds}` |
 //!
 //! End to end (`tests/route_reconcile.rs`, kube-testenv + fake cloud):
 //!
@@ -62,8 +64,9 @@ mod init;
 pub mod metrics;
 pub mod plan;
 mod reconcile;
+pub mod watch;
 
-pub use init::{CONTROLLER_ALIAS, initializer};
+pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, initializer};
 pub use metrics::RouteMetrics;
 pub use reconcile::{
     MAX_CONCURRENT_CONDITION_UPDATES, MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD,

@@ -27,6 +27,14 @@ pub const CONTROLLER_ALIAS: &str = "service";
 /// arriving while a pass is queued coalesce into it.
 const NODE_SYNC_KEY: &str = "node-sync";
 
+/// The client name of this controller's API client (upstream `ClientName`): its user agent
+/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
+pub const CLIENT_NAME: &str = "service-controller";
+
+/// How logs, spans and `controller_runtime_*` metrics name the node-sync loop of this controller:
+/// the canonical name, qualified, so its numbers stay apart from the Service workers'.
+const NODE_SYNC_NAME: &str = "service-lb-controller/node-sync";
+
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
@@ -51,6 +59,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     let options = &ctx.extra.options;
     let workers = options.concurrent_service_syncs as usize;
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let services = ctx.factory.informer::<Service>();
     let nodes = ctx.factory.informer::<Node>();
     let limiter = || ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY);
@@ -99,18 +108,18 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     let controller = Arc::new(
         ServiceController::new(
             cloud,
-            ctx.client.clone(),
+            client.clone(),
             options.cluster_name.clone(),
             Arc::new(services.store()),
             Arc::new(nodes.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(EVENT_COMPONENT))),
+            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
         )?
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );
 
     let metrics = ctx.controller_metrics();
     let c = controller.clone();
-    let sync_service = layers::standard(CONTROLLER_ALIAS, &metrics, RECONCILE_TIMEOUT).service_fn(
+    let sync_service = layers::standard(CONTROLLER_NAME, &metrics, RECONCILE_TIMEOUT).service_fn(
         move |req: Request<String>| {
             let c = c.clone();
             async move {
@@ -126,7 +135,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     );
     let c = controller.clone();
     let retry = service_queue.clone();
-    let sync_nodes = layers::standard("service-node-sync", &metrics, RECONCILE_TIMEOUT).service_fn(
+    let sync_nodes = layers::standard(NODE_SYNC_NAME, &metrics, RECONCILE_TIMEOUT).service_fn(
         move |_req: Request<String>| {
             let c = c.clone();
             let retry = retry.clone();
@@ -139,8 +148,8 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         },
     );
     let service_workers =
-        Controller::new(CONTROLLER_ALIAS, service_queue, sync_service).workers(workers);
-    let node_worker = Controller::new("service-node-sync", node_queue, sync_nodes).workers(1);
+        Controller::new(CONTROLLER_NAME, service_queue, sync_service).workers(workers);
+    let node_worker = Controller::new(NODE_SYNC_NAME, node_queue, sync_nodes).workers(1);
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
         tokio::join!(

@@ -80,7 +80,7 @@ pub mod predicates;
 mod sync;
 
 pub use error::ServiceSyncError;
-pub use init::{CONTROLLER_ALIAS, initializer};
+pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, initializer};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 

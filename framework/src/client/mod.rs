@@ -10,12 +10,17 @@
 //! 6. kube's default stack: user agent and extra headers, auth, 429/503/504 retry, its own debug
 //!    `HTTP` span, base URI, TLS connector.
 //!
-//! As upstream, each client has its own rate limiter: build one client per controller (each
-//! with its own user agent) so one busy controller cannot starve the others of tokens.
+//! With `--use-service-account-credentials` a bearer-token layer sits between 4 and 5 (`token.rs`).
+//!
+//! As upstream, each client has its own rate limiter: [`ClientBuilder`] builds one client per
+//! controller (each with its own user agent) so one busy controller cannot starve the others of
+//! tokens.
 
+mod builder;
 mod metrics;
 mod rate_limit;
 mod request_info;
+mod token;
 mod trace;
 
 use std::path::PathBuf;
@@ -27,12 +32,16 @@ use tower::util::option_layer;
 
 use crate::options::ClientOptions;
 
+pub use builder::ClientBuilder;
 pub use metrics::{
     ClientMetrics, LATENCY_BUCKETS, LatencyLabels, MetricsLayer, MetricsService,
     RequestResultLabels,
 };
 pub use rate_limit::{RateLimit, RateLimitLayer, TokenBucket};
 pub use request_info::RequestInfo;
+pub use token::{
+    TOKEN_EXPIRATION_SECONDS, TOKEN_LEEWAY_PERCENT, TokenError, service_account_username,
+};
 pub use trace::{ApiTrace, ApiTraceLayer, inject_trace_context};
 
 /// Requests queued in the inner buffer before callers wait; matches kube's own buffer.
@@ -72,6 +81,18 @@ pub enum ClientError {
     /// The user agent cannot be sent as a header.
     #[error("user agent {0:?} is not a valid HTTP header value")]
     InvalidUserAgent(String),
+    /// `--use-service-account-credentials`: the controller's ServiceAccount could not be read or
+    /// created with the process's own credentials.
+    #[error(
+        "cannot get or create ServiceAccount {name} for --use-service-account-credentials (the process's own credentials need get and create on serviceaccounts in that namespace): {source}"
+    )]
+    ServiceAccount {
+        /// `namespace/name` of the ServiceAccount.
+        name: String,
+        /// What the API server answered.
+        #[source]
+        source: kube::Error,
+    },
     /// kube could not build its HTTP stack (TLS material, proxy, auth plugin).
     #[error("cannot build the API client: {0}")]
     Build(#[source] kube::Error),
@@ -127,11 +148,23 @@ pub async fn load_config(opts: &ClientOptions) -> Result<kube::Config, ClientErr
 /// Builds a client from a ready `config` with the framework's layers. `qps <= 0` turns the
 /// rate limiter off (client-go's negative-QPS convention). Needs a Tokio runtime.
 pub fn client_from_config(
+    config: kube::Config,
+    qps: f32,
+    burst: u32,
+    user_agent: &str,
+    metrics: Option<&ClientMetrics>,
+) -> Result<kube::Client, ClientError> {
+    build_layered(config, qps, burst, user_agent, metrics, None)
+}
+
+/// [`client_from_config`] with an optional bearer-token layer under the limiter.
+fn build_layered(
     mut config: kube::Config,
     qps: f32,
     burst: u32,
     user_agent: &str,
     metrics: Option<&ClientMetrics>,
+    token: Option<token::BearerTokenLayer>,
 ) -> Result<kube::Client, ClientError> {
     let limited = qps.is_finite() && qps > 0.0;
     if limited && burst == 0 {
@@ -156,6 +189,7 @@ pub fn client_from_config(
     let builder = kube::client::ClientBuilder::try_from(config)
         .map_err(ClientError::Build)?
         .with_layer(&BufferLayer::new(INNER_BUFFER))
+        .with_layer(&option_layer(token))
         .with_layer(&option_layer(rate_limit))
         .with_layer(&option_layer(metrics_layer))
         .with_layer(&ApiTraceLayer::new(host));
@@ -193,6 +227,7 @@ mod tests {
             master: master.map(str::to_string),
             kube_api_qps: 20.0,
             kube_api_burst: 30,
+            use_service_account_credentials: false,
         }
     }
 

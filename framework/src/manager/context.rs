@@ -1,5 +1,6 @@
-//! What an initializer is given: the shared client, the one informer factory, the shutdown token,
-//! and factories for queues, recorders and metrics that all controllers of the process share.
+//! What an initializer is given: the client builder (one client per controller), the one informer
+//! factory, the shutdown token, and factories for queues, recorders and metrics that all
+//! controllers of the process share.
 
 use std::hash::Hash;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::{ClientBuilder, ClientError};
 use crate::controller::layers::ControllerMetrics;
 use crate::events::EventRecorder;
 use crate::informer::SharedInformerFactory;
@@ -27,8 +29,13 @@ pub(crate) struct Shared {
 pub struct InitContext<C> {
     /// Canonical name of the controller being initialized.
     pub name: String,
-    /// Client for the API server (rate limited per the manager's client options).
+    /// The manager's own client (its credentials, its limiter). A controller talks to the API
+    /// server with its own client from [`Self::clients`] instead, as upstream.
     pub client: kube::Client,
+    /// Builds each controller's own client by client name (upstream `ControllerClientBuilder`):
+    /// own QPS/burst limiter, user agent `<binary>/<client name>`, and with
+    /// `--use-service-account-credentials` the ServiceAccount `kube-system/<client name>`.
+    pub clients: ClientBuilder,
     /// The process's one informer factory: ask it for informers, never build watchers yourself.
     pub factory: SharedInformerFactory,
     /// Cancelled when the manager stops or loses leadership.
@@ -43,6 +50,7 @@ impl<C> Clone for InitContext<C> {
         InitContext {
             name: self.name.clone(),
             client: self.client.clone(),
+            clients: self.clients.clone(),
             factory: self.factory.clone(),
             shutdown: self.shutdown.clone(),
             extra: self.extra.clone(),
@@ -79,13 +87,15 @@ impl<C> InitContext<C> {
         self.shared.controller_metrics.clone()
     }
 
-    /// An event recorder whose events carry `component` as their source.
-    pub fn event_recorder(&self, component: &str) -> EventRecorder {
-        EventRecorder::new(
-            self.client.clone(),
-            component,
-            Some(self.shared.host.clone()),
-        )
+    /// The controller's own client for `client_name` (see [`Self::clients`]).
+    pub async fn client_for(&self, client_name: &str) -> Result<kube::Client, ClientError> {
+        self.clients.client(client_name).await
+    }
+
+    /// An event recorder writing with `client` (the controller's own, as upstream gives each
+    /// controller its own broadcaster) whose events carry `component` as their source.
+    pub fn event_recorder(&self, client: &kube::Client, component: &str) -> EventRecorder {
+        EventRecorder::new(client.clone(), component, Some(self.shared.host.clone()))
     }
 
     /// Registers controller-specific metrics in the process registry served on `/metrics`.

@@ -23,6 +23,7 @@ use super::context::{InitContext, Shared};
 use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
+use crate::client::{ClientBuilder, ClientError};
 use crate::controller::ControllerScope;
 use crate::controller::layers::ControllerMetrics;
 use crate::informer::{SharedInformerFactory, SyncError};
@@ -56,6 +57,9 @@ pub enum ManagerError {
     /// The health and metrics server could not start.
     #[error(transparent)]
     Admin(#[from] AdminError),
+    /// The client of the shared informers could not be built.
+    #[error("cannot build the shared informers' client: {0}")]
+    Client(#[source] ClientError),
     /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
     #[error("preparing to start controllers failed: {0}")]
     StartHook(#[source] InitError),
@@ -72,9 +76,10 @@ pub enum ManagerError {
 }
 
 /// Work that must happen on the leader before any controller starts (see
-/// [`Manager::with_start_hook`]); gets the embedder's context, the client and the stop token.
+/// [`Manager::with_start_hook`]); gets the embedder's context, the client builder and the stop
+/// token.
 pub type StartHook<C> = Arc<
-    dyn Fn(Arc<C>, kube::Client, CancellationToken) -> BoxFuture<'static, Result<(), InitError>>
+    dyn Fn(Arc<C>, ClientBuilder, CancellationToken) -> BoxFuture<'static, Result<(), InitError>>
         + Send
         + Sync,
 >;
@@ -89,6 +94,7 @@ struct RunningLabels {
 pub struct Manager<C> {
     config: ManagerConfig,
     client: kube::Client,
+    clients: ClientBuilder,
     initializers: Initializers<C>,
     start_hook: Option<StartHook<C>>,
     extra: Arc<C>,
@@ -99,10 +105,12 @@ pub struct Manager<C> {
 }
 
 impl<C: Send + Sync + 'static> Manager<C> {
-    /// A manager with no controllers yet; `extra` is handed to every initializer.
+    /// A manager with no controllers yet; `extra` is handed to every initializer. Every
+    /// controller gets `client` until [`Self::with_client_builder`] sets a builder.
     pub fn new(config: ManagerConfig, client: kube::Client, extra: C) -> Self {
         Manager {
             config,
+            clients: ClientBuilder::shared(client.clone()),
             client,
             initializers: Initializers::new(),
             start_hook: None,
@@ -121,16 +129,23 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self
     }
 
+    /// Gives each controller its own client from `clients` (and the shared informers the root
+    /// client `<binary>/shared-informers`, as upstream).
+    pub fn with_client_builder(mut self, clients: ClientBuilder) -> Self {
+        self.clients = clients;
+        self
+    }
+
     /// Runs `hook` once the manager may start controllers (after the Lease is won, when leader
     /// election is on) and before the first initializer, as upstream calls
     /// `cloud.Initialize` only on the leader. An error aborts start-up like an initializer's.
     pub fn with_start_hook<F, Fut>(mut self, hook: F) -> Self
     where
-        F: Fn(Arc<C>, kube::Client, CancellationToken) -> Fut + Send + Sync + 'static,
+        F: Fn(Arc<C>, ClientBuilder, CancellationToken) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<(), InitError>> + Send + 'static,
     {
-        self.start_hook = Some(Arc::new(move |extra, client, stop| {
-            Box::pin(hook(extra, client, stop))
+        self.start_hook = Some(Arc::new(move |extra, clients, stop| {
+            Box::pin(hook(extra, clients, stop))
         }));
         self
     }
@@ -245,7 +260,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
         lost: impl Fn() -> bool,
     ) -> Result<(), ManagerError> {
         let _stop_on_return = stop.clone().drop_guard();
-        let factory = SharedInformerFactory::new(self.client.clone())
+        let informer_client = self
+            .clients
+            .root_client("shared-informers")
+            .map_err(ManagerError::Client)?;
+        let factory = SharedInformerFactory::new(informer_client)
             .with_default_resync(self.config.min_resync_period.map(jittered));
         let shared = {
             let mut registry = self.registry.lock();
@@ -265,7 +284,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         );
 
         if let Some(hook) = &self.start_hook
-            && let Err(source) = hook(self.extra.clone(), self.client.clone(), stop.clone()).await
+            && let Err(source) = hook(self.extra.clone(), self.clients.clone(), stop.clone()).await
         {
             return Err(ManagerError::StartHook(source));
         }
@@ -279,6 +298,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             let ctx = InitContext {
                 name: init.name.clone(),
                 client: self.client.clone(),
+                clients: self.clients.clone(),
                 factory: factory.clone(),
                 shutdown: stop.clone(),
                 extra: self.extra.clone(),
@@ -338,11 +358,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 name: metric_name,
                 manager: self.config.name.clone(),
             };
-            // Panics are labelled like the reconcile metrics (the short alias), the check by
-            // the canonical name, as upstream names its health checks.
+            // Panics, like the reconcile metrics and the health check, carry the canonical
+            // name; only running_managed_controllers keeps upstream's alias label.
             let scope = ControllerScope::new(
                 &name,
-                shared.controller_metrics.panics(&labels.name),
+                shared.controller_metrics.panics(&name),
                 abandon.clone(),
             );
             let check = scope.clone();

@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
-use super::GoDuration;
+use super::feature_gates::{FeatureGates, feature_gates_help};
 use super::serving::ServingOptions;
+use super::{CompatOptions, GoDuration};
 
 /// Flags every manager has, grouped in `--help` the way upstream groups them.
 #[derive(Args, Clone, Debug)]
@@ -39,6 +40,16 @@ pub struct GenericOptions {
     )]
     pub min_resync_period: GoDuration,
 
+    /// `--feature-gates` as given (one `Name=bool` per entry); see [`Self::feature_gates`].
+    #[arg(
+        long = "feature-gates",
+        value_delimiter = ',',
+        value_name = "mapStringBool",
+        help_heading = "Generic flags",
+        help = feature_gates_help()
+    )]
+    pub feature_gates: Vec<String>,
+
     /// API client connection settings.
     #[command(flatten)]
     pub client: ClientOptions,
@@ -54,6 +65,10 @@ pub struct GenericOptions {
     /// Log settings.
     #[command(flatten)]
     pub logging: LoggingOptions,
+
+    /// Upstream flags accepted for compatibility, refused where their value cannot hold here.
+    #[command(flatten)]
+    pub compat: CompatOptions,
 }
 
 /// How the manager reaches the API server.
@@ -92,6 +107,18 @@ pub struct ClientOptions {
         help = "Burst to use while talking with kubernetes apiserver."
     )]
     pub kube_api_burst: u32,
+
+    /// Each controller authenticates as its own ServiceAccount instead of the process's identity.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Generic flags",
+        help = "If true, use individual service account credentials for each controller."
+    )]
+    pub use_service_account_credentials: bool,
 }
 
 /// Lease-based leader election, as in component-base's `LeaderElectionConfiguration`.
@@ -210,6 +237,11 @@ pub struct LoggingOptions {
 }
 
 impl GenericOptions {
+    /// The gates `--feature-gates` turns on and off, or upstream's error for a bad value.
+    pub fn feature_gates(&self) -> Result<FeatureGates, String> {
+        FeatureGates::parse(&self.feature_gates)
+    }
+
     /// Every problem with these flags, each saying what to change; empty means valid.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
@@ -226,6 +258,10 @@ impl GenericOptions {
         if self.min_resync_period.get().is_zero() {
             errors.push("--min-resync-period must be greater than 0s".to_string());
         }
+        if let Err(e) = self.feature_gates() {
+            errors.push(e);
+        }
+        errors.extend(self.compat.validate());
         errors.extend(self.leader_election.validate());
         errors.extend(self.serving.validate());
         errors

@@ -4,15 +4,17 @@
 //! plain structs (clap derive, flattenable into an embedder's own parser); `validate()` collects
 //! every error so the operator sees all of them at once, before anything is built.
 
+mod compat;
 mod duration;
+pub mod feature_gates;
 mod generic;
 mod serving;
-mod unsupported;
 
+pub use compat::CompatOptions;
 pub use duration::{DurationParseError, GoDuration};
+pub use feature_gates::{FeatureGates, KNOWN_FEATURES};
 pub use generic::{
     ClientOptions, GenericOptions, LeaderElectionOptions, LogFormat, LoggingOptions,
 };
 pub(crate) use serving::non_empty;
 pub use serving::{AuthenticationOptions, AuthorizationOptions, ServingOptions};
-pub use unsupported::{UNSUPPORTED_UPSTREAM_FLAGS, reject_unsupported_flags};

@@ -177,7 +177,7 @@ async fn initialize_is_logged() {
     let client =
         kube::Client::try_from(kube::Config::new("http://127.0.0.1:1".parse().unwrap())).unwrap();
     let ctx = InitializeContext {
-        client,
+        clients: controller_manager::client::ClientBuilder::shared(client),
         shutdown: tokio_util::sync::CancellationToken::new(),
     };
     cloud.initialize(ctx).await.unwrap();
