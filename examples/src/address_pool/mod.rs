@@ -44,11 +44,13 @@ async fn init<C: Send + Sync + 'static>(
     let pools = builder.store();
     allocator.attach(pools.clone(), services.clone());
     let (all, everyone) = (pools.clone(), pools.clone());
+    // Its own client (user agent `<binary>/address-pool`, its own limiter), as every controller.
+    let client = ctx.client_for(NAME).await?;
     let ctx = controller::PoolContext {
         pools,
         services,
-        api: Api::all(ctx.client.clone()),
-        recorder: ctx.event_recorder(NAME),
+        api: Api::all(client.clone()),
+        recorder: ctx.event_recorder(&client, NAME),
     };
     Ok(builder
         // A Service taking or releasing an address changes some pool's counts: recount them all.
