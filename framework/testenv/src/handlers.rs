@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use crate::admission::{self, AdmissionConfig, Endpoint, IMMORTAL_NAMESPACES};
 use crate::continue_token;
 use crate::crd;
+use crate::fields::{self, Ctx, Writer, set_managed_fields};
 use crate::patch::{self, PatchKind};
 use crate::resources::{ResId, Strategy, TABLE, lookup};
 use crate::selectors::Filter;
@@ -92,19 +93,97 @@ impl Target {
     }
 }
 
+/// How a write was asked for: its query parameters that are not about the object.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: validate and answer, store nothing.
+    pub dry_run: bool,
+    /// `fieldManager`, or the default derived from the user agent.
+    pub manager: String,
+    /// Whether the request named its `fieldManager` (server-side apply requires it).
+    pub manager_given: bool,
+    /// `force=true` (server-side apply takes conflicting fields over).
+    pub force: bool,
+}
+
+impl WriteOptions {
+    /// A write by the server itself (seeding, bootstrap policy) under `manager`.
+    pub fn by(manager: &str) -> WriteOptions {
+        WriteOptions {
+            manager: manager.to_string(),
+            ..WriteOptions::default()
+        }
+    }
+}
+
+impl Target {
+    fn writer<'a>(
+        &'a self,
+        opts: &'a WriteOptions,
+        api_version: &'a str,
+        now: &'a str,
+    ) -> Writer<'a> {
+        Writer {
+            manager: &opts.manager,
+            api_version,
+            subresource: self.sub.as_deref(),
+            now,
+        }
+    }
+
+    fn fields_ctx(&self, creating: bool) -> Ctx<'_> {
+        Ctx {
+            rt: &self.rt,
+            subresource: if self.sub.as_deref() == Some("status") {
+                Some("status")
+            } else {
+                None
+            },
+            creating,
+        }
+    }
+}
+
+/// Records the writer's ownership on an admitted object (`old`: the stored state, `None` on
+/// create; `requested`: the `managedFields` the request sent).
+fn record_update(
+    t: &Target,
+    old: Option<&Value>,
+    requested: Option<Value>,
+    new: &mut Value,
+    opts: &WriteOptions,
+) {
+    let (api_version, now) = (t.rt.api_version(), admission::now());
+    let empty = json!({});
+    let managed = fields::after_update(
+        t.fields_ctx(old.is_none()),
+        old.unwrap_or(&empty),
+        new,
+        requested.as_ref(),
+        t.writer(opts, &api_version, &now),
+    );
+    set_managed_fields(new, managed);
+}
+
+fn requested_managed_fields(body: &Value) -> Option<Value> {
+    body.pointer("/metadata/managedFields").cloned()
+}
+
 /// POST: 201 with the stored object.
 pub fn create(
     state: &mut State,
     cfg: &AdmissionConfig,
     t: &Target,
     body: Value,
-    dry_run: bool,
+    opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
     t.check_served(state)?;
     crd::lifecycle::check_creatable(state, &t.rt)?;
     let rt = &t.rt;
-    let obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
-    if dry_run {
+    let requested = requested_managed_fields(&body);
+    let mut obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
+    record_update(t, None, requested, &mut obj, opts);
+    if opts.dry_run {
         return Ok((201, obj));
     }
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
@@ -326,8 +405,9 @@ pub fn update(
     cfg: &AdmissionConfig,
     t: &Target,
     body: Value,
-    dry_run: bool,
+    opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
+    let dry_run = opts.dry_run;
     t.check_served(state)?;
     let rt = &t.rt;
     let body_name = body
@@ -351,7 +431,7 @@ pub fn update(
     }
     let Some(old) = state.get(t.res, t.ns_key(), t.name()).cloned() else {
         if rt.create_on_update() && t.sub.is_none() {
-            return create(state, cfg, t, body, dry_run);
+            return create(state, cfg, t, body, opts);
         }
         return Err(t.not_found());
     };
@@ -361,7 +441,9 @@ pub fn update(
         let stored = commit(state, t, &old, new, dry_run);
         return Ok((200, crd::scale::of(rt, &stored)));
     }
-    let new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
+    let requested = requested_managed_fields(&body);
+    let mut new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
+    record_update(t, Some(&old), requested, &mut new, opts);
     Ok((200, commit(state, t, &old, new, dry_run)))
 }
 
@@ -372,8 +454,9 @@ pub fn patch(
     t: &Target,
     kind: PatchKind,
     body: &[u8],
-    dry_run: bool,
+    opts: &WriteOptions,
 ) -> Result<Value, ApiError> {
+    let dry_run = opts.dry_run;
     t.check_served(state)?;
     let rt = &t.rt;
     let old = state
@@ -390,8 +473,72 @@ pub fn patch(
     }
     let old_at_version = crd::to_version(rt, (*old).clone());
     let patched = patch::apply(rt, kind, &old_at_version, body)?;
-    let new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
+    // A patch that leaves managedFields alone sends the stored ones back: ownership then
+    // follows the write; one that sets them (e.g. to `[{}]`) asks for that.
+    let requested = requested_managed_fields(&patched)
+        .filter(|m| old.pointer("/metadata/managedFields") != Some(m));
+    let mut new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
+    record_update(t, Some(&old), requested, &mut new, opts);
     Ok(commit(state, t, &old, new, dry_run))
+}
+
+/// Server-side apply (PATCH with `application/apply-patch+yaml`): creates the object when it
+/// does not exist (201), else merges the configuration into it (200).
+pub fn apply(
+    state: &mut State,
+    cfg: &AdmissionConfig,
+    t: &Target,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    t.check_served(state)?;
+    let rt = &t.rt;
+    if !opts.manager_given {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![status::Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            )],
+        ));
+    }
+    if t.sub.as_deref() == Some("scale") {
+        return Err(ApiError::unsupported_media_type());
+    }
+    let config = patch::decode_apply(body)?;
+    patch::check_apply_config(rt, &config, t.name())?;
+    let old = state.get(t.res, t.ns_key(), t.name()).cloned();
+    let (api_version, now) = (rt.api_version(), admission::now());
+    let w = t.writer(opts, &api_version, &now);
+    let ctx = t.fields_ctx(old.is_none());
+    let live = old.as_ref().map(|o| crd::to_version(rt, (**o).clone()));
+    let (merged, managed) = fields::apply(ctx, live.as_ref(), &config, w, opts.force)?;
+    match old {
+        None => {
+            if t.sub.is_some() {
+                return Err(t.not_found());
+            }
+            crd::lifecycle::check_creatable(state, rt)?;
+            let mut obj =
+                admission::prepare_create(rt, t.res, t.ns.as_deref(), merged, state, cfg)?;
+            set_managed_fields(&mut obj, managed);
+            if opts.dry_run {
+                return Ok((201, obj));
+            }
+            let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
+            if rt.strategy() == Strategy::Crd {
+                crd::lifecycle::created(state, &stored);
+            }
+            Ok((201, crd::to_version(rt, stored)))
+        }
+        Some(old) => {
+            let mut new = admission::prepare_update(rt, &old, merged, t.endpoint(), state, cfg)?;
+            set_managed_fields(&mut new, managed);
+            Ok((200, commit(state, t, &old, new, opts.dry_run)))
+        }
+    }
 }
 
 /// Parsed DeleteOptions (body and query).

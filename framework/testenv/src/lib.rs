@@ -21,6 +21,7 @@ mod continue_token;
 mod crd;
 mod discovery;
 mod faults;
+mod fields;
 mod handlers;
 mod openapi;
 mod patch;
@@ -300,13 +301,15 @@ fn seed(store: &Store, cfg: &AdmissionConfig, addr: SocketAddr) {
     objects.push(("", "services", Some("default"), kubernetes_service));
     objects.push(("", "endpoints", Some("default"), endpoints));
     objects.push(("discovery.k8s.io", "endpointslices", Some("default"), slice));
+    // Written as kube-apiserver writes them, so their managedFields name it.
+    let seed = handlers::WriteOptions::by("kube-apiserver");
     store.with(|s| {
         for (group, plural, ns, obj) in objects {
             let Some(t) = handlers::Target::builtin(group, plural, ns) else {
                 tracing::error!(plural, "seeding: type not served");
                 continue;
             };
-            if let Err(e) = handlers::create(s, cfg, &t, obj, false) {
+            if let Err(e) = handlers::create(s, cfg, &t, obj, &seed) {
                 tracing::error!(error = ?e, plural, "seeding");
             }
         }

@@ -266,7 +266,7 @@ pub static TABLE: &[ResourceType] = &[
         strategy: Strategy::Crd,
         name_rule: NameRule::Subdomain,
         field_selectors: &[],
-        patch_lists: &[],
+        patch_lists: &[("status.conditions", ListStrategy::MergeByKey("type"))],
     },
     ResourceType {
         group: "coordination.k8s.io",

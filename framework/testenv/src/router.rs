@@ -14,7 +14,8 @@ use hyper::body::{Frame, Incoming};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::handlers::{self, DeleteOptions, ListParams, Target};
+use crate::fields;
+use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
 use crate::patch::PatchKind;
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
@@ -269,6 +270,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             };
             let req = Req {
                 query: &query,
+                user_agent: record.user_agent.as_deref(),
                 content_type: &content_type,
                 body: &body,
                 pretty,
@@ -303,6 +305,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
 /// What a handler needs from the request besides the route.
 struct Req<'a> {
     query: &'a HashMap<String, String>,
+    user_agent: Option<&'a str>,
     content_type: &'a str,
     body: &'a [u8],
     pretty: bool,
@@ -384,6 +387,12 @@ fn resource(
     let dry_run = query.get("dryRun").is_some_and(|v| v == "All");
     let cfg = &shared.admission;
     let q = |k: &str| query.get(k).cloned().filter(|v| !v.is_empty());
+    let write = WriteOptions {
+        dry_run,
+        manager_given: q("fieldManager").is_some(),
+        manager: q("fieldManager").unwrap_or_else(|| fields::default_manager(req.user_agent)),
+        force: query.get("force").is_some_and(|v| v == "true"),
+    };
     match verb {
         "get" => {
             let obj = shared.store.with(|s| handlers::get(s, t))?;
@@ -443,19 +452,17 @@ fn resource(
             let obj = decode_body(content_type, body)?;
             let (code, v) = shared
                 .store
-                .with(|s| handlers::create(s, cfg, t, obj, dry_run))?;
+                .with(|s| handlers::create(s, cfg, t, obj, &write))?;
             Ok(json_response(code, &v, pretty))
         }
         "update" => {
             let obj = decode_body(content_type, body)?;
             let (code, v) = shared
                 .store
-                .with(|s| handlers::update(s, cfg, t, obj, dry_run))?;
+                .with(|s| handlers::update(s, cfg, t, obj, &write))?;
             Ok(json_response(code, &v, pretty))
         }
         "patch" => {
-            // Server-side apply is refused before the object is looked up, as a server without
-            // the patch type does (an apply to a missing object is 415, not 404).
             let kind = PatchKind::from_content_type(content_type);
             if rt.custom().is_some()
                 && t.sub.as_deref() != Some("scale")
@@ -467,12 +474,16 @@ fn resource(
                     "application/apply-patch+yaml",
                 ]));
             }
-            let kind = kind
-                .filter(|k| *k != PatchKind::Apply)
-                .ok_or_else(ApiError::unsupported_media_type)?;
+            let kind = kind.ok_or_else(ApiError::unsupported_media_type)?;
+            if kind == PatchKind::Apply {
+                let (code, v) = shared
+                    .store
+                    .with(|s| handlers::apply(s, cfg, t, body, &write))?;
+                return Ok(json_response(code, &v, pretty));
+            }
             let v = shared
                 .store
-                .with(|s| handlers::patch(s, cfg, t, kind, body, dry_run))?;
+                .with(|s| handlers::patch(s, cfg, t, kind, body, &write))?;
             Ok(json_response(200, &v, pretty))
         }
         "delete" => {

@@ -85,7 +85,10 @@ pub fn go_quote(s: &str) -> String {
 
 fn details(name: &str, group: &str, kind: &str) -> Value {
     let mut m = Map::new();
-    m.insert("name".into(), Value::String(name.into()));
+    // Go omits the empty name (cm-apply-force-missing-manager.txt).
+    if !name.is_empty() {
+        m.insert("name".into(), Value::String(name.into()));
+    }
     if !group.is_empty() {
         m.insert("group".into(), Value::String(group.into()));
     }
@@ -136,6 +139,15 @@ impl ApiError {
                 "Conflict",
                 format!("Operation cannot be fulfilled on {qualified} \"{name}\": {why}"),
             )
+        }
+    }
+
+    /// 409 for a server-side apply that would change other managers' fields; `causes` are
+    /// `FieldManagerConflict` entries.
+    pub fn apply_conflict(message: String, causes: Vec<Value>) -> ApiError {
+        ApiError {
+            details: Some(json!({ "causes": causes })),
+            ..ApiError::new(409, "Conflict", message)
         }
     }
 

@@ -259,3 +259,67 @@ async fn get_prints_upstream_columns() {
         ["kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP"]
     );
 }
+
+const CM_YAML: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\ndata:\n  mode: fast\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_conflicts_and_force_conflicts() {
+    let env = TestEnv::start().await.unwrap();
+    let k = Kubectl::new(&env);
+    let manifest = k.write("cm.yaml", CM_YAML);
+    let m = manifest.to_str().unwrap();
+    assert_eq!(
+        k.run(&["apply", "--server-side", "-f", m]).await.trim(),
+        "configmap/settings serverside-applied"
+    );
+    let yaml = k
+        .run(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ])
+        .await;
+    assert!(
+        yaml.contains("manager: kubectl") && yaml.contains("operation: Apply"),
+        "{yaml}"
+    );
+    // The same manager changing its own field is an update, not a conflict.
+    k.write("cm.yaml", &CM_YAML.replace("fast", "safe"));
+    k.run(&["apply", "--server-side", "-f", m]).await;
+
+    // Another manager changing it conflicts, and kubectl shows upstream's message.
+    k.write("cm.yaml", &CM_YAML.replace("fast", "slow"));
+    let (ok, _, err) = k
+        .try_run(&["apply", "--server-side", "--field-manager=ops", "-f", m])
+        .await;
+    assert!(!ok);
+    assert!(
+        err.contains("conflict with \"kubectl\"") && err.contains(".data.mode"),
+        "{err}"
+    );
+    k.run(&[
+        "apply",
+        "--server-side",
+        "--field-manager=ops",
+        "--force-conflicts",
+        "-f",
+        m,
+    ])
+    .await;
+    let mode = k
+        .run(&[
+            "get",
+            "configmap",
+            "settings",
+            "-o",
+            "jsonpath={.data.mode}",
+        ])
+        .await;
+    assert_eq!(mode, "slow");
+    // Without --show-managed-fields kubectl hides them, as against kube-apiserver.
+    let yaml = k.run(&["get", "configmap", "settings", "-o", "yaml"]).await;
+    assert!(!yaml.contains("managedFields"), "{yaml}");
+}

@@ -1,4 +1,4 @@
-//! Patches (merge, JSON, strategic, refused apply), the status subresource split, and finalizers
+//! Patches (merge, JSON, strategic), the status subresource split, and finalizers
 //! holding a deleted object, all through kube::Client.
 
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -136,28 +136,6 @@ async fn merge_and_json_patches_and_their_errors() {
             .unwrap_err(),
     );
     assert_eq!(err.code, 404);
-}
-
-#[tokio::test]
-async fn server_side_apply_is_refused_as_unsupported_media_type() {
-    let (env, nodes) = setup().await;
-    let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &PatchParams::apply("me"),
-                &Patch::Apply(
-                    json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n"}}),
-                ),
-            )
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(
-        (err.code, err.reason.as_str(), err.message.as_str()),
-        (415, "UnsupportedMediaType", "415: Unsupported Media Type")
-    );
-    assert_eq!(env.requests().last().unwrap().status, 415);
 }
 
 #[tokio::test]

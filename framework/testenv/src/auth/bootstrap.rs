@@ -139,7 +139,13 @@ pub fn seed(state: &mut State, cfg: &AdmissionConfig) {
         let Some(t) = Target::builtin(GROUP, plural, ns) else {
             continue;
         };
-        if let Err(e) = handlers::create(state, cfg, &t, obj, false) {
+        if let Err(e) = handlers::create(
+            state,
+            cfg,
+            &t,
+            obj,
+            &handlers::WriteOptions::by("kube-apiserver"),
+        ) {
             tracing::error!(error = ?e, plural, "seeding the RBAC bootstrap policy");
         }
     }
@@ -156,7 +162,13 @@ pub fn publish_client_ca(state: &mut State, cfg: &AdmissionConfig, ca_pem: &str)
     let Some(t) = Target::builtin("", "configmaps", Some("kube-system")) else {
         return;
     };
-    if let Err(e) = handlers::create(state, cfg, &t, cm, false) {
+    if let Err(e) = handlers::create(
+        state,
+        cfg,
+        &t,
+        cm,
+        &handlers::WriteOptions::by("kube-apiserver"),
+    ) {
         tracing::error!(error = ?e, "publishing the client CA");
     }
 }

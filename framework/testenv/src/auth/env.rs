@@ -105,10 +105,15 @@ impl TestEnv {
         let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": namespace}});
         let target = handlers::Target::builtin("", "serviceaccounts", Some(namespace))
             .ok_or_else(|| fail(status::ApiError::no_route()))?;
-        match shared
-            .store
-            .with(|s| handlers::create(s, &shared.admission, &target, sa, false))
-        {
+        match shared.store.with(|s| {
+            handlers::create(
+                s,
+                &shared.admission,
+                &target,
+                sa,
+                &handlers::WriteOptions::by("kube-testenv"),
+            )
+        }) {
             Err(e) if e.reason != "AlreadyExists" => return Err(fail(e)),
             _ => {}
         }

@@ -184,10 +184,13 @@ fn reconcile(state: &mut State, stored: &Value) -> Value {
     if crd == *stored {
         return crd;
     }
-    match crd_id() {
-        Some(id) => (*state.put(id, crd, EventType::Modified)).clone(),
-        None => crd,
+    let Some(id) = crd_id() else {
+        return crd;
+    };
+    if let Some(rt) = state.served(id) {
+        crate::fields::record_server_write(&rt, stored, &mut crd, "kube-apiserver", Some("status"));
     }
+    (*state.put(id, crd, EventType::Modified)).clone()
 }
 
 fn established(crd: &Value) -> bool {

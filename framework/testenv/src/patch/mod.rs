@@ -1,6 +1,6 @@
-//! The PATCH content types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic
-//! merge patch driven by the served type's list types (`Served::list_type`). Server-side apply is refused with
-//! 415, exactly as a server that does not implement a patch type refuses it.
+//! The PATCH content types: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge
+//! patch driven by the served type's list types (`Served::list_type`), and the body of a
+//! server-side apply (whose merge and ownership live in `fields`).
 
 mod json_patch;
 mod merge;
@@ -20,7 +20,7 @@ pub enum PatchKind {
     Merge,
     /// `application/strategic-merge-patch+json`
     Strategic,
-    /// `application/apply-patch+yaml` (server-side apply; refused)
+    /// `application/apply-patch+yaml` (server-side apply; see `handlers::apply`)
     Apply,
 }
 
@@ -51,7 +51,9 @@ pub fn apply(
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
     };
     match kind {
-        PatchKind::Apply => Err(ApiError::unsupported_media_type()),
+        PatchKind::Apply => Err(ApiError::internal(
+            "apply patches are merged by field ownership",
+        )),
         PatchKind::Merge => {
             let patch = decode(body)?;
             if !patch.is_object() {
@@ -75,4 +77,44 @@ pub fn apply(
             strategic::apply(rt, original, &patch)
         }
     }
+}
+
+/// The configuration of a server-side apply: YAML (JSON is YAML too), one object.
+pub fn decode_apply(body: &[u8]) -> Result<Value, ApiError> {
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => serde_saphyr::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
+    };
+    if !v.is_object() {
+        return Err(ApiError::bad_request(
+            "error decoding YAML: object to be applied must be a map",
+        ));
+    }
+    Ok(v)
+}
+
+/// The checks upstream makes of an apply configuration before merging it: the type it names
+/// and the name it carries must be the URL's.
+pub fn check_apply_config(rt: &Served, config: &Value, name: &str) -> Result<(), ApiError> {
+    let s = |p: &str| config.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (s("/apiVersion"), s("/kind"));
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {api_version}, Kind={kind}"
+        )));
+    }
+    if api_version != rt.api_version() || kind != rt.kind() {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({})",
+            rt.api_version()
+        )));
+    }
+    let given = s("/metadata/name");
+    if !given.is_empty() && given != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({name})"
+        )));
+    }
+    Ok(())
 }

@@ -154,8 +154,8 @@ impl Schema {
         self.properties.get(key).or(self.additional.as_deref())
     }
 
-    /// The list type at a dotted path (items share their list's path); `None` = atomic.
-    pub fn list_type(&self, path: &str) -> Option<ListType> {
+    /// The node at a dotted path (list items share their list's path).
+    fn node_at(&self, path: &str) -> Option<&Schema> {
         let mut cur = self;
         for seg in path.split('.') {
             while cur.ty == "array" {
@@ -163,6 +163,19 @@ impl Schema {
             }
             cur = cur.child(seg)?;
         }
+        Some(cur)
+    }
+
+    /// Whether the object at a dotted path is a map (`additionalProperties`) rather than a
+    /// struct (`properties`), which server-side apply owns key by key with the map itself.
+    pub fn is_map(&self, path: &str) -> bool {
+        self.node_at(path)
+            .is_some_and(|n| n.additional.is_some() && n.properties.is_empty())
+    }
+
+    /// The list type at a dotted path (items share their list's path); `None` = atomic.
+    pub fn list_type(&self, path: &str) -> Option<ListType> {
+        let cur = self.node_at(path)?;
         match cur.list_type.as_str() {
             "set" => Some(ListType::Set),
             "map" => Some(ListType::Map(cur.map_keys.clone())),

@@ -1,0 +1,173 @@
+//! The shape server-side apply needs of a type at a path: which lists are atomic, sets or maps
+//! keyed by which fields, which objects are granular maps, atomic maps or structs, and which
+//! fields nobody owns. List kinds come from [`Served::list_type`] (the one per-path lookup:
+//! the resource table's list strategies for built-ins, `x-kubernetes-list-type` for custom
+//! resources), with the few built-in lists whose OpenAPI map keys differ from the patch merge
+//! key listed here.
+
+use crate::types::{ListType, Served};
+
+/// How a list merges and is owned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListKind {
+    /// Replaced whole; owned as one field.
+    Atomic,
+    /// A set of scalars; each value owned on its own (`v:`).
+    Set,
+    /// Items identified by these key fields (`k:`), each item's fields owned on their own.
+    Map(Vec<String>),
+}
+
+/// How an object value merges and is owned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ObjectKind {
+    /// A struct: its fields are owned on their own; the struct itself never is.
+    Struct,
+    /// A granular map (`map[string]T`): its keys are owned on their own, and the map itself by
+    /// whoever created it.
+    Map,
+    /// A map replaced whole (`x-kubernetes-map-type: atomic`).
+    Atomic,
+}
+
+/// Lists whose OpenAPI `x-kubernetes-list-map-keys` are not just the patch merge key.
+const LIST_KEYS: &[(&str, &str, &[&str])] = &[
+    ("Service", "spec.ports", &["port", "protocol"]),
+    (
+        "Pod",
+        "spec.containers.ports",
+        &["containerPort", "protocol"],
+    ),
+    (
+        "Pod",
+        "spec.initContainers.ports",
+        &["containerPort", "protocol"],
+    ),
+];
+
+/// Granular maps (`map[string]T`) of the built-in types; every other object is a struct.
+const MAPS: &[(&str, &str)] = &[
+    ("*", "metadata.labels"),
+    ("*", "metadata.annotations"),
+    ("ConfigMap", "data"),
+    ("ConfigMap", "binaryData"),
+    ("Secret", "data"),
+    ("Secret", "stringData"),
+    ("Node", "status.capacity"),
+    ("Node", "status.allocatable"),
+];
+
+/// Maps replaced whole (`+mapType=atomic`).
+const ATOMIC_MAPS: &[(&str, &str)] = &[("Service", "spec.selector"), ("Pod", "spec.nodeSelector")];
+
+/// Key fields that default when an item leaves them out, so `k:` steps name them anyway.
+pub const KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];
+
+/// The kind of the list at `path` (dotted, without list positions).
+pub fn list_kind(rt: &Served, path: &str) -> ListKind {
+    let builtin = rt.custom().is_none();
+    if let Some((_, _, keys)) = LIST_KEYS
+        .iter()
+        .find(|(k, p, _)| builtin && *k == rt.kind() && *p == path)
+    {
+        return ListKind::Map(keys.iter().map(|k| (*k).to_string()).collect());
+    }
+    match rt.list_type(path) {
+        Some(ListType::Map(keys)) => ListKind::Map(keys),
+        Some(ListType::Set) => ListKind::Set,
+        None => ListKind::Atomic,
+    }
+}
+
+/// The kind of the object at `path`: for built-ins from the tables above, for custom resources
+/// from their schema (`additionalProperties` makes a map).
+pub fn object_kind(rt: &Served, path: &str) -> ObjectKind {
+    let builtin = rt.custom().is_none();
+    let is = |table: &[(&str, &str)]| {
+        table
+            .iter()
+            .any(|(k, p)| (*k == "*" || (builtin && *k == rt.kind())) && *p == path)
+    };
+    let custom_map = rt
+        .custom()
+        .and_then(|c| c.schema.as_ref())
+        .is_some_and(|s| s.is_map(path));
+    if is(ATOMIC_MAPS) {
+        ObjectKind::Atomic
+    } else if is(MAPS) || custom_map {
+        ObjectKind::Map
+    } else {
+        ObjectKind::Struct
+    }
+}
+
+/// Nested structs of the built-in types that Go holds by value (not behind a pointer), so they
+/// are in every object even when empty. A write that fills one in owns its fields but not the
+/// struct itself; a struct behind a pointer (crd-create.txt: `spec.conversion`), or any object
+/// of a custom resource (cr-create-defaulted-pruned.txt: `spec`), is owned itself too.
+const VALUE_STRUCTS: &[(&str, &str)] = &[
+    ("CustomResourceDefinition", "spec.names"),
+    ("CustomResourceDefinition", "status.acceptedNames"),
+    ("Service", "status.loadBalancer"),
+    ("Node", "status.daemonEndpoints"),
+    ("Node", "status.daemonEndpoints.kubeletEndpoint"),
+    ("Node", "status.nodeInfo"),
+    ("Event", "involvedObject"),
+    ("Event", "source"),
+];
+
+/// Whether an object at `path` exists in every object of the type (a value struct of a
+/// built-in type, `metadata`, `spec`, `status`): adding fields under it does not add it.
+pub fn always_present(rt: &Served, path: &str) -> bool {
+    path == "metadata"
+        || (rt.custom().is_none()
+            && (!path.contains('.')
+                || VALUE_STRUCTS
+                    .iter()
+                    .any(|(k, p)| *k == rt.kind() && *p == path)))
+}
+/// Top-level and metadata fields the server sets and nobody owns.
+pub fn unowned(path: &str) -> bool {
+    matches!(
+        path,
+        "apiVersion"
+            | "kind"
+            | "metadata.name"
+            | "metadata.namespace"
+            | "metadata.uid"
+            | "metadata.resourceVersion"
+            | "metadata.generation"
+            | "metadata.creationTimestamp"
+            | "metadata.deletionTimestamp"
+            | "metadata.deletionGracePeriodSeconds"
+            | "metadata.managedFields"
+            | "metadata.selfLink"
+            | "metadata.generateName"
+    )
+}
+
+/// Fields the registry allocates after the field manager has run on a create, so the creator
+/// does not own them (svc-create-lb.txt: no clusterIP, ipFamilies or nodePort in its entry).
+pub fn allocated_on_create(rt: &Served, path: &str) -> bool {
+    rt.custom().is_none()
+        && rt.kind() == "Service"
+        && matches!(
+            path,
+            "spec.clusterIP"
+                | "spec.clusterIPs"
+                | "spec.ipFamilies"
+                | "spec.ipFamilyPolicy"
+                | "spec.ports.nodePort"
+                | "spec.healthCheckNodePort"
+        )
+}
+
+/// Which top-level part of the object a write through `subresource` may own: a type with a
+/// status subresource resets `status` on its main endpoint, and `/status` owns `status` and
+/// metadata (svc-status-patch-finalizer.txt: a finalizer written through `/status`).
+pub fn in_scope(rt: &Served, subresource: Option<&str>, top: &str) -> bool {
+    match subresource {
+        Some("status") => top == "status" || top == "metadata",
+        _ => !(rt.status_subresource() && top == "status"),
+    }
+}
