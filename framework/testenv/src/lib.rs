@@ -25,6 +25,7 @@ mod fields;
 mod handlers;
 mod openapi;
 mod patch;
+mod printers;
 mod resources;
 mod router;
 mod selectors;

@@ -323,3 +323,34 @@ async fn server_side_apply_conflicts_and_force_conflicts() {
     let yaml = k.run(&["get", "configmap", "settings", "-o", "yaml"]).await;
     assert!(!yaml.contains("managedFields"), "{yaml}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn get_events_shows_last_seen_type_reason_object_message() {
+    let env = TestEnv::start().await.unwrap();
+    let k = Kubectl::new(&env);
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(env.client(), "default");
+    let event = serde_json::from_value(json!({
+        "metadata": {"name": "web.17f"},
+        "type": "Normal", "reason": "EnsuredLoadBalancer", "message": "Ensured load balancer",
+        "involvedObject": {"kind": "Service", "namespace": "default", "name": "web"},
+        "source": {"component": "service-controller"}, "count": 1,
+        "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z"
+    }))
+    .unwrap();
+    events.create(&PostParams::default(), &event).await.unwrap();
+    let out = k.run(&["get", "events"]).await;
+    let mut lines = out.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["LAST", "SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    let row = lines.next().unwrap();
+    assert!(
+        row.contains("Normal")
+            && row.contains("EnsuredLoadBalancer")
+            && row.contains("service/web")
+            && row.ends_with("Ensured load balancer"),
+        "{out}"
+    );
+}

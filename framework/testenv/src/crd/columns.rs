@@ -88,7 +88,7 @@ fn typed(ty: &str, v: &Value) -> Value {
             .parse::<jiff::Timestamp>()
             .map(|t| {
                 let secs = jiff::Timestamp::now().as_second() - t.as_second();
-                Value::from(crate::table::human_duration(secs))
+                Value::from(crate::printers::human_duration(secs))
             })
             .unwrap_or(Value::Null),
         ("string", Value::String(s)) => Value::from(s.clone()),
