@@ -263,3 +263,43 @@ pub async fn seed(
         services_took,
     })
 }
+
+/// Loads `nodes` Nodes written by two field managers, as a real cluster's are: the kubelet
+/// registers each one and a cloud controller then patches its addresses through `/status`, so
+/// every Node carries the managedFields entries kube-testenv records for those writes.
+/// Returns the average JSON size of one Node as the server sends it.
+pub async fn seed_managed_nodes(client: kube::Client, nodes: usize) -> anyhow::Result<usize> {
+    use kube::api::{Patch, PatchParams};
+    let api: Api<Node> = Api::all(client);
+    let results: Vec<anyhow::Result<()>> = futures::stream::iter(0..nodes)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let obj: Node = serde_json::from_value(node(i, false))?;
+                let kubelet = PostParams {
+                    field_manager: Some("kubelet".into()),
+                    ..PostParams::default()
+                };
+                let created = api.create(&kubelet, &obj).await?;
+                let name = created.metadata.name.unwrap_or_default();
+                let ccm = PatchParams {
+                    field_manager: Some("cloud-controller-manager".into()),
+                    ..PatchParams::default()
+                };
+                let addresses = json!({"status": {"addresses": [
+                    {"type": "InternalIP", "address": format!("10.1.{}.{}", i / 256 % 256, i % 256)},
+                    {"type": "ExternalIP", "address": format!("198.51.{}.{}", i / 256 % 256, i % 256)}
+                ]}});
+                api.patch_status(&name, &ccm, &Patch::Strategic(addresses))
+                    .await?;
+                Ok(())
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    results.into_iter().collect::<anyhow::Result<Vec<()>>>()?;
+    let listed = api.list(&Default::default()).await?;
+    let bytes = serde_json::to_vec(&listed.items)?.len();
+    Ok(bytes / listed.items.len().max(1))
+}

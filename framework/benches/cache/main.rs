@@ -62,6 +62,7 @@ async fn child(args: &[String]) -> anyhow::Result<()> {
         ("latency", "kube-runtime") => latency::kube_runtime(client()?).await?,
         ("lists", mode) => memory::lists(client()?, mode).await?,
         ("transform", mode) => memory::transform(arg(2).parse()?, mode == "drop")?,
+        ("wire-transform", mode) => memory::wire_transform(client()?, mode == "drop").await?,
         (scenario, variant) => anyhow::bail!("unknown scenario {scenario} {variant}"),
     };
     figures.emit()

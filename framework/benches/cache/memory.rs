@@ -4,11 +4,13 @@
 //!   strategy: our default (one unpaged `resourceVersion=0` LIST from the watch cache), paged
 //!   quorum LISTs of 500, and a streaming list (`sendInitialEvents=true`); kube-runtime's
 //!   defaults (paged 500) and its streaming list beside them.
-//! - `transform`: heap per cached Node with and without the managedFields transform. kube-testenv
-//!   strips managedFields on every write and never records its own, so this one is measured off
-//!   the wire: each Node (with the five managedFields entries a real server keeps) is serialized,
+//! - `transform`: heap per cached Node with and without the managedFields transform, off the
+//!   wire: each Node (with the five managedFields entries a real server keeps) is serialized,
 //!   decoded exactly as the watcher decodes it, transformed or not, and kept as an `Arc` in a map
 //!   keyed like the informer's store.
+//! - `wire-transform`: the same over HTTP: one Node informer over a server whose Nodes were
+//!   written by two field managers (so kube-testenv recorded their managedFields), with the
+//!   default transform or with one that keeps everything.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -110,5 +112,42 @@ pub fn transform(objects: usize, drop: bool) -> anyhow::Result<Figures> {
     figures.wire_bytes = Some(wire / objects.max(1));
     figures.settle();
     std::hint::black_box(&store);
+    Ok(figures)
+}
+
+/// Heap per Node cached by one informer over the wire, with the default transform (`drop`) or
+/// with one that keeps managedFields.
+pub async fn wire_transform(client: Client, drop: bool) -> anyhow::Result<Figures> {
+    let mut figures = Figures {
+        heap_base: alloc::live(),
+        ..Figures::default()
+    };
+    alloc::reset_peak();
+    let start = Instant::now();
+    let shutdown = CancellationToken::new();
+    let factory = SharedInformerFactory::new(client);
+    let informer = factory.informer::<Node>();
+    if !drop {
+        informer.set_transform(|_: &mut Node| {})?;
+    }
+    factory.start(shutdown.clone());
+    factory.wait_for_sync(Duration::from_secs(300)).await?;
+    let store = informer.store();
+    figures.objects = store.len();
+    figures.sync_s = Some(secs(start.elapsed()));
+    let entries: usize = store
+        .list()
+        .iter()
+        .map(|n| n.metadata.managed_fields.as_ref().map_or(0, Vec::len))
+        .sum();
+    // The premise of the comparison: the server really sent managedFields, and the default
+    // transform really dropped them.
+    anyhow::ensure!(
+        (entries > 0) != drop,
+        "{entries} managedFields entries cached with drop={drop}"
+    );
+    tokio::time::sleep(SETTLE).await;
+    figures.settle();
+    shutdown.cancel();
     Ok(figures)
 }

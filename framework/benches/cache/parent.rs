@@ -323,27 +323,53 @@ async fn memory_tables(env: &TestEnv, o: &Options) -> anyhow::Result<()> {
         );
     }
     println!();
+    // Over the wire: a server of its own whose Nodes two field managers wrote.
+    let managed = TestEnv::builder()
+        .history_window(1_000_000)
+        .watch_buffer(1_000_000)
+        .start()
+        .await?;
+    let wire_bytes = fixtures::seed_managed_nodes(managed.client(), o.transform_objects).await?;
     println!(
-        "## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes, off the wire)\n",
+        "## 4b. Heap per cached Node, with and without the managedFields transform ({} Nodes)\n",
         o.transform_objects
     );
     println!(
-        "| managedFields | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |"
+        "| managedFields | measured | JSON B/object | heap B/object (steady) | peak heap MB | steady RSS MB |"
     );
-    println!("|---|---|---|---|---|");
-    for (label, mode) in [
-        ("kept (no transform)", "keep"),
-        ("dropped (default transform)", "drop"),
-    ] {
-        let (f, _) = run_child(env, &[s("transform"), s(mode), s(o.transform_objects)]).await?;
+    println!("|---|---|---|---|---|---|");
+    let rows = [
+        ("kept (no transform)", "off the wire", "transform", "keep"),
+        (
+            "dropped (default transform)",
+            "off the wire",
+            "transform",
+            "drop",
+        ),
+        ("kept (no transform)", "over HTTP", "wire-transform", "keep"),
+        (
+            "dropped (default transform)",
+            "over HTTP",
+            "wire-transform",
+            "drop",
+        ),
+    ];
+    for (label, how, scenario, mode) in rows {
+        let args = if scenario == "transform" {
+            vec![s(scenario), s(mode), s(o.transform_objects)]
+        } else {
+            vec![s(scenario), s(mode), managed.url()]
+        };
+        let (f, _) = run_child(env, &args).await?;
         println!(
-            "| {label} | {} | {:.0} | {} | {} |",
-            f.wire_bytes.unwrap_or_default(),
+            "| {label} | {how} | {} | {:.0} | {} | {} |",
+            f.wire_bytes.unwrap_or(wire_bytes),
             (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
             mb(f.heap_peak as u64),
             mb(f.rss_steady),
         );
     }
     println!();
+    managed.shutdown().await;
     Ok(())
 }
