@@ -20,7 +20,7 @@ use service_support::*;
 async fn node_set_change_updates_backends_once() {
     let h = harness(&["n1"]).await;
     h.provision().await;
-    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 0, "node set unchanged");
 
     let n2 = Api::<Node>::all(h.client.clone())
@@ -29,7 +29,7 @@ async fn node_set_change_updates_backends_once() {
         .unwrap();
     assert!(ServiceController::node_event_triggers(None, Some(&n2)));
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 1);
     assert_eq!(h.events.reasons().last().unwrap(), "UpdatedLoadBalancer");
@@ -52,17 +52,17 @@ async fn node_set_change_updates_backends_once() {
         Some(&excluded)
     ));
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n2"]);
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
 
     // A second pass with the same set costs nothing.
-    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
 }
 
 #[tokio::test]
-async fn node_sync_failure_hands_the_service_back() {
+async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     let h = harness(&["n1"]).await;
     h.provision().await;
     Api::<Node>::all(h.client.clone())
@@ -75,16 +75,57 @@ async fn node_sync_failure_hands_the_service_back() {
         FaultSpec::other("backend busy").times(1),
     );
 
-    assert_eq!(h.ctl.sync_nodes(2).await, [KEY]);
+    let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "failed to update load balancer hosts: backend busy"
+    );
+    assert_eq!(err.retry_after(), None, "plain errors back off");
     let last = h.events.all().pop().unwrap();
     assert_eq!(last.reason, "UpdateLoadBalancerFailed");
     assert_eq!(last.type_, EventType::Warning);
     assert!(last.message.contains("[n1 n2]"), "{}", last.message);
     assert_eq!(h.metrics.nodesync_error.get(), 1);
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1"]);
 
-    // The retry is a full sync, which ensures with the new set.
-    h.ctl.sync_service(KEY).await.unwrap();
+    // The failed set was not recorded, so the retry (same node set, no new node event) still
+    // calls the cloud; upstream recorded it first and the update was lost.
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(
+        h.calls(Method::UpdateLoadBalancer),
+        2,
+        "accepted: nothing left"
+    );
+}
+
+#[tokio::test]
+async fn failed_ensure_records_no_node_set() {
+    let h = harness(&["n1"]).await;
+    h.create(&lb_service("web")).await;
+    h.cloud.fail(
+        Method::EnsureLoadBalancer,
+        FaultSpec::other("quota").times(1),
+    );
+    h.ctl.sync_service(KEY).await.unwrap_err();
+    // The ensure failed; a node sync must not believe the cloud has [n1].
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("no such load balancer").times(1),
+    );
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 1, "tried, not skipped");
+    assert_eq!(h.calls(Method::GetLoadBalancer), 1, "LB gone: success");
+    h.ctl.sync_service(KEY).await.unwrap();
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1"]);
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(
+        h.calls(Method::UpdateLoadBalancer),
+        1,
+        "ensure recorded [n1]"
+    );
 }
 
 #[tokio::test]
@@ -102,7 +143,7 @@ async fn node_sync_ignores_update_errors_when_lb_is_gone() {
         .await
         .unwrap();
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(2).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::GetLoadBalancer), 1);
 }
 

@@ -11,11 +11,14 @@
 //! - Service keys go to [`ServiceController::sync_service`]: success ⇒ forget; an error whose
 //!   [`ServiceSyncError::retry_after`] is set ⇒ requeue after exactly that; other errors ⇒
 //!   rate-limited requeue (per-item exponential 5 s → 300 s, no token bucket).
-//! - Node keys (identity irrelevant) run one [`ServiceController::sync_nodes`] pass with
-//!   `--concurrent-service-syncs` parallelism; each returned key is added to the service queue.
+//! - Node changes go to a [`NodeChanges`] coalescer; each burst it answers puts the keys of
+//!   [`ServiceController::node_sync_keys_since`] on the `node` queue, whose
+//!   `--concurrent-service-syncs` workers run [`ServiceController::sync_load_balancer_hosts`],
+//!   one load balancer per key, retried per key with backoff ([`run_node_sync`]).
 //!
 //! Submodules: [`predicates`] (pure rules), `patch` (finalizer and status writes),
-//! `sync` (one Service), `node_sync` (backend updates), [`metrics`], `error`.
+//! `sync` (one Service), `node_sync` (backend updates), `coalesce` (when node changes are
+//! answered), [`metrics`], `error`.
 //!
 //! # Differences from upstream (deliberate, safe)
 //! - A Service with a `deletionTimestamp` is always taken down the cleanup path, never the ensure
@@ -24,6 +27,14 @@
 //! - The finalizer is removed only after `EnsureLoadBalancerDeleted` succeeded, returned
 //!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
 //!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
+//! - Node syncs are coalesced (`--node-sync-batch-period`, default 2 s; `0s` is upstream): node
+//!   changes are answered once they have been quiet for the period, a burst at least every
+//!   [`MAX_BURST_HOLD`]. Each load balancer is its own key on the `node` queue, updated with the
+//!   node set of the moment its turn comes, so a burst costs it one or two calls, and one slow
+//!   or failing load balancer holds no other. A failed update is retried on that queue with the
+//!   5 s → 300 s backoff (upstream hands the Service to the service queue for a full sync), and
+//!   the node set recorded per Service is only one the cloud accepted (upstream records it
+//!   before the call, so a failed or timed-out call was never retried).
 //! - Not ported: the Normal events upstream `needsUpdate` emits per changed field (`Type`,
 //!   `LoadBalancerSourceRanges`, ...): the handler filter is a pure function here and returns the
 //!   cause as [`predicates::UpdateCause`] for logs instead. A nil status from `EnsureLoadBalancer`
@@ -71,6 +82,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 
+mod coalesce;
 mod error;
 mod init;
 pub mod metrics;
@@ -79,8 +91,9 @@ pub mod patch;
 pub mod predicates;
 mod sync;
 
-pub use error::ServiceSyncError;
-pub use init::{CONTROLLER_ALIAS, initializer};
+pub use coalesce::{MAX_BURST_HOLD, NodeChanges};
+pub use error::{ServiceSyncError, UpdateHostsError};
+pub use init::{CONTROLLER_ALIAS, NODE_SYNC_CONTROLLER, initializer, run_node_sync};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 
