@@ -164,3 +164,113 @@ async fn not_started_without_load_balancer_facet() {
     );
     assert!(result.is_err());
 }
+
+/// Polls `cond` every 20 ms for up to 30 s (the fake cloud has no change notification).
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manager_with_leader_election_retries_a_failed_node_sync() {
+    use clap::Parser;
+    use cloud_controllers::options::CloudOptions;
+    use cloud_controllers::{CloudContext, cloud_initializers};
+    use controller_manager::leader::LeaderElectionConfig;
+    use controller_manager::manager::{Manager, ManagerConfig};
+    use k8s_openapi::api::coordination::v1::Lease;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        cloud: CloudOptions,
+    }
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let nodes = Api::<Node>::all(client.clone());
+    nodes
+        .create(&PostParams::default(), &node("n1"))
+        .await
+        .unwrap();
+    let services = Api::namespaced(client.clone(), "default");
+    let keys: Vec<String> = (0..3).map(|i| format!("default/lb-{i}")).collect();
+    for i in 0..3 {
+        services
+            .create(&PostParams::default(), &lb_service(&format!("lb-{i}")))
+            .await
+            .unwrap();
+    }
+    let cloud = FakeCloud::new();
+    let failing = "default/lb-1";
+    cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("backend pool locked")
+            .only_for(failing)
+            .times(1),
+    );
+    let mut config = ManagerConfig::new("ccm-node-sync");
+    config.controllers = vec!["service".into()];
+    config.graceful_shutdown_timeout = std::time::Duration::from_secs(5);
+    config.leader_election = Some(LeaderElectionConfig::new(
+        "kube-system",
+        "ccm-node-sync",
+        "replica-a",
+    ));
+    let opts = Flags::parse_from([
+        "test",
+        "--concurrent-service-syncs=2",
+        "--node-sync-batch-period=300ms",
+    ])
+    .cloud;
+    let manager = Manager::new(
+        config,
+        client.clone(),
+        CloudContext::new(Arc::new(cloud.clone()), opts),
+    )
+    .with_initializers(cloud_initializers());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(manager.run(stop.clone()));
+
+    let holds = |want: &[&str]| {
+        keys.iter()
+            .all(|k| cloud.lb_for(k).is_some_and(|lb| lb.nodes == want))
+    };
+    eventually("every LB provisioned on [n1]", || holds(&["n1"])).await;
+    for n in ["n2", "n3"] {
+        nodes
+            .create(&PostParams::default(), &node(n))
+            .await
+            .unwrap();
+    }
+    // The failed update is retried 5 s later for lb-1 alone; the others are not held.
+    eventually("every LB on [n1 n2 n3]", || holds(&["n1", "n2", "n3"])).await;
+    let updates = cloud.calls_to(Method::UpdateLoadBalancer);
+    let of = |key: &str| {
+        updates
+            .iter()
+            .filter(|c| c.key == key)
+            .map(|c| c.outcome.is_ok())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(failing), [false, true], "{updates:#?}");
+    for key in ["default/lb-0", "default/lb-2"] {
+        let ok = of(key);
+        assert!(
+            !ok.is_empty() && ok.len() <= 2 && ok.iter().all(|o| *o),
+            "{key}: {ok:?}"
+        );
+    }
+    let lease = Api::<Lease>::namespaced(client.clone(), "kube-system")
+        .get("ccm-node-sync")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("replica-a")
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}
