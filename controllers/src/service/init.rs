@@ -100,6 +100,9 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         )
         .detach();
 
+    // Bursts of node changes are where events pile up: make lost ones visible on /metrics.
+    let recorder = ctx.event_recorder(EVENT_COMPONENT);
+    ctx.register_metrics(|r| recorder.register_metrics(r));
     let controller = Arc::new(
         ServiceController::new(
             cloud,
@@ -107,7 +110,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             options.cluster_name.clone(),
             Arc::new(services.store()),
             Arc::new(nodes.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(EVENT_COMPONENT))),
+            Arc::new(RecorderSink(recorder)),
         )?
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );
