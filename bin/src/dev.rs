@@ -1,6 +1,7 @@
 //! `--dev`: everything a newcomer needs to watch the controllers work without a cluster — the
-//! embedded API server, the fake cloud with three instances, three uninitialized Nodes that match
-//! them, and one LoadBalancer Service.
+//! embedded API server, the fake cloud with three instances (adopting any Node added later: the
+//! one place adoption is on), three uninitialized Nodes that match them, and one LoadBalancer
+//! Service.
 
 use std::sync::Arc;
 
@@ -51,7 +52,11 @@ pub async fn start(cli: &Cli) -> anyhow::Result<DevEnv> {
     env.write_kubeconfig(kubeconfig)
         .with_context(|| format!("writing {}", kubeconfig.display()))?;
 
-    let mut cloud = FakeCloud::builder().lb_pool_cidr("203.0.113.0/28");
+    // Adopting unknown Nodes (as running instances) is for `--dev` only: Nodes a newcomer adds
+    // with kubectl get initialized too. Everywhere else the fake touches only its instances.
+    let mut cloud = FakeCloud::builder()
+        .lb_pool_cidr("203.0.113.0/28")
+        .adopt_unknown_nodes(true);
     for (i, (name, zone, ip, _)) in NODES.iter().enumerate() {
         cloud = cloud.instance(
             FakeInstance::new(*name)

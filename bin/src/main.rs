@@ -28,7 +28,8 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        let ccm = CloudControllerManager::new(NAME, cli.options.clone());
+        // The stock binary is the fake cloud's binary: a distro leaves `with_fake_provider` out.
+        let ccm = CloudControllerManager::new(NAME, cli.options.clone()).with_fake_provider();
         let errors = ccm.validate();
         if !errors.is_empty() {
             for e in &errors {

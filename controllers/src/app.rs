@@ -202,13 +202,14 @@ pub struct CloudControllerManager {
 }
 
 impl CloudControllerManager {
-    /// The stock controllers and built-in providers under `name` (the user agent, Lease name,
-    /// metrics `manager` label and trace service name), configured by `options`.
+    /// The stock controllers under `name` (the user agent, Lease name, metrics `manager` label
+    /// and trace service name), configured by `options`, and no provider: register yours with
+    /// [`Self::provider`] (the stock binary adds the fake with [`Self::with_fake_provider`]).
     pub fn new(name: impl Into<String>, options: CloudManagerOptions) -> Self {
         CloudControllerManager {
             name: name.into(),
             options,
-            providers: CloudProviderRegistry::with_builtin(),
+            providers: CloudProviderRegistry::new(),
             initializers: cloud_initializers(),
             cloud: None,
             client_config: None,
@@ -229,6 +230,19 @@ impl CloudControllerManager {
     ) -> Result<Self, RegistryError> {
         self.providers.register(name, factory)?;
         Ok(self)
+    }
+
+    /// Registers the fake cloud as `fake` (what the stock binary, `--dev` and tests run); see
+    /// [`crate::cloud::fake::factory`]. A distro that leaves this out neither offers nor lists it.
+    pub fn with_fake_provider(mut self) -> Self {
+        if !self.providers.contains(crate::cloud::fake::PROVIDER_NAME) {
+            // Cannot fail: the name is neither empty, reserved nor taken.
+            let _ = self.providers.register(
+                crate::cloud::fake::PROVIDER_NAME,
+                crate::cloud::fake::factory,
+            );
+        }
+        self
     }
 
     /// Adds a controller after the stock ones; `--controllers` selects it by its name or alias.
@@ -275,7 +289,10 @@ impl CloudControllerManager {
         let mut errors = self.options.validate(&self.initializers);
         let name = self.options.cloud.cloud_provider.trim();
         if self.cloud.is_none() && !name.is_empty() && !self.providers.contains(name) {
-            let registered = self.providers.names().join(", ");
+            let registered = match self.providers.names() {
+                names if names.is_empty() => "(none registered)".to_owned(),
+                names => names.join(", "),
+            };
             errors.push(if name == "external" {
                 format!(
                     "--cloud-provider=external means \"a separate cloud-controller-manager runs the cloud loops\"; this process is that manager, so name the provider it should run: one of {registered}"
@@ -474,6 +491,7 @@ mod tests {
     async fn invalid_flags_stop_before_anything_starts() {
         let o = options(&["--concurrent-node-syncs=0", "--cloud-provider=fake"]);
         let err = CloudControllerManager::new("t", o)
+            .with_fake_provider()
             .run(CancellationToken::new())
             .await
             .unwrap_err();
@@ -485,12 +503,26 @@ mod tests {
     }
 
     #[test]
-    fn providers_register_beside_the_builtin_ones() {
+    fn a_distro_lists_only_its_own_providers_unless_it_adds_the_fake() {
         let o = options(&["--cloud-provider=fake"]);
-        let ccm = CloudControllerManager::new("t", o)
+        let ccm = CloudControllerManager::new("t", o.clone())
             .provider("mine", |_| Err("unused".into()))
             .unwrap();
-        assert_eq!(ccm.providers.names(), vec!["fake", "mine"]);
+        assert_eq!(ccm.providers.names(), vec!["mine"]);
+        let bare = CloudControllerManager::new("t", o.clone());
+        assert_eq!(
+            bare.validate(),
+            vec![
+                "--cloud-provider=fake: unknown cloud provider; registered providers are (none registered)"
+            ]
+        );
+        assert_eq!(
+            ccm.validate(),
+            vec!["--cloud-provider=fake: unknown cloud provider; registered providers are mine"]
+        );
+        let ccm = ccm.with_fake_provider().with_fake_provider();
+        assert_eq!(ccm.providers.names(), vec!["mine", "fake"]);
+        assert!(ccm.validate().is_empty());
         assert!(matches!(
             ccm.provider("fake", |_| Err("unused".into())),
             Err(RegistryError::Duplicate { .. })

@@ -71,6 +71,16 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
         cli.ccm.validate(&cloud_initializers()),
         Vec::<String>::new()
     );
+    // As shipped it names no real provider: the stock binary (which has only the fake) refuses
+    // to start, and says what to change, instead of coming up healthy with a test double.
+    let stock = CloudControllerManager::new("cloud-controller-manager", cli.ccm.clone())
+        .with_fake_provider();
+    assert_eq!(
+        stock.validate(),
+        vec![
+            "--cloud-provider=your-cloud-provider: unknown cloud provider; registered providers are fake"
+        ]
+    );
     assert!(
         cli.ccm.generic.leader_election.leader_elect,
         "leader election on"
@@ -164,7 +174,13 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
     let args = container(&deployment()).args.unwrap();
     // Keep the generated certificate, so the probe below can trust it.
     let cert_dir = std::env::temp_dir().join(format!("deploy-manifests-{}", std::process::id()));
+    std::fs::create_dir_all(&cert_dir).unwrap();
+    // The provider placeholder filled in, as a user does: the fake, told about n1.
+    let cloud_config = cert_dir.join("cloud.yaml");
+    std::fs::write(&cloud_config, "instances:\n  - name: n1\n").unwrap();
     let argv = std::iter::once("ccm".to_string()).chain(args).chain([
+        "--cloud-provider=fake".into(),
+        format!("--cloud-config={}", cloud_config.display()),
         format!("--secure-port={port}"),
         "--bind-address=127.0.0.1".into(),
         format!("--cert-dir={}", cert_dir.display()),
@@ -172,12 +188,12 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
     let cli: Cli = try_parse_args_from(argv).unwrap();
     let stop = CancellationToken::new();
     let manager = CloudControllerManager::new("cloud-controller-manager", cli.ccm)
+        .with_fake_provider()
         .with_client_config(env.config())
         .run(stop.clone());
     let manager = tokio::spawn(manager);
 
-    // The fake cloud (no --cloud-config) adopts every Node: once n1 is initialized, the leader
-    // runs its controllers, so caches are synced.
+    // Once n1 is initialized, the leader runs its controllers, so caches are synced.
     let initialized = |n: Option<&Node>| {
         n.and_then(|n| n.spec.as_ref()?.provider_id.clone())
             .is_some()

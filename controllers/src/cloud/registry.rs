@@ -12,7 +12,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::fake::FakeCloud;
 use super::{BoxError, CloudProvider};
 
 /// Makes a provider from the bytes of its `--cloud-config` file (`None` when no file is given);
@@ -96,19 +95,17 @@ impl CloudProviderRegistry {
         Self::default()
     }
 
-    /// A registry holding the providers shipped in this crate: `fake`. Without a
-    /// `--cloud-config` the fake adopts every Node as a running instance, so `--dev` works on
-    /// any cluster; with one, it holds exactly what the file describes.
-    pub fn with_builtin() -> Self {
-        let fake: ProviderFactory = Arc::new(|config: Option<&[u8]>| {
-            let cloud = match config {
-                Some(bytes) => FakeCloud::from_config(bytes)?,
-                None => FakeCloud::builder().adopt_unknown_nodes(true).build()?,
-            };
-            Ok(Arc::new(cloud) as Arc<dyn CloudProvider>)
-        });
+    /// A registry holding only the fake cloud, under `fake`: what the stock binary, `--dev` and
+    /// tests use. A distro starts from [`Self::new`] and registers its own providers, so its
+    /// binary neither offers the fake nor lists it in error messages (and, never referring to it,
+    /// links none of it). Without a `--cloud-config` the fake is an empty cloud: it adopts no
+    /// Node (see [`super::fake::factory`]).
+    pub fn with_fake() -> Self {
         Self {
-            providers: vec![(super::fake::PROVIDER_NAME.to_owned(), fake)],
+            providers: vec![(
+                super::fake::PROVIDER_NAME.to_owned(),
+                Arc::new(super::fake::factory) as ProviderFactory,
+            )],
         }
     }
 
@@ -210,7 +207,7 @@ mod tests {
     use super::*;
 
     fn registry() -> CloudProviderRegistry {
-        let mut r = CloudProviderRegistry::with_builtin();
+        let mut r = CloudProviderRegistry::with_fake();
         r.register("broken", |_| Err("no credentials".into()))
             .unwrap();
         r
@@ -224,18 +221,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn builtin_fake_inits_without_config() {
-        let r = CloudProviderRegistry::with_builtin();
+    async fn fake_without_config_is_an_empty_cloud_that_adopts_nothing() {
+        let r = CloudProviderRegistry::with_fake();
         assert_eq!(r.names(), vec!["fake"]);
+        assert!(CloudProviderRegistry::new().names().is_empty());
         let cloud = r.init("fake", None).unwrap();
         assert_eq!(cloud.provider_name(), "fake");
         assert!(cloud.load_balancer().is_some());
-        let exists = cloud
-            .instances()
-            .unwrap()
+        let instances = cloud.instances().unwrap();
+        let exists = instances
             .instance_exists_by_provider_id("fake://any-node")
             .await;
-        assert!(exists.unwrap(), "without a config every node is adopted");
+        assert!(!exists.unwrap(), "no instance was configured");
+        let err = instances.node_addresses("any-node").await.unwrap_err();
+        assert!(
+            err.to_string().contains("leaves that Node alone"),
+            "an unknown node name is not \"not found\": {err}"
+        );
     }
 
     #[test]
@@ -308,7 +310,9 @@ mod tests {
     #[test]
     fn register_rejects_duplicate_empty_and_reserved_names() {
         let mut r = registry();
-        let ok = |_: Option<&[u8]>| Ok(Arc::new(FakeCloud::new()) as Arc<dyn CloudProvider>);
+        let ok = |_: Option<&[u8]>| {
+            Ok(Arc::new(crate::cloud::fake::FakeCloud::new()) as Arc<dyn CloudProvider>)
+        };
         assert!(matches!(
             r.register("fake", ok),
             Err(RegistryError::Duplicate { .. })

@@ -2,11 +2,13 @@
 //! [`FakeCloud::from_config`], which checks the same rules as the config file.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::config::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
+use super::rate_limit::RateLimit;
 use super::world::{self, Facets, FakeInstance, World};
-use super::{FakeCloud, PROVIDER_NAME};
+use super::{FakeCloud, Method, PROVIDER_NAME};
 
 /// Describes a fake cloud in code; the same rules as the config file apply at [`Self::build`].
 #[derive(Clone, Debug)]
@@ -19,6 +21,8 @@ pub struct FakeCloudBuilder {
     pool_cidrs: Vec<String>,
     pool_addresses: Vec<String>,
     clusters: BTreeMap<String, String>,
+    latency: BTreeMap<Method, Duration>,
+    rate_limit: Option<RateLimit>,
 }
 
 impl Default for FakeCloudBuilder {
@@ -32,6 +36,8 @@ impl Default for FakeCloudBuilder {
             pool_cidrs: Vec::new(),
             pool_addresses: Vec::new(),
             clusters: BTreeMap::new(),
+            latency: BTreeMap::new(),
+            rate_limit: None,
         }
     }
 }
@@ -94,11 +100,33 @@ impl FakeCloudBuilder {
         self
     }
 
+    /// Every call of `method` takes `delay` before the cloud answers, as a real cloud's API does
+    /// (see [`FakeCloud::set_latency`]).
+    pub fn latency(mut self, method: Method, delay: Duration) -> Self {
+        self.latency.insert(method, delay);
+        self
+    }
+
+    /// Gives the cloud an API quota: over it, calls fail with [`crate::cloud::CloudError::Retry`]
+    /// (see [`FakeCloud::set_rate_limit`]).
+    pub fn rate_limit(mut self, limit: RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
     /// Validates the description and makes the cloud. Without any pool entry the pool is
     /// `192.0.2.0/24` (TEST-NET-1).
     pub fn build(self) -> Result<FakeCloud, ConfigError> {
         if self.provider_name.trim().is_empty() {
             return Err(ConfigError::EmptyProviderName);
+        }
+        if let Some(limit) = &self.rate_limit {
+            limit
+                .validate()
+                .map_err(|source| ConfigError::InvalidRateLimit {
+                    source,
+                    at: SourceLine::default(),
+                })?;
         }
         let pool = if self.pool_cidrs.is_empty() && self.pool_addresses.is_empty() {
             IpPool::default_pool()
@@ -135,11 +163,12 @@ impl FakeCloudBuilder {
             }
             world.add_cluster(name, master);
         }
-        Ok(FakeCloud::from_parts(
-            self.provider_name,
-            self.has_cluster_id,
-            self.facets,
-            world,
-        ))
+        let cloud =
+            FakeCloud::from_parts(self.provider_name, self.has_cluster_id, self.facets, world);
+        for (method, delay) in self.latency {
+            cloud.set_latency(method, delay);
+        }
+        cloud.shared.quota.set(self.rate_limit);
+        Ok(cloud)
     }
 }

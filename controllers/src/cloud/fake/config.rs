@@ -5,15 +5,19 @@
 //!
 //! Unknown fields are rejected, and every error says which field and line to fix.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
+use std::time::Duration;
+
+use controller_manager::options::GoDuration;
 
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
 use super::ip_pool::IpPool;
+use super::rate_limit::{RateLimit, RateLimitError};
 use super::world::{self, Facets, FakeInstance, InstanceState};
-use super::{FakeCloudBuilder, PROVIDER_NAME};
+use super::{FakeCloudBuilder, Method, PROVIDER_NAME};
 use k8s_openapi::api::core::v1::NodeAddress;
 
 /// The config-file line a [`ConfigError`] points at, so the message says where to look;
@@ -118,6 +122,43 @@ pub enum ConfigError {
         /// Where.
         at: SourceLine,
     },
+    /// A `latency` key or `rateLimit.methods` entry is not a method of the provider contract.
+    #[error(
+        "{field}: {name:?}{at} is not a cloud provider method; use the upstream name, one of {}",
+        method_names()
+    )]
+    UnknownMethod {
+        /// `latency` or `rateLimit.methods`.
+        field: &'static str,
+        /// The name given.
+        name: String,
+        /// Where.
+        at: SourceLine,
+    },
+    /// A `latency` value is not a duration, or names the synchronous `GetLoadBalancerName`.
+    #[error("latency of {method}: {value:?}{at} {reason}")]
+    InvalidLatency {
+        /// The method.
+        method: String,
+        /// The value given.
+        value: String,
+        /// What is wrong with it.
+        reason: String,
+        /// Where.
+        at: SourceLine,
+    },
+    /// `rateLimit` has a rate or burst that can let nothing through.
+    #[error("{source}{at}")]
+    InvalidRateLimit {
+        /// What is wrong.
+        source: RateLimitError,
+        /// Where.
+        at: SourceLine,
+    },
+}
+
+fn method_names() -> String {
+    Method::ALL.map(Method::as_str).join(", ")
 }
 
 #[derive(Default, Deserialize)]
@@ -137,6 +178,20 @@ struct FileConfig {
     load_balancer_pool: Option<FilePool>,
     #[serde(default)]
     clusters: Vec<FileCluster>,
+    #[serde(default)]
+    latency: HashMap<Spanned<String>, Spanned<String>>,
+    #[serde(default)]
+    rate_limit: Option<Spanned<FileRateLimit>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FileRateLimit {
+    qps: f64,
+    #[serde(default)]
+    burst: Option<u32>,
+    #[serde(default)]
+    methods: Vec<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -286,7 +341,67 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
         }
         builder = builder.cluster(cluster.name.value, cluster.master);
     }
+
+    let mut latency: Vec<_> = file.latency.into_iter().collect();
+    latency.sort_by_key(|(method, _)| method.referenced.line());
+    for (method, value) in latency {
+        let (method, delay) = parse_latency(&method, &value)?;
+        builder = builder.latency(method, delay);
+    }
+    if let Some(limit) = file.rate_limit {
+        builder = builder.rate_limit(parse_rate_limit(&limit)?);
+    }
     Ok(builder)
+}
+
+fn parse_method(field: &'static str, name: &Spanned<String>) -> Result<Method, ConfigError> {
+    Method::from_name(&name.value).ok_or_else(|| ConfigError::UnknownMethod {
+        field,
+        name: name.value.clone(),
+        at: SourceLine::of(name),
+    })
+}
+
+fn parse_latency(
+    method: &Spanned<String>,
+    value: &Spanned<String>,
+) -> Result<(Method, Duration), ConfigError> {
+    let parsed = parse_method("latency", method)?;
+    let invalid = |reason: String| ConfigError::InvalidLatency {
+        method: method.value.clone(),
+        value: value.value.clone(),
+        reason,
+        at: SourceLine::of(value),
+    };
+    if parsed == Method::GetLoadBalancerName {
+        return Err(invalid(
+            "cannot apply: GetLoadBalancerName is synchronous and answers at once".to_owned(),
+        ));
+    }
+    let delay = value
+        .value
+        .parse::<GoDuration>()
+        .map_err(|e| invalid(format!("is not a duration: {e}")))?;
+    Ok((parsed, delay.get()))
+}
+
+fn parse_rate_limit(limit: &Spanned<FileRateLimit>) -> Result<RateLimit, ConfigError> {
+    let at = SourceLine::of(limit);
+    let file = &limit.value;
+    let methods = file
+        .methods
+        .iter()
+        .map(|m| parse_method("rateLimit.methods", m))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Like a Go `rate.Limiter` built from a QPS alone: a burst of one second's worth.
+    let burst = file
+        .burst
+        .unwrap_or_else(|| file.qps.ceil().clamp(1.0, f64::from(u32::MAX)) as u32);
+    let limit = RateLimit::new(file.qps, burst).methods(methods);
+    limit
+        .validate()
+        .map_err(|source| ConfigError::InvalidRateLimit { source, at })?;
+    Ok(limit)
 }
 
 #[cfg(test)]

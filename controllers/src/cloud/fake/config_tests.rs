@@ -1,10 +1,11 @@
 //! Config-file parsing: the full format, defaults, and every rejection with its line.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use super::*;
 use crate::cloud::CloudProvider;
-use crate::cloud::fake::FakeCloud;
+use crate::cloud::fake::{FakeCloud, Method};
 
 fn parse_err(yaml: &str) -> ConfigError {
     match FakeCloud::from_config(yaml.as_bytes()) {
@@ -334,4 +335,125 @@ fn documented_example_parses() {
         "blue"
     );
     assert!(cloud.instances().is_none());
+    let faults = &cloud.shared.faults;
+    assert_eq!(
+        faults.latency(Method::UpdateLoadBalancer),
+        Some(Duration::from_millis(100))
+    );
+    assert_eq!(
+        faults.latency(Method::EnsureLoadBalancer),
+        Some(Duration::from_secs(2))
+    );
+    assert_eq!(faults.latency(Method::InstanceMetadata), None);
+}
+
+/// A cloud that answers load-balancer calls in 100 ms and allows 2 of them per second.
+const SLOW_AND_LIMITED: &str = r#"
+latency:
+  UpdateLoadBalancer: 100ms
+  InstanceMetadata: 1.5s
+rateLimit:
+  qps: 2
+  methods: [UpdateLoadBalancer]
+"#;
+
+#[tokio::test(start_paused = true)]
+async fn latency_and_rate_limit_come_from_the_config() {
+    use crate::cloud::fake::FakeInstance;
+    use k8s_openapi::api::core::v1::{Node, Service};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    let cloud = FakeCloud::from_config(SLOW_AND_LIMITED.as_bytes()).unwrap();
+    cloud.add_instance(FakeInstance::new("node-1")).unwrap();
+    let svc = Service {
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some("web".into()),
+            uid: Some("uid-1".into()),
+            ..ObjectMeta::default()
+        },
+        ..Service::default()
+    };
+    let lb = cloud.load_balancer().unwrap();
+    lb.ensure_load_balancer("k", &svc, &[]).await.unwrap();
+
+    let start = tokio::time::Instant::now();
+    lb.update_load_balancer("k", &svc, &[]).await.unwrap();
+    lb.update_load_balancer("k", &svc, &[]).await.unwrap();
+    assert_eq!(start.elapsed(), Duration::from_millis(200), "100 ms each");
+    // The burst (qps rounded up: 2) is spent; 200 ms refilled 0.4 of a token.
+    let refused = lb.update_load_balancer("k", &svc, &[]).await.unwrap_err();
+    assert_eq!(refused.retry_after(), Some(Duration::from_millis(300)));
+    assert_eq!(
+        start.elapsed(),
+        Duration::from_millis(200),
+        "a 429 is instant"
+    );
+    let log = cloud.calls_to(Method::UpdateLoadBalancer);
+    assert_eq!(log.len(), 3);
+    assert!(!log[2].outcome.is_ok(), "refused calls are logged");
+    tokio::time::advance(Duration::from_millis(300)).await;
+    lb.update_load_balancer("k", &svc, &[]).await.unwrap();
+
+    // Methods outside `methods` are never refused, but keep their own latency.
+    let node = Node {
+        metadata: ObjectMeta {
+            name: Some("node-1".into()),
+            ..ObjectMeta::default()
+        },
+        ..Node::default()
+    };
+    let v2 = cloud.instances_v2().unwrap();
+    let start = tokio::time::Instant::now();
+    for _ in 0..5 {
+        assert!(v2.instance_metadata(&node).await.unwrap().is_some());
+    }
+    assert_eq!(start.elapsed(), Duration::from_millis(7500));
+}
+
+#[test]
+fn bad_latency_and_rate_limits_are_rejected_with_their_line() {
+    let e = parse_err("latency:\n  UpdateLoadbalancer: 1s\n");
+    let msg = e.to_string();
+    assert!(matches!(e, ConfigError::UnknownMethod { .. }), "{msg}");
+    assert!(
+        msg.starts_with("latency: \"UpdateLoadbalancer\" (line 2) is not a cloud provider method"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("UpdateLoadBalancer, EnsureLoadBalancerDeleted"),
+        "{msg}"
+    );
+
+    let msg = parse_err("latency:\n  ListRoutes: 1s\n  CreateRoute: fast\n").to_string();
+    assert!(
+        msg.starts_with("latency of CreateRoute: \"fast\" (line 3) is not a duration"),
+        "{msg}"
+    );
+    let msg = parse_err("latency: {GetLoadBalancerName: 1s}\n").to_string();
+    assert!(msg.contains("synchronous"), "{msg}");
+
+    let msg = parse_err("rateLimit:\n  qps: 0\n").to_string();
+    assert_eq!(
+        msg,
+        "rateLimit.qps must be a number greater than 0 (line 2)"
+    );
+    let msg = parse_err("rateLimit: {qps: 5, burst: 0}\n").to_string();
+    assert!(
+        msg.starts_with("rateLimit.burst must be at least 1"),
+        "{msg}"
+    );
+    let msg = parse_err("rateLimit: {qps: 5, methods: [Ensure]}\n").to_string();
+    assert!(
+        msg.starts_with("rateLimit.methods: \"Ensure\" (line 1)"),
+        "{msg}"
+    );
+    let msg = parse_err("rateLimit: {burst: 5}\n").to_string();
+    assert!(msg.contains("qps"), "{msg}");
+    assert!(matches!(
+        FakeCloud::builder()
+            .rate_limit(crate::cloud::fake::RateLimit::new(-1.0, 1))
+            .build(),
+        Err(ConfigError::InvalidRateLimit { .. })
+    ));
 }

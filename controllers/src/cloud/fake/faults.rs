@@ -8,8 +8,12 @@
 //! Order inside one call: latency first, then a hold (`gates.rs`), then the fault (if one
 //! matches), then the real work. The call is logged when it completes, so a call abandoned while
 //! waiting (a timed-out or cancelled reconcile) never reached the cloud and is not in the log.
+//!
+//! The log is a ring of the newest [`DEFAULT_CALL_LOG_CAPACITY`] calls (a long `--dev` run or a
+//! benchmark must not grow); per-method counters keep the totals, so counting never misses a
+//! call the ring has dropped.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
 
@@ -80,6 +84,38 @@ impl Method {
             Method::CreateRoute => "CreateRoute",
             Method::DeleteRoute => "DeleteRoute",
         }
+    }
+
+    /// Every method, in the order of the contract.
+    pub const ALL: [Method; 23] = [
+        Method::Initialize,
+        Method::GetLoadBalancer,
+        Method::GetLoadBalancerName,
+        Method::EnsureLoadBalancer,
+        Method::UpdateLoadBalancer,
+        Method::EnsureLoadBalancerDeleted,
+        Method::NodeAddresses,
+        Method::NodeAddressesByProviderID,
+        Method::InstanceID,
+        Method::InstanceType,
+        Method::InstanceTypeByProviderID,
+        Method::InstanceExistsByProviderID,
+        Method::InstanceShutdownByProviderID,
+        Method::InstanceExists,
+        Method::InstanceShutdown,
+        Method::InstanceMetadata,
+        Method::GetZoneByProviderID,
+        Method::GetZoneByNodeName,
+        Method::ListClusters,
+        Method::Master,
+        Method::ListRoutes,
+        Method::CreateRoute,
+        Method::DeleteRoute,
+    ];
+
+    /// The method with this upstream name (`"UpdateLoadBalancer"`), as config files spell it.
+    pub fn from_name(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.as_str() == name)
     }
 }
 
@@ -240,6 +276,9 @@ impl FaultSpec {
     }
 }
 
+/// How many calls the log keeps by default; older ones are dropped (their counts are kept).
+pub const DEFAULT_CALL_LOG_CAPACITY: usize = 10_000;
+
 /// Call log, faults and latencies of one fake cloud, shared by all its handles.
 pub(super) struct Faults {
     state: Mutex<FaultState>,
@@ -256,11 +295,26 @@ impl Default for Faults {
     }
 }
 
-#[derive(Default)]
 struct FaultState {
     faults: HashMap<Method, Vec<FaultSpec>>,
     latency: HashMap<Method, Duration>,
-    calls: Vec<CloudCall>,
+    /// The newest `capacity` calls, oldest first.
+    calls: VecDeque<CloudCall>,
+    capacity: usize,
+    /// Calls per method since the last clear, including those the ring dropped.
+    counts: HashMap<Method, u64>,
+}
+
+impl Default for FaultState {
+    fn default() -> Self {
+        Self {
+            faults: HashMap::new(),
+            latency: HashMap::new(),
+            calls: VecDeque::new(),
+            capacity: DEFAULT_CALL_LOG_CAPACITY,
+            counts: HashMap::new(),
+        }
+    }
 }
 
 impl Faults {
@@ -317,19 +371,39 @@ impl Faults {
 
     pub(super) fn record(&self, call: CloudCall) {
         tracing::debug!(call = %call, "fake cloud call");
-        self.state.lock().calls.push(call);
+        {
+            let mut state = self.state.lock();
+            *state.counts.entry(call.method).or_default() += 1;
+            if state.capacity > 0 {
+                if state.calls.len() >= state.capacity {
+                    state.calls.pop_front();
+                }
+                state.calls.push_back(call);
+            }
+        }
         self.logged.send_modify(|n| *n += 1);
     }
 
-    /// Waits until the log holds at least `n` calls to `method`, and returns those calls.
+    /// Keeps at most `capacity` calls in the log (0: counters only), dropping the oldest now.
+    pub(super) fn set_call_log_capacity(&self, capacity: usize) {
+        let mut state = self.state.lock();
+        state.capacity = capacity;
+        let excess = state.calls.len().saturating_sub(capacity);
+        state.calls.drain(..excess);
+        state.calls.shrink_to(capacity);
+    }
+
+    /// Calls to `method` since the last clear, including those the log no longer holds.
+    pub(super) fn count(&self, method: Method) -> u64 {
+        self.state.lock().counts.get(&method).copied().unwrap_or(0)
+    }
+
+    /// Waits until at least `n` calls to `method` were made, and returns those the log holds.
     pub(super) async fn wait_for_calls(&self, method: Method, n: usize) -> Vec<CloudCall> {
         let mut logged = self.logged.subscribe();
-        let count = || {
-            let state = self.state.lock();
-            state.calls.iter().filter(|c| c.method == method).count()
-        };
+        let n = n as u64;
         // `self.logged` outlives this future: waiting cannot fail.
-        let _ = logged.wait_for(|_| count() >= n).await;
+        let _ = logged.wait_for(|_| self.count(method) >= n).await;
         let state = self.state.lock();
         state
             .calls
@@ -340,11 +414,13 @@ impl Faults {
     }
 
     pub(super) fn calls(&self) -> Vec<CloudCall> {
-        self.state.lock().calls.clone()
+        self.state.lock().calls.iter().cloned().collect()
     }
 
     pub(super) fn clear_calls(&self) {
-        self.state.lock().calls.clear();
+        let mut state = self.state.lock();
+        state.calls.clear();
+        state.counts.clear();
     }
 }
 
@@ -410,6 +486,29 @@ mod tests {
         assert_eq!(faults.latency(Method::Master), Some(Duration::from_secs(1)));
         faults.set_latency(Method::Master, Duration::ZERO);
         assert_eq!(faults.latency(Method::Master), None);
+    }
+
+    #[test]
+    fn the_log_keeps_the_newest_calls_and_counts_every_one() {
+        let faults = Faults::default();
+        faults.set_call_log_capacity(3);
+        for i in 0..5 {
+            faults.record(CloudCall {
+                method: Method::UpdateLoadBalancer,
+                key: format!("ns/s{i}"),
+                caller: None,
+                outcome: CallOutcome::Ok,
+            });
+        }
+        let keys: Vec<_> = faults.calls().into_iter().map(|c| c.key).collect();
+        assert_eq!(keys, ["ns/s2", "ns/s3", "ns/s4"]);
+        assert_eq!(faults.count(Method::UpdateLoadBalancer), 5);
+        assert_eq!(faults.count(Method::EnsureLoadBalancer), 0);
+        faults.set_call_log_capacity(1);
+        assert_eq!(faults.calls().len(), 1);
+        faults.clear_calls();
+        assert_eq!(faults.count(Method::UpdateLoadBalancer), 0);
+        assert!(faults.calls().is_empty());
     }
 
     #[test]

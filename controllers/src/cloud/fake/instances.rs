@@ -9,8 +9,11 @@
 //! next lookups of a running instance miss it, like the eventually consistent describe calls
 //! behind the wrong-node-deletion incidents (kubernetes/kubernetes PR #127424).
 //!
-//! With `adoptUnknownNodes`, a lookup of an unknown node name (or `<provider>://<name>`) creates
-//! a running instance first, so `--dev` initializes any cluster's Nodes.
+//! A node name the cloud never had (not configured, added or adopted) is an error, not "not
+//! found", so a fake pointed at a real cluster neither initializes nor deletes Nodes it was not
+//! told about; a removed instance is "not found". With `adoptUnknownNodes` (off unless `--dev`),
+//! a lookup of an unknown node name (or `<provider>://<name>`) creates a running instance first,
+//! so `--dev` initializes any cluster's Nodes.
 //!
 //! A provider ID of another cloud (`aws://...` on a cloud named `fake`) is an error, not "not
 //! found", as real providers answer when they fail to parse it.
@@ -33,7 +36,7 @@ impl InstancesV2 for FakeCloud {
     async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
         self.call(Method::InstanceExists, node_name(node), |w| {
             w.check_node(node)?;
-            Ok(w.lookup_node(node).is_some())
+            Ok(w.lookup_node(node)?.is_some())
         })
         .await
     }
@@ -41,7 +44,7 @@ impl InstancesV2 for FakeCloud {
     async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
         self.call(Method::InstanceShutdown, node_name(node), |w| {
             w.check_node(node)?;
-            w.lookup_node(node)
+            w.lookup_node(node)?
                 .map(|i| i.state == InstanceState::Shutdown)
                 .ok_or(CloudError::InstanceNotFound)
         })
@@ -51,7 +54,7 @@ impl InstancesV2 for FakeCloud {
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
         self.call(Method::InstanceMetadata, node_name(node), |w| {
             w.check_node(node)?;
-            let i = w.lookup_node(node).ok_or(CloudError::InstanceNotFound)?;
+            let i = w.lookup_node(node)?.ok_or(CloudError::InstanceNotFound)?;
             if i.state == InstanceState::Pending {
                 return Ok(None);
             }
@@ -72,7 +75,7 @@ impl InstancesV2 for FakeCloud {
 impl Instances for FakeCloud {
     async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, CloudError> {
         self.call(Method::NodeAddresses, node_name, |w| {
-            w.lookup_name(node_name)
+            w.lookup_name(node_name)?
                 .map(|i| i.addresses.clone())
                 .ok_or(CloudError::InstanceNotFound)
         })
@@ -98,7 +101,7 @@ impl Instances for FakeCloud {
         let prefix = format!("{}://", self.shared.provider_name);
         self.call(Method::InstanceID, node_name, |w| {
             let i = w
-                .lookup_name(node_name)
+                .lookup_name(node_name)?
                 .ok_or(CloudError::InstanceNotFound)?;
             Ok(i.provider_id
                 .strip_prefix(&prefix)
@@ -110,7 +113,7 @@ impl Instances for FakeCloud {
 
     async fn instance_type(&self, node_name: &str) -> Result<String, CloudError> {
         self.call(Method::InstanceType, node_name, |w| {
-            w.lookup_name(node_name)
+            w.lookup_name(node_name)?
                 .map(|i| i.instance_type.clone())
                 .ok_or(CloudError::InstanceNotFound)
         })
@@ -166,7 +169,7 @@ impl Zones for FakeCloud {
 
     async fn get_zone_by_node_name(&self, node_name: &str) -> Result<Zone, CloudError> {
         self.call(Method::GetZoneByNodeName, node_name, |w| {
-            w.lookup_name(node_name)
+            w.lookup_name(node_name)?
                 .map(|i| Zone {
                     failure_domain: i.zone.clone(),
                     region: i.region.clone(),
@@ -338,9 +341,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(zone.region, "region-1");
+        // A name the cloud never had is an error, not "not found" (see the module docs).
         assert!(matches!(
             cloud.get_zone_by_node_name("nope").await,
-            Err(CloudError::InstanceNotFound)
+            Err(CloudError::Other(_))
         ));
     }
 
@@ -495,14 +499,29 @@ mod tests {
                 .await
                 .is_err()
         );
-        // Off by default.
+        // Off by default: an unknown name is left alone (an error, so nothing deletes its Node),
+        // an unknown provider ID of this cloud's scheme is an instance that is gone.
         let strict = FakeCloud::new();
+        let err = strict
+            .instance_exists(&node("worker-7", None))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("leaves that Node alone"), "{err}");
         assert!(
             !strict
-                .instance_exists(&node("worker-7", None))
+                .instance_exists(&node("worker-7", Some("fake://worker-7")))
                 .await
                 .unwrap()
         );
         assert!(strict.all_instances().is_empty());
+        // A removed instance is "not found", whatever the lookup.
+        strict.add_instance(FakeInstance::new("worker-9")).unwrap();
+        strict.remove_instance("worker-9").unwrap();
+        assert!(
+            !strict
+                .instance_exists(&node("worker-9", None))
+                .await
+                .unwrap()
+        );
     }
 }

@@ -11,8 +11,12 @@
 //! of quota would report.
 //!
 //! Call-log key: the Service's `namespace/name`.
+//!
+//! Bookkeeping stays small at scale: backend node sets are shared, not copied. A pass that
+//! updates 1,000 load balancers with the same 3,000 nodes stores one set of names (see
+//! [`NodeSets`]), and [`FakeLoadBalancer`] copies it out only when a test looks.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -137,12 +141,77 @@ fn claim(w: &mut World, ip: IpAddr, svc: &Service) -> Result<(), CloudError> {
     })
 }
 
-fn node_names(nodes: &[Arc<Node>]) -> Vec<String> {
-    let names: BTreeSet<String> = nodes
-        .iter()
-        .filter_map(|n| n.metadata.name.clone())
-        .collect();
-    names.into_iter().collect()
+/// A load balancer as the world stores it: [`FakeLoadBalancer`] with a shared node set.
+#[derive(Clone, Debug)]
+pub(super) struct StoredLb {
+    name: String,
+    service: String,
+    service_uid: String,
+    cluster_name: String,
+    pub(super) ip: IpAddr,
+    nodes: NodeSet,
+    ports: Vec<i32>,
+    service_spec: ServiceSpec,
+}
+
+impl StoredLb {
+    /// What tests see.
+    pub(super) fn view(&self) -> FakeLoadBalancer {
+        FakeLoadBalancer {
+            name: self.name.clone(),
+            service: self.service.clone(),
+            service_uid: self.service_uid.clone(),
+            cluster_name: self.cluster_name.clone(),
+            ip: self.ip,
+            nodes: self.nodes.iter().map(|n| n.to_string()).collect(),
+            ports: self.ports.clone(),
+            service_spec: self.service_spec.clone(),
+        }
+    }
+}
+
+/// Sorted, deduplicated backend node names, shared by every load balancer that has them.
+type NodeSet = Arc<[Arc<str>]>;
+
+/// Hands out shared [`NodeSet`]s: the set a load balancer already has, or the one handed out
+/// last (a node-sync pass gives every load balancer the same nodes), else a new one whose names
+/// are interned. Names no set uses any more are pruned, so churn does not grow it.
+#[derive(Default)]
+pub(super) struct NodeSets {
+    names: HashSet<Arc<str>>,
+    last: Option<NodeSet>,
+}
+
+impl NodeSets {
+    fn get(&mut self, nodes: &[Arc<Node>], current: Option<&NodeSet>) -> NodeSet {
+        let wanted: BTreeSet<&str> = nodes
+            .iter()
+            .filter_map(|n| n.metadata.name.as_deref())
+            .collect();
+        let same = |set: &NodeSet| set.iter().map(|n| &**n).eq(wanted.iter().copied());
+        if let Some(set) = current.filter(|s| same(s)) {
+            return Arc::clone(set);
+        }
+        if let Some(set) = self.last.as_ref().filter(|s| same(s)) {
+            return Arc::clone(set);
+        }
+        let set: NodeSet = wanted
+            .iter()
+            .map(|name| match self.names.get(*name) {
+                Some(interned) => Arc::clone(interned),
+                None => {
+                    let interned: Arc<str> = Arc::from(*name);
+                    self.names.insert(Arc::clone(&interned));
+                    interned
+                }
+            })
+            .collect();
+        self.last = Some(Arc::clone(&set));
+        if self.names.len() > 2 * set.len() + 1024 {
+            self.names.retain(|name| Arc::strong_count(name) > 1);
+        }
+        set
+    }
 }
 
 fn status_for(ip: IpAddr) -> LoadBalancerStatus {
@@ -184,23 +253,22 @@ impl LoadBalancer for FakeCloud {
             let key = lb_key(svc);
             let spec = svc.spec.clone().unwrap_or_default();
             let ports = spec.ports.iter().flatten().map(|p| p.port).collect();
-            let current = w.load_balancers.get(&key).map(|lb| lb.ip);
-            let ip = choose_ip(w, svc, current)?;
-            let lb = w
-                .load_balancers
-                .entry(key)
-                .or_insert_with(|| FakeLoadBalancer {
-                    name: default_load_balancer_name(svc),
-                    service: service_key(svc),
-                    service_uid: svc.metadata.uid.clone().unwrap_or_default(),
-                    cluster_name: cluster_name.to_owned(),
-                    ip,
-                    nodes: Vec::new(),
-                    ports: Vec::new(),
-                    service_spec: ServiceSpec::default(),
-                });
+            let current = w.load_balancers.get(&key);
+            let current_ip = current.map(|lb| lb.ip);
+            let nodes = w.node_sets.get(nodes, current.map(|lb| &lb.nodes));
+            let ip = choose_ip(w, svc, current_ip)?;
+            let lb = w.load_balancers.entry(key).or_insert_with(|| StoredLb {
+                name: default_load_balancer_name(svc),
+                service: service_key(svc),
+                service_uid: svc.metadata.uid.clone().unwrap_or_default(),
+                cluster_name: cluster_name.to_owned(),
+                ip,
+                nodes: Arc::clone(&nodes),
+                ports: Vec::new(),
+                service_spec: ServiceSpec::default(),
+            });
             lb.ip = ip;
-            lb.nodes = node_names(nodes);
+            lb.nodes = nodes;
             lb.ports = ports;
             lb.service_spec = spec;
             Ok(status_for(ip))
@@ -215,9 +283,14 @@ impl LoadBalancer for FakeCloud {
         nodes: &[Arc<Node>],
     ) -> Result<(), CloudError> {
         self.call(Method::UpdateLoadBalancer, service_key(svc), |w| {
-            match w.load_balancers.get_mut(&lb_key(svc)) {
+            let World {
+                load_balancers,
+                node_sets,
+                ..
+            } = w;
+            match load_balancers.get_mut(&lb_key(svc)) {
                 Some(lb) => {
-                    lb.nodes = node_names(nodes);
+                    lb.nodes = node_sets.get(nodes, Some(&lb.nodes));
                     Ok(())
                 }
                 None => Err(CloudError::other(format!(

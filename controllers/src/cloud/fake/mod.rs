@@ -14,6 +14,7 @@
 //! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
+//! | `rate_limit.rs` | the API quota that answers `Retry { after }` |
 //! | `gates.rs` | holding calls mid-flight |
 //! | `world.rs` | the state the facets share, and instance lookups |
 //!
@@ -44,6 +45,7 @@ mod gates;
 mod instances;
 mod ip_pool;
 mod load_balancers;
+mod rate_limit;
 mod routes;
 mod world;
 
@@ -61,18 +63,40 @@ use super::{
 
 pub use builder::FakeCloudBuilder;
 pub use config::{ConfigError, SourceLine};
-pub use faults::{CallOutcome, CloudCall, FaultError, FaultSpec, Method};
+pub use faults::{
+    CallOutcome, CloudCall, DEFAULT_CALL_LOG_CAPACITY, FaultError, FaultSpec, Method,
+};
 pub use gates::HeldCalls;
 pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
+pub use rate_limit::{RateLimit, RateLimitError};
 pub use world::{DEFAULT_INSTANCE_TYPE, Facets, FakeInstance, InstanceState, UnknownInstance};
 
 use faults::Faults;
 use gates::Gates;
 use ip_pool::IpPool;
+use rate_limit::Quota;
 use world::World;
 
 /// The provider name the fake registers under and uses in provider IDs (`fake://node-1`).
 pub const PROVIDER_NAME: &str = "fake";
+
+/// The registry factory of the `fake` provider: the cloud `--cloud-config` describes, or an
+/// empty one (no instances, no adoption) without a file. Register it with
+/// [`crate::cloud::CloudProviderRegistry::with_fake`] or
+/// [`crate::app::CloudControllerManager::with_fake_provider`].
+pub fn factory(config: Option<&[u8]>) -> Result<Arc<dyn CloudProvider>, crate::cloud::BoxError> {
+    let cloud = match config {
+        Some(bytes) => FakeCloud::from_config(bytes)?,
+        None => FakeCloud::new(),
+    };
+    if cloud.all_instances().is_empty() && !cloud.shared.world.lock().adopt_unknown_nodes {
+        tracing::warn!(
+            "fake cloud provider without instances: it initializes and deletes no Node; it is a \
+             test double, not a cloud (list instances in --cloud-config, or try --dev)"
+        );
+    }
+    Ok(Arc::new(cloud))
+}
 
 /// An in-memory cloud; see the [module docs](self).
 #[derive(Clone)]
@@ -88,6 +112,7 @@ struct Shared {
     world: Mutex<World>,
     faults: Faults,
     gates: Gates,
+    quota: Quota,
 }
 
 impl Default for FakeCloud {
@@ -134,6 +159,7 @@ impl FakeCloud {
                 world: Mutex::new(world),
                 faults: Faults::default(),
                 gates: Gates::default(),
+                quota: Quota::default(),
             }),
             caller: Arc::new(Mutex::new(None)),
         }
@@ -160,9 +186,22 @@ impl FakeCloud {
         }
     }
 
-    /// Every call made so far, oldest first, from all handles.
+    /// The calls made so far, oldest first, from all handles: the newest
+    /// [`DEFAULT_CALL_LOG_CAPACITY`] (see [`Self::set_call_log_capacity`]); count with
+    /// [`Self::call_count`], which misses none.
     pub fn calls(&self) -> Vec<CloudCall> {
         self.shared.faults.calls()
+    }
+
+    /// How many calls to `method` were made since the last [`Self::clear_calls`], including those
+    /// the log has dropped: what benchmarks count.
+    pub fn call_count(&self, method: Method) -> u64 {
+        self.shared.faults.count(method)
+    }
+
+    /// Keeps at most `capacity` calls in the log (0 keeps counters only); the oldest are dropped.
+    pub fn set_call_log_capacity(&self, capacity: usize) {
+        self.shared.faults.set_call_log_capacity(capacity);
     }
 
     /// The calls to one method, oldest first.
@@ -172,9 +211,9 @@ impl FakeCloud {
         calls
     }
 
-    /// Waits until at least `n` calls to `method` are logged (counting from the last
-    /// [`Self::clear_calls`]) and returns them; wrap it in `tokio::time::timeout` instead of
-    /// polling the log with sleeps.
+    /// Waits until at least `n` calls to `method` were made (counting from the last
+    /// [`Self::clear_calls`]) and returns those the log holds; wrap it in `tokio::time::timeout`
+    /// instead of polling the log with sleeps.
     pub async fn wait_for_calls(&self, method: Method, n: usize) -> Vec<CloudCall> {
         self.shared.faults.wait_for_calls(method, n).await
     }
@@ -206,9 +245,22 @@ impl FakeCloud {
         self.shared.faults.clear_faults(None);
     }
 
-    /// Delays every call of `method` by `latency` (`Duration::ZERO` removes the delay).
+    /// Delays every call of `method` by `latency` (`Duration::ZERO` removes the delay);
+    /// `GetLoadBalancerName` is synchronous and never waits.
     pub fn set_latency(&self, method: Method, latency: Duration) {
         self.shared.faults.set_latency(method, latency);
+    }
+
+    /// Gives the cloud an API quota, or removes it (`None`). Over the quota a call fails at once
+    /// with [`CloudError::Retry`], `after` being the time until the quota lets one call through;
+    /// refused calls are logged. A new quota starts full. A limit that lets nothing through
+    /// (`qps <= 0` or `burst == 0`) is refused with its error.
+    pub fn set_rate_limit(&self, limit: Option<RateLimit>) -> Result<(), RateLimitError> {
+        if let Some(limit) = &limit {
+            limit.validate()?;
+        }
+        self.shared.quota.set(limit);
+        Ok(())
     }
 
     // ---- instances ----
@@ -345,7 +397,8 @@ impl FakeCloud {
             .add_cluster(name.into(), master.into());
     }
 
-    /// Runs one provider call: latency, then a hold, then a fault or `op` on the world; logs it.
+    /// Runs one provider call: the quota (which may refuse it at once), latency, then a hold,
+    /// then a fault or `op` on the world; logs it.
     async fn call<T>(
         &self,
         method: Method,
@@ -354,13 +407,18 @@ impl FakeCloud {
     ) -> Result<T, CloudError> {
         let key = key.into();
         let caller = self.caller.lock().clone();
-        if let Some(latency) = self.shared.faults.latency(method) {
-            tokio::time::sleep(latency).await;
-        }
-        self.shared.gates.pass(method).await;
-        let result = match self.shared.faults.take_fault(method, &key) {
-            Some(err) => Err(err),
-            None => op(&mut self.shared.world.lock()),
+        let result = match self.shared.quota.admit(method) {
+            Err(refused) => Err(refused),
+            Ok(()) => {
+                if let Some(latency) = self.shared.faults.latency(method) {
+                    tokio::time::sleep(latency).await;
+                }
+                self.shared.gates.pass(method).await;
+                match self.shared.faults.take_fault(method, &key) {
+                    Some(err) => Err(err),
+                    None => op(&mut self.shared.world.lock()),
+                }
+            }
         };
 
         self.shared.faults.record(CloudCall {

@@ -1,7 +1,7 @@
 //! The fake cloud's world: its instances, load balancers, routes and clusters, and the lookups
 //! the facets share. Everything here is plain data behind one mutex in [`super::FakeCloud`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::config::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
-use super::load_balancers::FakeLoadBalancer;
+use super::load_balancers::{FakeLoadBalancer, NodeSets, StoredLb};
 use crate::cloud::{CloudError, Route};
 
 /// Which parts of the provider contract the fake offers, so tests can check how controllers
@@ -240,10 +240,14 @@ pub(super) struct World {
     /// Whether lookups of unknown node names create instances (see [`World::adopt`]).
     pub(super) adopt_unknown_nodes: bool,
     instances: Vec<FakeInstance>,
-    pub(super) load_balancers: BTreeMap<String, FakeLoadBalancer>,
+    pub(super) load_balancers: BTreeMap<String, StoredLb>,
+    /// The backend node sets the load balancers share.
+    pub(super) node_sets: NodeSets,
     pub(super) pool: IpPool,
     /// instance name -> how many more lookups miss it (see [`World::add_stale_reads`]).
     stale_reads: HashMap<String, u32>,
+    /// Names of removed instances: lookups of them say "not found", not "never configured".
+    removed: HashSet<String>,
     /// cluster name -> destination CIDR -> route.
     routes: BTreeMap<String, BTreeMap<String, Route>>,
     /// cluster name -> control-plane address.
@@ -257,8 +261,10 @@ impl World {
             adopt_unknown_nodes: false,
             instances: Vec::new(),
             load_balancers: BTreeMap::new(),
+            node_sets: NodeSets::default(),
             pool,
             stale_reads: HashMap::new(),
+            removed: HashSet::new(),
             routes: BTreeMap::new(),
             clusters: BTreeMap::new(),
         }
@@ -271,6 +277,7 @@ impl World {
     }
 
     pub(super) fn upsert_instance(&mut self, instance: FakeInstance) {
+        self.removed.remove(&instance.name);
         match self.instances.iter_mut().find(|i| i.name == instance.name) {
             Some(existing) => *existing = instance,
             None => self.instances.push(instance),
@@ -280,6 +287,7 @@ impl World {
     pub(super) fn remove_instance(&mut self, name: &str) -> Option<FakeInstance> {
         let index = self.instances.iter().position(|i| i.name == name)?;
         self.stale_reads.remove(name);
+        self.removed.insert(name.to_owned());
         Some(self.instances.remove(index))
     }
 
@@ -323,13 +331,28 @@ impl World {
         }
     }
 
-    /// The existing instance called `name`; `None` means `InstanceNotFound`.
-    pub(super) fn lookup_name(&mut self, name: &str) -> Option<&FakeInstance> {
+    /// The existing instance called `name`; `Ok(None)` means `InstanceNotFound`. A name this
+    /// cloud never had (not configured, added or adopted) is an error, not "not found": a fake
+    /// pointed at a real cluster must not tell the lifecycle controller to delete Nodes it knows
+    /// nothing about.
+    pub(super) fn lookup_name(&mut self, name: &str) -> Result<Option<&FakeInstance>, CloudError> {
         let index = match self.instances.iter().position(|i| i.name == name) {
             Some(index) => index,
-            None => self.adopt(name)?,
+            None => match self.adopt(name) {
+                Some(index) => index,
+                None if self.removed.contains(name) => return Ok(None),
+                None => return Err(self.not_configured(name)),
+            },
         };
-        self.visible(index)
+        Ok(self.visible(index))
+    }
+
+    fn not_configured(&self, name: &str) -> CloudError {
+        CloudError::other(format!(
+            "fake cloud {:?} has no instance named {name:?} and leaves that Node alone: list it \
+             under instances: in --cloud-config, or set adoptUnknownNodes: true",
+            self.provider_name
+        ))
     }
 
     /// The existing instance with `provider_id`; `None` means `InstanceNotFound`.
@@ -369,9 +392,9 @@ impl World {
 
     /// The existing instance behind `node`: by `spec.providerID` when set, else by node name,
     /// as real providers do. A provider ID that matches nothing does not fall back to the name.
-    pub(super) fn lookup_node(&mut self, node: &Node) -> Option<&FakeInstance> {
+    pub(super) fn lookup_node(&mut self, node: &Node) -> Result<Option<&FakeInstance>, CloudError> {
         match node_provider_id(node) {
-            Some(id) => self.lookup_provider_id(id),
+            Some(id) => Ok(self.lookup_provider_id(id)),
             None => self.lookup_name(node.metadata.name.as_deref().unwrap_or_default()),
         }
     }
@@ -407,7 +430,7 @@ impl World {
     // ---- load balancers ----
 
     pub(super) fn load_balancers(&self) -> Vec<FakeLoadBalancer> {
-        let mut lbs: Vec<_> = self.load_balancers.values().cloned().collect();
+        let mut lbs: Vec<_> = self.load_balancers.values().map(StoredLb::view).collect();
         lbs.sort_by(|a, b| a.name.cmp(&b.name));
         lbs
     }
