@@ -310,3 +310,30 @@ async fn a_failing_or_hung_load_balancer_holds_no_other() {
     assert_eq!(s.queue.len(), 0);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_cloud_quota_paces_the_node_sync_instead_of_hammering_it() {
+    use cloud_controllers::cloud::fake::RateLimit;
+    let mut s = node_sync(100, PERIOD, 10).await;
+    // 20 calls/s, as a real cloud's API quota; over it, `Retry { after }` at once.
+    s.h.cloud
+        .set_rate_limit(Some(
+            RateLimit::new(20.0, 20).methods([Method::UpdateLoadBalancer, Method::GetLoadBalancer]),
+        ))
+        .unwrap();
+    s.h.cloud
+        .set_latency(Method::UpdateLoadBalancer, Duration::from_millis(100));
+    s.join_node();
+    // 100 updates at 20/s (burst 20) after the period: 4 s at best.
+    let start = tokio::time::Instant::now();
+    while s.up_to_date() != s.keys {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = start.elapsed();
+    assert!(took <= PERIOD + Duration::from_secs(5), "{took:?}");
+    let updates = s.h.cloud.calls_to(Method::UpdateLoadBalancer);
+    let refused = updates.iter().filter(|c| !c.outcome.is_ok()).count();
+    // Without turns, each refused key came back every few ms: 157 refused of 257 calls.
+    assert!(refused <= 60, "{refused} refused of {}", updates.len());
+    s.stop().await;
+}

@@ -71,7 +71,16 @@
 //! | Service deleted mid-reconcile: cache-driven non-finalizer delete | `service_deleted_mid_reconcile_cleans_up_from_the_cache` |
 //! | recreated Service (new UID): old LB deleted first | `recreated_service_deletes_the_old_load_balancer_first` |
 //! | node-set change ⇒ one `UpdateLoadBalancer`, exclusion label, no call when equal | `node_set_change_updates_backends_once` |
-//! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, key returned, error metric | `node_sync_failure_hands_the_service_back` |
+//! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, error metric, retried from the accepted set | `failed_node_sync_is_retried_from_the_set_the_cloud_accepted` |
+//! | a failed ensure records no node set | `failed_ensure_records_no_node_set` |
+//! | manager with leader election on: one failing LB retried with backoff, others not held | `manager_with_leader_election_retries_a_failed_node_sync` |
+//!
+//! Node-sync bounds on the paused clock (`tests/service_node_sync_bounds.rs`, production
+//! [`run_node_sync`]): `a_burst_costs_each_load_balancer_at_most_two_updates`,
+//! `without_coalescing_a_burst_updates_each_load_balancer_per_round`,
+//! `a_single_change_reaches_every_load_balancer_within_the_period`,
+//! `a_failing_or_hung_load_balancer_holds_no_other`; the coalescer's rules in
+//! `coalesce::tests`.
 //! | update error with LB gone is success | `node_sync_ignores_update_errors_when_lb_is_gone` |
 //! | not started without the LoadBalancer facet | `not_started_without_load_balancer_facet` |
 //! | API conflict on the finalizer patch: error before any cloud call | `api_conflict_on_finalizer_patch_stops_before_the_cloud` |
@@ -87,6 +96,7 @@ mod error;
 mod init;
 pub mod metrics;
 mod node_sync;
+mod pacer;
 pub mod patch;
 pub mod predicates;
 mod sync;

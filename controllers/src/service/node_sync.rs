@@ -95,23 +95,23 @@ impl ServiceController {
         }
         let lock = self.lb_lock(key);
         let _serialized = lock.lock().await;
-        let new_nodes = filter_lb_nodes(&self.nodes.list());
-        let old_nodes = self
-            .last_synced_nodes
-            .lock()
-            .get(key)
-            .map(|n| filter_lb_nodes(n))
-            .unwrap_or_default();
-        if nodes_sufficiently_equal(&old_nodes, &new_nodes) {
+        if self.hosts_to_sync(key).is_none() {
             self.node_sync_done(key);
             return Ok(());
         }
+        // After a 429 the workers take turns; the node set is read once it is this one's turn.
+        self.pacer.wait().await;
+        let Some(new_nodes) = self.hosts_to_sync(key) else {
+            self.node_sync_done(key);
+            return Ok(());
+        };
         // `new` refuses a cloud without load balancers, so this cannot fail.
         let lb = self
             .lb()
             .map_err(|_| UpdateHostsError(CloudError::NotImplemented))?;
         match self.update_load_balancer_hosts(lb, &svc, &new_nodes).await {
             Ok(HostsUpdate::Accepted | HostsUpdate::Gone) => {
+                self.pacer.accepted();
                 // Gone: any later ensure passes the node set of its own time and records it.
                 self.last_synced_nodes
                     .lock()
@@ -122,9 +122,25 @@ impl ServiceController {
             Err(err) => {
                 tracing::warn!(service = key, error = %err, "failed to update load balancer hosts");
                 self.metrics.nodesync_error.inc();
+                if let Some(after) = err.retry_after() {
+                    self.pacer.refused(after);
+                }
                 Err(UpdateHostsError(err))
             }
         }
+    }
+
+    /// The current eligible node set, if it is not sufficiently equal to the one the cloud last
+    /// accepted for `key`.
+    fn hosts_to_sync(&self, key: &str) -> Option<Vec<Arc<Node>>> {
+        let new_nodes = filter_lb_nodes(&self.nodes.list());
+        let old_nodes = self
+            .last_synced_nodes
+            .lock()
+            .get(key)
+            .map(|n| filter_lb_nodes(n))
+            .unwrap_or_default();
+        (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then_some(new_nodes)
     }
 
     async fn update_load_balancer_hosts(
@@ -163,8 +179,14 @@ impl ServiceController {
             Err(CloudError::ImplementedElsewhere) => return Ok(HostsUpdate::Accepted),
             Err(err) => err,
         };
-        // Only an error if the load balancer still exists.
-        match lb.get_load_balancer(&self.cluster_name, svc).await {
+        // Only an error if the load balancer still exists. A 429 says nothing about that, and
+        // asking would spend the quota the cloud just said is used up.
+        let existence = if err.retry_after().is_some() {
+            Ok(Some(Default::default()))
+        } else {
+            lb.get_load_balancer(&self.cluster_name, svc).await
+        };
+        match existence {
             Ok(None) => return Ok(HostsUpdate::Gone),
             Ok(Some(_)) => {}
             Err(get_err) => {

@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use super::error::ServiceSyncError;
 use super::metrics::ServiceMetrics;
+use super::pacer::RetryPacer;
 use super::patch;
 use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load_balancer};
 use super::{NodeLister, ServiceLister};
@@ -45,6 +46,8 @@ pub struct ServiceController {
     lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Key → earliest node change its load balancer has not caught up with yet (latency metric).
     pub(super) node_change_since: Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Turns of the node-sync workers after the cloud answered `Retry { after }`.
+    pub(super) pacer: RetryPacer,
 }
 
 /// Why a [`ServiceController`] cannot be built.
@@ -114,6 +117,7 @@ impl ServiceController {
             last_synced_nodes: Mutex::default(),
             lb_locks: Mutex::default(),
             node_change_since: Mutex::default(),
+            pacer: RetryPacer::default(),
         })
     }
 
