@@ -1,6 +1,7 @@
-//! Pacing of the node sync's cloud calls after the cloud answered `Retry { after }` (a 429): the
-//! answer is about the cloud's quota, not one load balancer, so instead of every worker calling
-//! again at once (and all but one being refused), the node-sync workers take turns until the
+//! Pacing of the service controller's `EnsureLoadBalancer` and `UpdateLoadBalancer` calls after
+//! the cloud answered `Retry { after }` (a 429): the answer is about the cloud's quota, not one
+//! load balancer, so instead of every worker calling again at once (and all but one being
+//! refused, each refusal an event and a retry), the workers of both lanes take turns until the
 //! turns run out, then call freely again. The spacing of turns adapts to the quota without
 //! knowing it: at least the cloud's `after`, doubled on each refusal while pacing, shrunk by a
 //! quarter on each accepted call (additive back-off, multiplicative recovery, bounded).
@@ -23,7 +24,7 @@ struct Turns {
     widened: Option<Instant>,
 }
 
-/// Shared by the node-sync workers of one controller.
+/// Shared by the service and node-sync workers of one controller.
 #[derive(Debug, Default)]
 pub(super) struct RetryPacer {
     turns: Mutex<Turns>,

@@ -46,7 +46,8 @@ pub struct ServiceController {
     lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Key → earliest node change its load balancer has not caught up with yet (latency metric).
     pub(super) node_change_since: Mutex<HashMap<String, tokio::time::Instant>>,
-    /// Turns of the node-sync workers after the cloud answered `Retry { after }`.
+    /// Turns of the calls that set backends (ensure and host updates) after the cloud answered
+    /// `Retry { after }`.
     pub(super) pacer: RetryPacer,
 }
 
@@ -346,9 +347,15 @@ impl ServiceController {
                 "There are no available nodes for LoadBalancer",
             );
         }
+        self.pacer.wait().await;
         let result = lb
             .ensure_load_balancer(&self.cluster_name, svc, &nodes)
             .await;
+        match result.as_ref().map_err(CloudError::retry_after) {
+            Ok(_) => self.pacer.accepted(),
+            Err(Some(after)) => self.pacer.refused(after),
+            Err(None) => {}
+        }
         if matches!(result, Ok(_) | Err(CloudError::ImplementedElsewhere)) {
             // Recorded only once the cloud took it (upstream records before the call, so a
             // failed ensure could hide a node change from the next node sync).
