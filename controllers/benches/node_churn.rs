@@ -12,7 +12,7 @@
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
 //! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream --join-per-second 0]`
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -49,6 +49,10 @@ struct Args {
     services: usize,
     #[arg(long, value_delimiter = ',', default_value = "ours,upstream")]
     modes: Vec<String>,
+    /// Nodes registering per second (a scale-up's shape); 0 creates them as fast as the API
+    /// server takes them.
+    #[arg(long, default_value_t = 0.0)]
+    join_per_second: f64,
     /// Ignored: cargo bench passes it.
     #[arg(long)]
     bench: bool,
@@ -72,6 +76,8 @@ struct Row {
     api_writes: BTreeMap<String, usize>,
     events_expected: i64,
     events_counted: i64,
+    ensured_expected: i64,
+    ensured_counted: i64,
     cpu_s: f64,
 }
 
@@ -173,7 +179,7 @@ async fn wait_for(
     Ok(())
 }
 
-async fn run(mode: &str, nodes: usize, services: usize) -> anyhow::Result<Row> {
+async fn run(mode: &str, nodes: usize, services: usize, rate: f64) -> anyhow::Result<Row> {
     let period = match mode {
         "ours" => "2s",
         "upstream" => "0s",
@@ -250,13 +256,26 @@ async fn run(mode: &str, nodes: usize, services: usize) -> anyhow::Result<Row> {
     )
     .await?;
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let ensured_expected = cloud
+        .calls_to(Method::EnsureLoadBalancer)
+        .iter()
+        .filter(|c| c.outcome.is_ok())
+        .count() as i64;
     cloud.clear_calls();
     env.clear_requests();
     let events_before = lb_event_counts(&client).await?;
     let cpu0 = thread_cpu("ccm");
     let t0 = Instant::now();
 
-    {
+    if rate > 0.0 {
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        for i in 0..nodes {
+            tick.tick().await;
+            let node = kubelet_node(&node_name(BASE_NODES + i), false)?;
+            let api = node_api.clone();
+            tokio::spawn(async move { api.create(&PostParams::default(), &node).await });
+        }
+    } else {
         let api = node_api.clone();
         create_all(nodes, move |i| {
             let api = api.clone();
@@ -328,6 +347,11 @@ async fn run(mode: &str, nodes: usize, services: usize) -> anyhow::Result<Row> {
     }
     let events_after = lb_event_counts(&client).await?;
     row.events_expected = expected_events;
+    row.ensured_expected = ensured_expected;
+    row.ensured_counted = events_before
+        .get("EnsuredLoadBalancer")
+        .copied()
+        .unwrap_or(0);
     row.events_counted = events_after
         .get("UpdatedLoadBalancer")
         .copied()
@@ -374,14 +398,14 @@ fn main() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for mode in &args.modes {
         eprintln!("node_churn: {mode} ...");
-        let row = rt.block_on(run(mode, args.nodes, args.services))?;
+        let row = rt.block_on(run(mode, args.nodes, args.services, args.join_per_second))?;
         eprintln!("{row:?}");
         rows.push(row);
     }
     println!(
-        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | every LB holds every node s | API writes | Updated events written / expected | CPU s |"
+        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | every LB holds every node s | API writes | Updated events written / expected | Ensured (provisioning) written / expected | CPU s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let writes: usize = r.api_writes.values().sum();
         let detail: Vec<String> = r
@@ -390,7 +414,7 @@ fn main() -> anyhow::Result<()> {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {} ({}) | {} / {} | {:.2} |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {:.2} |",
             r.mode,
             r.update_ok,
             r.update_refused,
@@ -401,6 +425,8 @@ fn main() -> anyhow::Result<()> {
             detail.join(", "),
             r.events_counted,
             r.events_expected,
+            r.ensured_counted,
+            r.ensured_expected,
             r.cpu_s
         );
     }
