@@ -28,6 +28,7 @@ facets: {loadBalancer: true, instancesV2: true, instances: false, zones: false, 
 instances:
   - {name: node-1, zone: zone-a, region: r, addresses: [{type: InternalIP, address: 10.0.0.1}]}
   - {name: node-2, zone: zone-b, region: r, addresses: [{type: InternalIP, address: 10.0.0.2}], state: shutdown}
+  - {name: gone, state: gone}   # the fake leaves Nodes it was not told about alone
 loadBalancerPool: {cidr: 203.0.113.0/29}
 "#;
 

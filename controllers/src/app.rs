@@ -5,7 +5,8 @@
 //! [`CloudControllerManager::run`] does, in order: validate every flag at once (nothing starts on
 //! an error) → start logs and tracing → build the API client (QPS/burst, metrics) → create the
 //! provider named by `--cloud-provider` from `--cloud-config` → refuse a cloud without a cluster
-//! ID unless `--allow-untagged-cloud` → wrap it in [`InstrumentedCloud`] → run the [`Manager`],
+//! ID unless `--allow-untagged-cloud` → wrap it in [`InstrumentedCloud`] (spans, metrics and the
+//! `--cloud-api-*` call budget) → run the [`Manager`],
 //! which serves health and metrics, wins the Lease, calls the provider's `initialize` (on the
 //! leader only, as upstream) and starts the selected controllers.
 //!
@@ -355,8 +356,10 @@ impl CloudControllerManager {
             );
         }
         let cloud_metrics = CloudMetrics::new(&mut registry.lock());
-        let cloud: Arc<dyn CloudProvider> =
-            Arc::new(InstrumentedCloud::new(cloud, Some(cloud_metrics)));
+        let cloud: Arc<dyn CloudProvider> = Arc::new(
+            InstrumentedCloud::new(cloud, Some(cloud_metrics))
+                .with_budget(&cloud_options.budget_options()),
+        );
 
         let provider = cloud_options.cloud_provider.clone();
         let mut config = ManagerConfig::from_options(self.name.as_str(), &generic);

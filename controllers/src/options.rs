@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args};
 use controller_manager::options::GoDuration;
 
+use crate::cloud::BudgetOptions;
+
 /// Cloud controller flags (`cloud-provider` generic group, per-controller groups as upstream).
 #[derive(Args, Clone, Debug)]
 pub struct CloudOptions {
@@ -155,6 +157,46 @@ pub struct CloudOptions {
         help = "Number of workers concurrently updating node statuses. 0 uses --concurrent-node-syncs."
     )]
     pub concurrent_node_status_updates: u32,
+
+    // ---- The cloud call budget (not upstream; all off by default, as upstream) ----
+    /// Process-wide cloud call rate; 0 is unlimited.
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        help_heading = "Cloud call budget flags",
+        help = "Cloud provider calls per second, all controllers and methods together; calls over it wait. 0 means unlimited, as upstream."
+    )]
+    pub cloud_api_qps: f64,
+
+    /// Bucket size of the cloud call rate.
+    #[arg(
+        long,
+        default_value_t = 0,
+        help_heading = "Cloud call budget flags",
+        help = "Cloud provider calls allowed at once above --cloud-api-qps. 0 means --cloud-api-qps rounded up."
+    )]
+    pub cloud_api_burst: u32,
+
+    /// Process-wide cap on cloud calls in flight; 0 is unlimited.
+    #[arg(
+        long,
+        default_value_t = 0,
+        help_heading = "Cloud call budget flags",
+        help = "Cloud provider calls in flight at once, all controllers together; more wait. 0 means unlimited, as upstream."
+    )]
+    pub cloud_api_max_in_flight: u32,
+
+    /// Pause a method for every caller after the cloud answers `Retry { after }`.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Cloud call budget flags",
+        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer."
+    )]
+    pub cloud_api_pause_on_retry: bool,
 }
 
 impl CloudOptions {
@@ -190,7 +232,28 @@ impl CloudOptions {
         if self.cluster_name.is_empty() {
             errors.push("--cluster-name must not be empty".to_string());
         }
+        if !(self.cloud_api_qps.is_finite() && self.cloud_api_qps >= 0.0) {
+            errors.push(format!(
+                "--cloud-api-qps must be a number of at least 0 (0 is unlimited), got {}",
+                self.cloud_api_qps
+            ));
+        } else if self.cloud_api_burst > 0 && self.cloud_api_qps == 0.0 {
+            errors.push(
+                "--cloud-api-burst needs --cloud-api-qps: without a rate there is nothing to burst above"
+                    .to_string(),
+            );
+        }
         errors
+    }
+
+    /// The cloud call budget these flags describe.
+    pub fn budget_options(&self) -> BudgetOptions {
+        BudgetOptions {
+            qps: self.cloud_api_qps,
+            burst: self.cloud_api_burst,
+            max_in_flight: self.cloud_api_max_in_flight as usize,
+            pause_on_retry: self.cloud_api_pause_on_retry,
+        }
     }
 
     /// Workers for the periodic node address refresh, with upstream's fallback.
@@ -249,7 +312,31 @@ mod tests {
         assert_eq!(o.concurrent_node_syncs, 1);
         assert_eq!(o.concurrent_node_status_updates, 0);
         assert_eq!(o.node_status_update_workers(), 1);
+        assert_eq!(o.budget_options(), BudgetOptions::default(), "no budget");
         assert!(o.validate().is_empty());
+    }
+
+    #[test]
+    fn budget_flags_parse_and_bad_ones_say_what_to_change() {
+        let o = parse(&[
+            "--cloud-provider=fake",
+            "--cloud-api-qps=2.5",
+            "--cloud-api-burst=5",
+            "--cloud-api-max-in-flight=8",
+            "--cloud-api-pause-on-retry",
+        ]);
+        assert!(o.validate().is_empty());
+        let b = o.budget_options();
+        assert_eq!((b.qps, b.burst, b.max_in_flight), (2.5, 5, 8));
+        assert!(b.pause_on_retry);
+        let errors = parse(&["--cloud-provider=fake", "--cloud-api-qps=-1"]).validate();
+        assert_eq!(
+            errors,
+            vec!["--cloud-api-qps must be a number of at least 0 (0 is unlimited), got -1"]
+        );
+        let errors = parse(&["--cloud-provider=fake", "--cloud-api-burst=3"]).validate();
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("--cloud-api-burst needs --cloud-api-qps"));
     }
 
     #[test]

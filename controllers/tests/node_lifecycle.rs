@@ -421,3 +421,33 @@ async fn legacy_instances_path_deletes_by_provider_id() {
     assert!(cluster.get_opt("node-1").await.is_none());
     assert_eq!(events.reasons(), vec!["DeletingNode"]);
 }
+
+/// Issue 16: a tick costs cloud calls for NotReady Nodes only, so a large healthy cluster costs
+/// nothing and the cost follows the number of NotReady Nodes, not the cluster size.
+#[tokio::test]
+async fn cloud_calls_per_tick_follow_the_not_ready_nodes_only() {
+    let cluster = Cluster::start().await;
+    let names: Vec<String> = (0..24).map(|i| format!("node-{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let cloud = cloud_with(&refs);
+    for (i, name) in names.iter().enumerate() {
+        let ready = if i % 8 == 0 { "False" } else { "True" };
+        let node = initialized_node(name, &format!("fake://{name}"));
+        cluster.create(with_ready(node, ready)).await;
+    }
+    let (c, _events) = controller(&cluster, &cloud, TWO_TICKS);
+    tick(&cluster, &c).await;
+    let mut checked: Vec<String> = cloud
+        .calls_to(Method::InstanceExists)
+        .into_iter()
+        .map(|call| call.key)
+        .collect();
+    checked.sort();
+    assert_eq!(checked, ["node-0", "node-16", "node-8"]);
+    assert_eq!(
+        cloud.calls().len(),
+        6,
+        "exists + shutdown per NotReady Node, nothing for the 21 Ready ones: {:?}",
+        cloud.calls()
+    );
+}

@@ -14,66 +14,160 @@
 //! `implemented_elsewhere`, `retry` (the cloud asked to be called later) and `error`. Only
 //! `retry` and `error` mark the span as failed: the others are answers controllers branch on.
 //!
+//! Every call goes through a tower stack: the [`CloudBudget`] layer (`budget.rs`: rate limit,
+//! in-flight limit, per-method pause after `Retry { after }`; off unless
+//! [`InstrumentedCloud::with_budget`] is given limits), then the span and metrics layer above,
+//! then the provider. Requests are [`CloudRequest`]s: the method name and the call's future.
+//!
 //! The wrapper asks the inner provider for the facet on every call. If a provider stops
 //! offering a facet it offered before, calls through the wrapper fail with `NotImplemented`
 //! (and `get_load_balancer_name`, which cannot fail, returns an empty name).
 
 use std::future::Future;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, NodeAddress, Service};
 use tokio::time::Instant;
+use tower::{Layer, ServiceExt};
 use tracing::Instrument;
 use tracing::field::Empty;
 
+mod budget;
 mod metrics;
 
-pub use metrics::{CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics};
+pub use budget::{BudgetOptions, CallProvider, CloudBudget, CloudFuture, CloudRequest};
+pub use metrics::{
+    BUDGET_WAIT_BUCKETS, CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics,
+};
 
 use super::{
     CloudError, CloudProvider, Clusters, InitializeContext, InstanceMetadata, Instances,
     InstancesV2, LoadBalancer, Route, Routes, Zone, Zones,
 };
 
+/// The tower stack every call goes through: the budget, then the span and metrics, then the
+/// provider. The budget is outermost, so time spent waiting for it is not counted as the cloud's
+/// latency (it has its own metric).
+type Stack = budget::Budgeted<Observed<CallProvider>>;
+
 /// Everything a facet needs to delegate and observe.
 struct Shared {
     inner: Arc<dyn CloudProvider>,
     provider: String,
     metrics: Option<CloudMetrics>,
+    stack: Stack,
 }
 
 impl Shared {
-    async fn observe<T>(
+    fn new(
+        inner: Arc<dyn CloudProvider>,
+        metrics: Option<CloudMetrics>,
+        budget: CloudBudget,
+    ) -> Self {
+        let provider = inner.provider_name().to_string();
+        let observe = Observe {
+            provider: provider.clone(),
+            metrics: metrics.clone(),
+        };
+        Self {
+            inner,
+            stack: budget.layer(observe.layer(CallProvider)),
+            provider,
+            metrics,
+        }
+    }
+
+    /// Sends one call of `method` through the stack.
+    async fn observe<T: Send>(
         &self,
         method: &'static str,
-        call: impl Future<Output = Result<T, CloudError>>,
+        call: impl Future<Output = Result<T, CloudError>> + Send,
     ) -> Result<T, CloudError> {
-        let span = tracing::info_span!(
-            "cloud",
-            otel.name = method,
-            otel.kind = "client",
-            otel.status_code = Empty,
-            cloud.provider = %self.provider,
-            cloud.method = method,
-            cloud.outcome = Empty,
-            error.message = Empty,
-        );
-        let started = Instant::now();
-        let result = call.instrument(span.clone()).await;
-        let outcome = outcome(&result);
-        span.record("cloud.outcome", outcome);
-        if let Err(e) = &result
-            && matches!(outcome, "retry" | "error")
-        {
-            span.record("otel.status_code", "ERROR");
-            span.record("error.message", tracing::field::display(e));
-        }
-        if let Some(metrics) = &self.metrics {
-            metrics.record(&self.provider, method, outcome, started.elapsed());
-        }
-        result
+        let request = CloudRequest {
+            method,
+            call: Box::pin(call),
+        };
+        self.stack.clone().oneshot(request).await
     }
+}
+
+/// The layer that traces and measures each call (see the module docs).
+#[derive(Clone)]
+struct Observe {
+    provider: String,
+    metrics: Option<CloudMetrics>,
+}
+
+impl<S> Layer<S> for Observe {
+    type Service = Observed<S>;
+
+    fn layer(&self, inner: S) -> Observed<S> {
+        Observed {
+            observe: self.clone(),
+            inner,
+        }
+    }
+}
+
+#[derive(Clone)]
+struct Observed<S> {
+    observe: Observe,
+    inner: S,
+}
+
+impl<'a, S, T> tower::Service<CloudRequest<'a, T>> for Observed<S>
+where
+    S: tower::Service<CloudRequest<'a, T>, Response = T, Error = CloudError> + Clone + Send + 'a,
+    S::Future: Send + 'a,
+    T: Send + 'a,
+{
+    type Response = T;
+    type Error = CloudError;
+    type Future = CloudFuture<'a, T>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), CloudError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: CloudRequest<'a, T>) -> Self::Future {
+        let observe = self.observe.clone();
+        let method = req.method;
+        let call = self.inner.call(req);
+        Box::pin(observed(observe, method, call))
+    }
+}
+
+/// Runs `call` in its span and records its outcome and latency.
+async fn observed<F, T>(observe: Observe, method: &'static str, call: F) -> Result<T, CloudError>
+where
+    F: Future<Output = Result<T, CloudError>>,
+{
+    let span = tracing::info_span!(
+        "cloud",
+        otel.name = method,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        cloud.provider = %observe.provider,
+        cloud.method = method,
+        cloud.outcome = Empty,
+        error.message = Empty,
+    );
+    let started = Instant::now();
+    let result = call.instrument(span.clone()).await;
+    let outcome = outcome(&result);
+    span.record("cloud.outcome", outcome);
+    if let Err(e) = &result
+        && matches!(outcome, "retry" | "error")
+    {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.message", tracing::field::display(e));
+    }
+    if let Some(metrics) = &observe.metrics {
+        metrics.record(&observe.provider, method, outcome, started.elapsed());
+    }
+    result
 }
 
 fn outcome<T>(result: &Result<T, CloudError>) -> &'static str {
@@ -96,15 +190,25 @@ pub struct InstrumentedCloud {
 struct Facets(Shared);
 
 impl InstrumentedCloud {
-    /// Wraps `inner`; pass `metrics` to count calls, or `None` for spans only.
+    /// Wraps `inner`; pass `metrics` to count calls, or `None` for spans only. No budget.
     pub fn new(inner: Arc<dyn CloudProvider>, metrics: Option<CloudMetrics>) -> Self {
-        let provider = inner.provider_name().to_string();
         Self {
-            facets: Facets(Shared {
-                inner,
-                provider,
-                metrics,
-            }),
+            facets: Facets(Shared::new(inner, metrics, CloudBudget::unlimited())),
+        }
+    }
+
+    /// Makes every call spend one process-wide budget (see [`CloudBudget`]); its waiting is
+    /// measured in the metrics given to [`Self::new`].
+    pub fn with_budget(self, options: &BudgetOptions) -> Self {
+        let Shared {
+            inner,
+            provider,
+            metrics,
+            ..
+        } = self.facets.0;
+        let budget = CloudBudget::new(options, metrics.clone().map(|m| (m, provider)));
+        Self {
+            facets: Facets(Shared::new(inner, metrics, budget)),
         }
     }
 

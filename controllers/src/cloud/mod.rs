@@ -21,5 +21,7 @@ pub use types::{InstanceMetadata, Route, Zone};
 // Tracing and metrics around any provider (kept apart so the list above stays the contract).
 mod instrumented;
 pub use instrumented::{
-    CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics, InstrumentedCloud,
+    BUDGET_WAIT_BUCKETS, BudgetOptions, CLOUD_LATENCY_BUCKETS, CallProvider, CloudBudget,
+    CloudCallLabels, CloudFuture, CloudLatencyLabels, CloudMetrics, CloudRequest,
+    InstrumentedCloud,
 };

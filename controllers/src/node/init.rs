@@ -1,11 +1,9 @@
 //! Registers the cloud-node controller with the manager: Node handler → `Nodes` queue →
-//! `sync_node` workers, plus the periodic address refresh.
+//! `sync_node` workers, plus the periodic address refresh in its own task (`refresh.rs`).
 
 use std::sync::Arc;
 
-use controller_manager::controller::{
-    Action, Controller, Period, Request, layers, run_periodically,
-};
+use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::Event;
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
@@ -13,7 +11,7 @@ use kube::Api;
 
 use super::{
     CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeControllerError, NodeEvent, NodeMetrics,
-    node_key_for_event,
+    node_key_for_event, refresh,
 };
 use crate::context::CloudContext;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
@@ -74,13 +72,19 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     let workers = Controller::new(CONTROLLER_ALIAS, queue, service)
         .workers(options.concurrent_node_syncs as usize);
 
-    let period = Period::Sliding(options.node_status_update_frequency.get());
+    let period = options.node_status_update_frequency.get();
     let status_workers = options.node_status_update_workers();
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
-        let refresh = run_periodically(period, shutdown.clone(), || {
-            controller.update_node_status(status_workers)
-        });
-        tokio::join!(workers.run(shutdown.clone()), refresh);
+        // Its own task: a refresh loop that dies is logged when it dies and leaves the workers
+        // running; on shutdown both stop and both are awaited.
+        let refresh = refresh::spawn(controller, period, status_workers, shutdown.clone());
+        let refresh = refresh.stopped();
+        let workers = workers.run(shutdown);
+        tokio::pin!(refresh, workers);
+        tokio::select! {
+            () = &mut workers => refresh.await,
+            () = &mut refresh => workers.await,
+        }
     })))
 }

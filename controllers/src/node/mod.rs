@@ -15,6 +15,7 @@
 //! | [`addresses`] | provided-node-ip rules, hostname retention, change detection, status patch |
 //! | [`labels`] | beta→GA label reconciliation for initialized Nodes |
 //! | [`sync`] | `sync_node`, `update_node_status`, event→key mapping |
+//! | `refresh` | the periodic address refresh task, its calls spread over the period |
 //! | [`metrics`] | the two upstream histograms |
 //! | [`retry`] | retry-on-conflict with client-go's backoffs (shared with `node_lifecycle`) |
 //!
@@ -51,6 +52,9 @@
 //! * A Node that vanishes from the cache or the API during initialization ends the sync without
 //!   an error instead of one extra failed attempt.
 //! * The periodic loop skips a V2 provider's `None` metadata instead of dereferencing it.
+//! * The periodic loop spreads one pass's cloud calls evenly over `--node-status-update-frequency`
+//!   (Node `i` of `n` at `i × period / n`, on a non-sliding period) instead of calling for every
+//!   Node back to back; each Node is still refreshed once per period.
 
 pub mod addresses;
 mod init;
@@ -58,6 +62,7 @@ pub mod labels;
 pub mod metadata;
 pub mod metrics;
 pub mod modifiers;
+mod refresh;
 pub mod retry;
 pub mod sync;
 

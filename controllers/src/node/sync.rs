@@ -3,11 +3,13 @@
 //! logic these call.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 use kube::api::PostParams;
+use tokio_util::sync::CancellationToken;
 
 use super::addresses::{AddressError, update_node_address};
 use super::labels::reconcile_node_labels;
@@ -210,28 +212,40 @@ impl NodeController {
     /// One pass of the periodic address refresh (upstream `UpdateNodeStatus`): for every
     /// initialized Node in the cache, at most `concurrency` at a time, fetch its addresses from the
     /// cloud and patch them if they changed. Errors are logged per Node; the next pass retries.
-    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
     pub async fn update_node_status(&self, concurrency: usize) {
-        let nodes = self.lister.list();
-        futures::stream::iter(nodes)
-            .for_each_concurrent(concurrency.max(1), |node| async move {
-                if has_uninitialized_taint(&node) {
-                    return;
-                }
-                let name = node.metadata.name.as_deref().unwrap_or_default();
-                match instance_addresses(&*self.cloud, &node).await {
-                    Ok(Some(addresses)) => {
-                        update_node_address(&self.api, &node, &addresses).await;
-                    }
-                    Ok(None) => {
-                        tracing::debug!(node = name, "cloud provided no metadata; addresses kept");
-                    }
-                    Err(err) => {
-                        tracing::error!(node = name, error = %err, "failed to get node addresses from the cloud");
-                    }
-                }
-            })
+        self.update_node_status_over(concurrency, Duration::ZERO, &CancellationToken::new())
             .await;
+    }
+
+    /// [`Self::update_node_status`] with Node `i` of `n` started at `i × spread / n` (see
+    /// `refresh.rs`), starting no further Node once `stop` is cancelled.
+    #[tracing::instrument(skip(self, stop), fields(controller = "cloud-node-controller"))]
+    pub async fn update_node_status_over(
+        &self,
+        concurrency: usize,
+        spread: Duration,
+        stop: &CancellationToken,
+    ) {
+        let mut nodes = self.lister.list();
+        nodes.retain(|node| !has_uninitialized_taint(node));
+        super::refresh::paced(nodes, spread, stop)
+            .for_each_concurrent(concurrency.max(1), |node| self.refresh_addresses(node))
+            .await;
+    }
+
+    async fn refresh_addresses(&self, node: Arc<Node>) {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        match instance_addresses(&*self.cloud, &node).await {
+            Ok(Some(addresses)) => {
+                update_node_address(&self.api, &node, &addresses).await;
+            }
+            Ok(None) => {
+                tracing::debug!(node = name, "cloud provided no metadata; addresses kept");
+            }
+            Err(err) => {
+                tracing::error!(node = name, error = %err, "failed to get node addresses from the cloud");
+            }
+        }
     }
 }
 

@@ -155,6 +155,14 @@ pub(super) struct StoredLb {
 }
 
 impl StoredLb {
+    pub(super) fn service(&self) -> &str {
+        &self.service
+    }
+
+    pub(super) fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// What tests see.
     pub(super) fn view(&self) -> FakeLoadBalancer {
         FakeLoadBalancer {
@@ -421,6 +429,11 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(cloud.lb_for("default/web").unwrap().nodes, vec!["n2", "n3"]);
+        let counts = cloud.load_balancer_node_counts();
+        assert_eq!(
+            counts.into_iter().collect::<Vec<_>>(),
+            [("default/web".to_owned(), 2)]
+        );
     }
 
     #[tokio::test]

@@ -351,6 +351,12 @@ impl FakeCloud {
         self.shared.world.lock().load_balancers()
     }
 
+    /// How many backend nodes each load balancer has, by Service `namespace/name`, without
+    /// copying any name: what a benchmark polls to see every load balancer hold every node.
+    pub fn load_balancer_node_counts(&self) -> std::collections::BTreeMap<String, usize> {
+        self.shared.world.lock().load_balancer_node_counts()
+    }
+
     /// The load balancer of the Service `namespace/name`, if there is one. A re-created Service
     /// (new UID) whose old load balancer was never deleted has two; this returns the first by
     /// name, [`Self::load_balancers`] shows both.

@@ -435,6 +435,13 @@ impl World {
         lbs
     }
 
+    pub(super) fn load_balancer_node_counts(&self) -> BTreeMap<String, usize> {
+        self.load_balancers
+            .values()
+            .map(|lb| (lb.service().to_owned(), lb.node_count()))
+            .collect()
+    }
+
     // ---- routes ----
 
     pub(super) fn routes(&self, cluster_name: &str) -> Vec<Route> {

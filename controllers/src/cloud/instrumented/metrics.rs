@@ -13,6 +13,12 @@ pub const CLOUD_LATENCY_BUCKETS: [f64; 13] = [
     0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
 
+/// Buckets of `cloud_provider_budget_wait_seconds`: 1 ms (a token almost there) to 5 min (a
+/// long `Retry-After`).
+pub const BUDGET_WAIT_BUCKETS: [f64; 13] = [
+    0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+
 /// Labels of `cloud_provider_requests_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CloudCallLabels {
@@ -39,11 +45,16 @@ fn latency_histogram() -> Histogram {
     Histogram::new(CLOUD_LATENCY_BUCKETS)
 }
 
+fn wait_histogram() -> Histogram {
+    Histogram::new(BUDGET_WAIT_BUCKETS)
+}
+
 /// The cloud call metric families; one per process, shared by every wrapper.
 #[derive(Clone, Debug)]
 pub struct CloudMetrics {
     requests: Family<CloudCallLabels, Counter>,
     duration: LatencyFamily,
+    budget_wait: LatencyFamily,
 }
 
 impl CloudMetrics {
@@ -52,6 +63,7 @@ impl CloudMetrics {
         let metrics = Self {
             requests: Family::default(),
             duration: Family::new_with_constructor(latency_histogram),
+            budget_wait: Family::new_with_constructor(wait_histogram),
         };
         registry.register(
             "cloud_provider_requests",
@@ -63,7 +75,21 @@ impl CloudMetrics {
             "Latency of cloud provider calls in seconds, by provider and method",
             metrics.duration.clone(),
         );
+        registry.register(
+            "cloud_provider_budget_wait_seconds",
+            "Time cloud provider calls waited for the cloud call budget (a paused method, an in-flight slot, a rate token) before they were made, in seconds, by provider and method",
+            metrics.budget_wait.clone(),
+        );
         metrics
+    }
+
+    pub(super) fn record_budget_wait(&self, provider: &str, method: &str, waited: Duration) {
+        self.budget_wait
+            .get_or_create(&CloudLatencyLabels {
+                provider: provider.to_string(),
+                method: method.to_string(),
+            })
+            .observe(waited.as_secs_f64());
     }
 
     pub(super) fn record(&self, provider: &str, method: &str, outcome: &str, took: Duration) {

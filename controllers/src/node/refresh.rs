@@ -1,0 +1,182 @@
+//! cloud-node's periodic address refresh as a task of its own: every
+//! `--node-status-update-frequency` each initialized Node's addresses are fetched from the cloud,
+//! the calls spread evenly over the period instead of all at once.
+//!
+//! Upstream (`UpdateNodeStatus` under `wait.Until`) calls the cloud for every Node back to back
+//! each period, a burst the size of the cluster against the cloud's quota. Here the loop is the
+//! framework's `run_periodically` on a non-sliding period, and one pass starts Node `i` of `n` at
+//! `i × period / n`, so each Node is still refreshed once per period while the cloud sees a
+//! steady trickle (which the `--cloud-api-*` budget, applied to every cloud call, caps further).
+//!
+//! The loop runs in its own task, not joined with cloud-node's workers: if a pass fails or the
+//! loop ends, the workers keep initializing Nodes. On shutdown the pass starts no further Node,
+//! finishes the calls in flight, and the task is awaited (and aborted if the controller's future
+//! is dropped), so nothing acts after the controller has stopped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller_manager::controller::{Period, run_periodically};
+use futures::{Stream, StreamExt};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::NodeController;
+
+/// The refresh loop's task; await [`Self::stopped`] after cancelling its token.
+pub struct RefreshTask(AbortOnDropHandle<()>);
+
+/// Starts the loop: a pass every `period`, at most `workers` Nodes at a time, until `shutdown`.
+pub fn spawn(
+    controller: Arc<NodeController>,
+    period: Duration,
+    workers: usize,
+    shutdown: CancellationToken,
+) -> RefreshTask {
+    let stop = shutdown.clone();
+    let task = tokio::spawn(run_periodically(
+        Period::NonSliding(period),
+        shutdown,
+        move || {
+            let controller = Arc::clone(&controller);
+            let stop = stop.clone();
+            async move {
+                controller
+                    .update_node_status_over(workers, period, &stop)
+                    .await;
+            }
+        },
+    ));
+    RefreshTask(AbortOnDropHandle::new(task))
+}
+
+impl RefreshTask {
+    /// Waits for the loop to end (after its token is cancelled); a loop that died is logged.
+    pub async fn stopped(self) {
+        if let Err(err) = self.0.await {
+            tracing::error!(
+                controller = "cloud-node-controller",
+                error = %err,
+                "the node address refresh loop died; addresses are no longer refreshed"
+            );
+        }
+    }
+}
+
+/// `items`, item `i` of `n` released at `i × over / n` from now, none after `stop`; with a zero
+/// `over` all at once.
+pub(super) fn paced<T>(
+    items: Vec<T>,
+    over: Duration,
+    stop: &CancellationToken,
+) -> impl Stream<Item = T> + use<T> {
+    let start = Instant::now();
+    let step = match u32::try_from(items.len()) {
+        Ok(n) if n > 0 => over / n,
+        _ => Duration::ZERO,
+    };
+    futures::stream::iter(items.into_iter().enumerate())
+        .then(move |(i, item)| async move {
+            let offset = step.saturating_mul(u32::try_from(i).unwrap_or(u32::MAX));
+            tokio::time::sleep_until(start + offset).await;
+            item
+        })
+        .take_until(stop.clone().cancelled_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use parking_lot::Mutex;
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_spreads_its_items_evenly_over_the_period() {
+        let start = Instant::now();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        paced(
+            vec!["a", "b", "c", "d"],
+            Duration::from_secs(60),
+            &CancellationToken::new(),
+        )
+        .for_each_concurrent(2, |item| {
+            let s = s.clone();
+            async move { s.lock().push((item, start.elapsed().as_secs())) }
+        })
+        .await;
+        assert_eq!(*seen.lock(), [("a", 0), ("b", 15), ("c", 30), ("d", 45)]);
+        let all: Vec<_> = paced(vec![1, 2, 3], Duration::ZERO, &CancellationToken::new())
+            .collect()
+            .await;
+        assert_eq!(all, [1, 2, 3]);
+        assert_eq!(
+            start.elapsed(),
+            Duration::from_secs(45),
+            "zero spread waits for nothing"
+        );
+    }
+
+    /// A lister whose `list` (what only the refresh pass calls) panics, after saying so.
+    struct PanickingList(Arc<tokio::sync::Notify>);
+
+    impl crate::node::NodeLister for PanickingList {
+        fn get(&self, _: &str) -> Option<Arc<k8s_openapi::api::core::v1::Node>> {
+            None
+        }
+        fn list(&self) -> Vec<Arc<k8s_openapi::api::core::v1::Node>> {
+            self.0.notify_one();
+            panic!("refresh pass panics")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_refresh_pass_stays_in_its_own_task() {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
+        let client = kube::Client::try_from(config).unwrap();
+        let panicked = Arc::new(tokio::sync::Notify::new());
+        let controller = NodeController::new(
+            Arc::new(crate::cloud::fake::FakeCloud::new()),
+            kube::Api::all(client),
+            Arc::new(PanickingList(panicked.clone())),
+            Arc::new(crate::event_sink::RecordedEvents::default()),
+            crate::node::NodeMetrics::unregistered(),
+        )
+        .unwrap();
+        let shutdown = CancellationToken::new();
+        let task = spawn(
+            Arc::new(controller),
+            Duration::from_secs(300),
+            1,
+            shutdown.clone(),
+        );
+        // The first pass panics inside the task (the loop dies, or survives when the periodic
+        // loop guards its ticks); the caller goes on, and stopping it still completes.
+        tokio::time::timeout(Duration::from_secs(10), panicked.notified())
+            .await
+            .expect("the first pass runs at once");
+        shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(10), task.stopped())
+            .await
+            .expect("the loop's task ends on shutdown, dead or alive");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn stopping_releases_no_further_item() {
+        let stop = CancellationToken::new();
+        let start = Instant::now();
+        let canceller = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            canceller.cancel();
+        });
+        let got: Vec<_> = paced(vec![1, 2, 3, 4], Duration::from_secs(60), &stop)
+            .collect()
+            .await;
+        assert_eq!(got, [1, 2], "items at 0 s and 15 s; not 30 s, 45 s");
+        assert_eq!(start.elapsed(), Duration::from_secs(20));
+    }
+}
