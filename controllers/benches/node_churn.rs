@@ -245,9 +245,10 @@ async fn run(mode: &str, nodes: usize, services: usize, rate: f64) -> anyhow::Re
     });
 
     let total = BASE_NODES + nodes;
+    // Counts, not copies of 300 × 1,000 backend names per poll.
     let holds = |n: usize| {
-        keys.iter()
-            .all(|k| cloud.lb_for(k).is_some_and(|lb| lb.nodes.len() == n))
+        let counts = cloud.load_balancer_node_counts();
+        keys.iter().all(|k| counts.get(k) == Some(&n))
     };
     wait_for(
         "300 load balancers provisioned",
