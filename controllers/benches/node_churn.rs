@@ -12,7 +12,7 @@
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
 //! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream --join-per-second 0]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream --join-per-second 0 --extra=--cloud-api-pause-on-retry]`
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use clap::Parser;
 use cloud_controllers::cloud::fake::{CallOutcome, FakeCloud, FakeInstance, Method, RateLimit};
+use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::manager::{Manager, ManagerConfig};
@@ -53,6 +54,10 @@ struct Args {
     /// server takes them.
     #[arg(long, default_value_t = 0.0)]
     join_per_second: f64,
+    /// Extra manager flags for both modes, e.g. the cloud call budget:
+    /// `--extra=--cloud-api-pause-on-retry`.
+    #[arg(long, allow_hyphen_values = true)]
+    extra: Vec<String>,
     /// Ignored: cargo bench passes it.
     #[arg(long)]
     bench: bool,
@@ -179,7 +184,13 @@ async fn wait_for(
     Ok(())
 }
 
-async fn run(mode: &str, nodes: usize, services: usize, rate: f64) -> anyhow::Result<Row> {
+async fn run(
+    mode: &str,
+    nodes: usize,
+    services: usize,
+    rate: f64,
+    extra: &[String],
+) -> anyhow::Result<Row> {
     let period = match mode {
         "ours" => "2s",
         "upstream" => "0s",
@@ -220,18 +231,24 @@ async fn run(mode: &str, nodes: usize, services: usize, rate: f64) -> anyhow::Re
     config.controllers = vec!["cloud-node".into(), "service".into()];
     config.cache_sync_timeout = Duration::from_secs(60);
     config.graceful_shutdown_timeout = Duration::from_secs(2);
-    let opts = Flags::parse_from([
+    let mut argv: Vec<String> = [
         "bench",
         "--cloud-provider=fake",
         "--concurrent-service-syncs=10",
         "--concurrent-node-syncs=10",
         "--configure-cloud-routes=false",
-        &format!("--node-sync-batch-period={period}"),
-    ])
-    .cloud;
+    ]
+    .map(String::from)
+    .into();
+    argv.push(format!("--node-sync-batch-period={period}"));
+    argv.extend(extra.iter().cloned());
+    let opts = Flags::try_parse_from(argv)?.cloud;
     let stop = CancellationToken::new();
     let kube_config = env.config();
-    let provider = Arc::new(cloud.clone());
+    // As the binary wraps it: spans, metrics and the --cloud-api-* budget (off unless given).
+    let provider: Arc<dyn CloudProvider> = Arc::new(
+        InstrumentedCloud::new(Arc::new(cloud.clone()), None).with_budget(&opts.budget_options()),
+    );
     let manager = ccm.spawn({
         let stop = stop.clone();
         async move {
@@ -399,7 +416,13 @@ fn main() -> anyhow::Result<()> {
     let mut rows = Vec::new();
     for mode in &args.modes {
         eprintln!("node_churn: {mode} ...");
-        let row = rt.block_on(run(mode, args.nodes, args.services, args.join_per_second))?;
+        let row = rt.block_on(run(
+            mode,
+            args.nodes,
+            args.services,
+            args.join_per_second,
+            &args.extra,
+        ))?;
         eprintln!("{row:?}");
         rows.push(row);
     }
