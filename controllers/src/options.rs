@@ -130,6 +130,16 @@ pub struct CloudOptions {
     )]
     pub concurrent_service_syncs: u32,
 
+    /// How long node changes must be quiet before load balancers get the new node set (not an
+    /// upstream flag; 0s is upstream behaviour, every change at once).
+    #[arg(
+        long,
+        default_value = "2s",
+        help_heading = "Service-lb-controller flags",
+        help = "How long node changes must be quiet before load balancers are updated with the new node set; a burst of changes (a scale-up, a rolling replacement) is answered at least every 30s. 0s updates on every change, as upstream."
+    )]
+    pub node_sync_batch_period: GoDuration,
+
     /// Workers initializing new nodes.
     #[arg(
         long,
@@ -291,6 +301,14 @@ mod tests {
             Duration::from_secs(300)
         );
         assert_eq!(o.concurrent_service_syncs, 1);
+        assert_eq!(o.node_sync_batch_period.get(), Duration::from_secs(2));
+        assert_eq!(
+            parse(&["--cloud-provider=fake", "--node-sync-batch-period=0s"])
+                .node_sync_batch_period
+                .get(),
+            Duration::ZERO,
+            "0s (upstream behaviour) is valid"
+        );
         assert_eq!(o.concurrent_node_syncs, 1);
         assert_eq!(o.concurrent_node_status_updates, 0);
         assert_eq!(o.node_status_update_workers(), 1);

@@ -20,7 +20,7 @@ use service_support::*;
 async fn node_set_change_updates_backends_once() {
     let h = harness(&["n1"]).await;
     h.provision().await;
-    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 0, "node set unchanged");
 
     let n2 = Api::<Node>::all(h.client.clone())
@@ -29,7 +29,7 @@ async fn node_set_change_updates_backends_once() {
         .unwrap();
     assert!(ServiceController::node_event_triggers(None, Some(&n2)));
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(4).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 1);
     assert_eq!(h.events.reasons().last().unwrap(), "UpdatedLoadBalancer");
@@ -52,17 +52,17 @@ async fn node_set_change_updates_backends_once() {
         Some(&excluded)
     ));
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n2"]);
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
 
     // A second pass with the same set costs nothing.
-    assert!(h.ctl.sync_nodes(1).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
 }
 
 #[tokio::test]
-async fn node_sync_failure_hands_the_service_back() {
+async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     let h = harness(&["n1"]).await;
     h.provision().await;
     Api::<Node>::all(h.client.clone())
@@ -75,16 +75,57 @@ async fn node_sync_failure_hands_the_service_back() {
         FaultSpec::other("backend busy").times(1),
     );
 
-    assert_eq!(h.ctl.sync_nodes(2).await, [KEY]);
+    let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "failed to update load balancer hosts: backend busy"
+    );
+    assert_eq!(err.retry_after(), None, "plain errors back off");
     let last = h.events.all().pop().unwrap();
     assert_eq!(last.reason, "UpdateLoadBalancerFailed");
     assert_eq!(last.type_, EventType::Warning);
     assert!(last.message.contains("[n1 n2]"), "{}", last.message);
     assert_eq!(h.metrics.nodesync_error.get(), 1);
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1"]);
 
-    // The retry is a full sync, which ensures with the new set.
-    h.ctl.sync_service(KEY).await.unwrap();
+    // The failed set was not recorded, so the retry (same node set, no new node event) still
+    // calls the cloud; upstream recorded it first and the update was lost.
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 2);
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(
+        h.calls(Method::UpdateLoadBalancer),
+        2,
+        "accepted: nothing left"
+    );
+}
+
+#[tokio::test]
+async fn failed_ensure_records_no_node_set() {
+    let h = harness(&["n1"]).await;
+    h.create(&lb_service("web")).await;
+    h.cloud.fail(
+        Method::EnsureLoadBalancer,
+        FaultSpec::other("quota").times(1),
+    );
+    h.ctl.sync_service(KEY).await.unwrap_err();
+    // The ensure failed; a node sync must not believe the cloud has [n1].
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("no such load balancer").times(1),
+    );
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 1, "tried, not skipped");
+    assert_eq!(h.calls(Method::GetLoadBalancer), 1, "LB gone: success");
+    h.ctl.sync_service(KEY).await.unwrap();
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1"]);
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(
+        h.calls(Method::UpdateLoadBalancer),
+        1,
+        "ensure recorded [n1]"
+    );
 }
 
 #[tokio::test]
@@ -102,7 +143,7 @@ async fn node_sync_ignores_update_errors_when_lb_is_gone() {
         .await
         .unwrap();
     h.cache.refresh(&h.client).await;
-    assert!(h.ctl.sync_nodes(2).await.is_empty());
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::GetLoadBalancer), 1);
 }
 
@@ -122,4 +163,114 @@ async fn not_started_without_load_balancer_facet() {
         Arc::new(RecordedEvents::default()),
     );
     assert!(result.is_err());
+}
+
+/// Polls `cond` every 20 ms for up to 30 s (the fake cloud has no change notification).
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !cond() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manager_with_leader_election_retries_a_failed_node_sync() {
+    use clap::Parser;
+    use cloud_controllers::options::CloudOptions;
+    use cloud_controllers::{CloudContext, cloud_initializers};
+    use controller_manager::leader::LeaderElectionConfig;
+    use controller_manager::manager::{Manager, ManagerConfig};
+    use k8s_openapi::api::coordination::v1::Lease;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        cloud: CloudOptions,
+    }
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let nodes = Api::<Node>::all(client.clone());
+    nodes
+        .create(&PostParams::default(), &node("n1"))
+        .await
+        .unwrap();
+    let services = Api::namespaced(client.clone(), "default");
+    let keys: Vec<String> = (0..3).map(|i| format!("default/lb-{i}")).collect();
+    for i in 0..3 {
+        services
+            .create(&PostParams::default(), &lb_service(&format!("lb-{i}")))
+            .await
+            .unwrap();
+    }
+    let cloud = FakeCloud::new();
+    let failing = "default/lb-1";
+    cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("backend pool locked")
+            .only_for(failing)
+            .times(1),
+    );
+    let mut config = ManagerConfig::new("ccm-node-sync");
+    config.controllers = vec!["service".into()];
+    config.graceful_shutdown_timeout = std::time::Duration::from_secs(5);
+    config.leader_election = Some(LeaderElectionConfig::new(
+        "kube-system",
+        "ccm-node-sync",
+        "replica-a",
+    ));
+    let opts = Flags::parse_from([
+        "test",
+        "--concurrent-service-syncs=2",
+        "--node-sync-batch-period=300ms",
+    ])
+    .cloud;
+    let manager = Manager::new(
+        config,
+        client.clone(),
+        CloudContext::new(Arc::new(cloud.clone()), opts),
+    )
+    .with_initializers(cloud_initializers());
+    let stop = tokio_util::sync::CancellationToken::new();
+    let task = tokio::spawn(manager.run(stop.clone()));
+
+    let holds = |want: &[&str]| {
+        keys.iter()
+            .all(|k| cloud.lb_for(k).is_some_and(|lb| lb.nodes == want))
+    };
+    eventually("every LB provisioned on [n1]", || holds(&["n1"])).await;
+    for n in ["n2", "n3"] {
+        nodes
+            .create(&PostParams::default(), &node(n))
+            .await
+            .unwrap();
+    }
+    // The failed update is retried 5 s later for lb-1 alone; the others are not held.
+    eventually("every LB on [n1 n2 n3]", || holds(&["n1", "n2", "n3"])).await;
+    let updates = cloud.calls_to(Method::UpdateLoadBalancer);
+    let of = |key: &str| {
+        updates
+            .iter()
+            .filter(|c| c.key == key)
+            .map(|c| c.outcome.is_ok())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(of(failing), [false, true], "{updates:#?}");
+    for key in ["default/lb-0", "default/lb-2"] {
+        let ok = of(key);
+        assert!(
+            !ok.is_empty() && ok.len() <= 2 && ok.iter().all(|o| *o),
+            "{key}: {ok:?}"
+        );
+    }
+    let lease = Api::<Lease>::namespaced(client.clone(), "kube-system")
+        .get("ccm-node-sync")
+        .await
+        .unwrap();
+    assert_eq!(
+        lease.spec.unwrap().holder_identity.as_deref(),
+        Some("replica-a")
+    );
+    stop.cancel();
+    task.await.unwrap().unwrap();
 }

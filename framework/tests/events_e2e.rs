@@ -45,20 +45,29 @@ async fn events_about(env: &TestEnv, namespace: &str, object: &str) -> Vec<Event
 async fn identical_events_are_one_event_with_a_count() {
     let env = TestEnv::start().await.unwrap();
     let rec = EventRecorder::new(env.client(), "cloud-node-controller", None);
-    for _ in 0..3 {
+    let synced = || {
         rec.event(
             &node("n1"),
             EventType::Normal,
             "Synced",
             "Node synced successfully",
-        );
+        )
+    };
+    // Recorded back to back, the repeats wait in the queue together: one create, count 3.
+    for _ in 0..3 {
+        synced();
     }
     rec.flush().await;
+    // Recorded one by one after that, each repeat patches the count (client-go's way).
+    for _ in 0..2 {
+        synced();
+        rec.flush().await;
+    }
 
     let events = events_about(&env, "default", "n1").await;
     assert_eq!(events.len(), 1, "{events:#?}");
     let e = &events[0];
-    assert_eq!(e.count, Some(3));
+    assert_eq!(e.count, Some(5));
     assert_eq!(e.reason.as_deref(), Some("Synced"));
     assert_eq!(e.type_.as_deref(), Some("Normal"));
     assert_eq!(e.message.as_deref(), Some("Node synced successfully"));
@@ -74,6 +83,7 @@ async fn identical_events_are_one_event_with_a_count() {
         .map(|r| r.verb)
         .collect();
     assert_eq!(verbs, vec!["create", "patch", "patch"]);
+    assert_eq!(rec.dropped() + rec.spam_filtered(), 0);
 }
 
 #[tokio::test]
@@ -161,8 +171,9 @@ async fn the_spam_filter_caps_one_object_at_25_writes() {
             "Synced",
             format!("m{}", i % 3),
         );
+        // One at a time, so no repeat is folded into a waiting one.
+        rec.flush().await;
     }
-    rec.flush().await;
     let writes = env
         .requests()
         .into_iter()
@@ -175,4 +186,35 @@ async fn the_spam_filter_caps_one_object_at_25_writes() {
         .filter_map(|e| e.count)
         .sum();
     assert_eq!(total, 25);
+    assert_eq!(rec.spam_filtered(), 5, "counted, not only logged");
+}
+
+#[tokio::test]
+async fn a_burst_of_repeats_is_a_bounded_number_of_writes() {
+    let env = TestEnv::start().await.unwrap();
+    let rec = EventRecorder::new(env.client(), "service-controller", None);
+    // 300 load balancers each updated 20 times in a burst (upstream's node-sync storm).
+    for _ in 0..20 {
+        for i in 0..300 {
+            rec.event(
+                &service("default", &format!("lb-{i}")),
+                EventType::Normal,
+                "UpdatedLoadBalancer",
+                "Updated load balancer with new hosts",
+            );
+        }
+    }
+    rec.flush().await;
+    let writes = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "events" && (r.verb == "create" || r.verb == "patch"))
+        .count();
+    assert_eq!(writes, 300, "one write per load balancer");
+    let events = Api::<Event>::namespaced(env.client(), "default")
+        .list(&ListParams::default())
+        .await
+        .unwrap();
+    assert!(events.items.iter().all(|e| e.count == Some(20)));
+    assert_eq!(rec.dropped() + rec.spam_filtered(), 0, "nothing lost");
 }

@@ -58,6 +58,20 @@ impl ServiceSyncError {
     }
 }
 
+/// A node-triggered backend update the cloud did not accept; the node-sync lane retries the
+/// Service with [`UpdateHostsError::retry_after`] when set, else with exponential backoff, and
+/// the Service's recorded node set stays what the cloud last accepted.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to update load balancer hosts: {0}")]
+pub struct UpdateHostsError(#[source] pub CloudError);
+
+impl UpdateHostsError {
+    /// The delay the cloud asked for, as [`ServiceSyncError::retry_after`].
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.0.retry_after()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,17 +1,21 @@
 //! Registers the service-lb controller: Service handler (resync 30 s) → `service` queue →
-//! `sync_service` workers; Node handler (resync 100 s) → `node` queue → one `sync_nodes` worker
-//! whose failures go back to the `service` queue. Both queues back off per key 5 s → 300 s with
-//! no token bucket, as upstream.
+//! `sync_service` workers; Node handler (resync 100 s) → [`NodeChanges`] (coalesced by
+//! `--node-sync-batch-period`) → every load-balanced Service key on the `node` queue →
+//! `sync_load_balancer_hosts` workers (`--concurrent-service-syncs`), one load balancer each.
+//! Both queues back off per key 5 s → 300 s with no token bucket, as upstream, and honour a
+//! cloud's `Retry { after }`.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
+use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::{Event, Store};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
-use controller_manager::workqueue::ItemExponential;
+use controller_manager::workqueue::{ItemExponential, WorkQueue};
 use k8s_openapi::api::core::v1::{Node, Service};
+use tokio_util::sync::CancellationToken;
 
+use super::coalesce::NodeChanges;
 use super::predicates::wants_load_balancer;
 use super::{
     CONTROLLER_NAME, EVENT_COMPONENT, MAX_RETRY_DELAY, MIN_RETRY_DELAY, NODE_RESYNC_PERIOD,
@@ -23,17 +27,14 @@ use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 /// Permanent short alias accepted by `--controllers`, as upstream.
 pub const CONTROLLER_ALIAS: &str = "service";
 
-/// The one key of the node queue: every node change leads to the same full pass, so events
-/// arriving while a pass is queued coalesce into it.
-const NODE_SYNC_KEY: &str = "node-sync";
+/// How logs, spans and `controller_runtime_*` metrics name the node-sync workers of this
+/// controller: the canonical name, qualified, so their numbers stay apart from the Service
+/// workers'.
+pub const NODE_SYNC_CONTROLLER: &str = "service-lb-controller/node-sync";
 
 /// The client name of this controller's API client (upstream `ClientName`): its user agent
 /// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
 pub const CLIENT_NAME: &str = "service-controller";
-
-/// How logs, spans and `controller_runtime_*` metrics name the node-sync loop of this controller:
-/// the canonical name, qualified, so its numbers stay apart from the Service workers'.
-const NODE_SYNC_NAME: &str = "service-lb-controller/node-sync";
 
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -86,7 +87,8 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             SERVICE_RESYNC_PERIOD,
         )
         .detach();
-    let q = node_queue.clone();
+    let changes = NodeChanges::new(options.node_sync_batch_period.get());
+    let node_changes = changes.clone();
     nodes
         .add_handler_with_resync(
             move |event: &Event<Node>| {
@@ -98,13 +100,16 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
                     Event::Deleted(n) => ServiceController::node_event_triggers(Some(n), None),
                 };
                 if trigger {
-                    q.add(NODE_SYNC_KEY.to_string());
+                    node_changes.changed();
                 }
             },
             NODE_RESYNC_PERIOD,
         )
         .detach();
 
+    // Bursts of node changes are where events pile up: make lost ones visible on /metrics.
+    let recorder = ctx.event_recorder(&client, EVENT_COMPONENT);
+    ctx.register_metrics(|r| recorder.register_metrics(r));
     let controller = Arc::new(
         ServiceController::new(
             cloud,
@@ -112,7 +117,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             options.cluster_name.clone(),
             Arc::new(services.store()),
             Arc::new(nodes.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            Arc::new(RecorderSink(recorder)),
         )?
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );
@@ -133,28 +138,59 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             }
         },
     );
-    let c = controller.clone();
-    let retry = service_queue.clone();
-    let sync_nodes = layers::standard(NODE_SYNC_NAME, &metrics, RECONCILE_TIMEOUT).service_fn(
-        move |_req: Request<String>| {
-            let c = c.clone();
-            let retry = retry.clone();
-            async move {
-                for key in c.sync_nodes(workers).await {
-                    retry.add(key);
-                }
-                Ok::<_, Infallible>(Action::Done)
-            }
-        },
-    );
     let service_workers =
         Controller::new(CONTROLLER_NAME, service_queue, sync_service).workers(workers);
-    let node_worker = Controller::new(NODE_SYNC_NAME, node_queue, sync_nodes).workers(1);
     let shutdown = ctx.shutdown.clone();
+    let node_sync = run_node_sync(
+        controller,
+        node_queue,
+        changes,
+        workers,
+        metrics,
+        shutdown.clone(),
+    );
     Ok(InitOutcome::Started(Box::pin(async move {
-        tokio::join!(
-            service_workers.run(shutdown.clone()),
-            node_worker.run(shutdown.clone())
-        );
+        tokio::join!(service_workers.run(shutdown), node_sync);
     })))
+}
+
+/// Runs the node sync until `shutdown`: each burst [`NodeChanges`] answers puts every
+/// load-balanced Service on `queue`, and `workers` workers update one load balancer each, with
+/// the standard layers (reconcile timeout per load balancer, not per pass). A failed or timed-out
+/// update is retried with the queue's backoff, or after the cloud's `Retry { after }`; a key
+/// waiting or in flight absorbs further bursts, so one slow or failing load balancer holds no
+/// other.
+pub async fn run_node_sync(
+    controller: Arc<ServiceController>,
+    queue: WorkQueue<String>,
+    changes: NodeChanges,
+    workers: usize,
+    metrics: ControllerMetrics,
+    shutdown: CancellationToken,
+) {
+    let c = controller.clone();
+    let sync_hosts = layers::standard(NODE_SYNC_CONTROLLER, &metrics, RECONCILE_TIMEOUT)
+        .service_fn(move |req: Request<String>| {
+            let c = c.clone();
+            async move {
+                c.sync_load_balancer_hosts(&req.key)
+                    .await
+                    .map(|()| Action::Done)
+                    .map_err(|e| {
+                        let after = e.retry_after();
+                        queue_error(e, after)
+                    })
+            }
+        });
+    let q = queue.clone();
+    let answer = move |first_change| {
+        for key in controller.node_sync_keys_since(first_change) {
+            q.add(key);
+        }
+    };
+    let node_workers = Controller::new(NODE_SYNC_CONTROLLER, queue, sync_hosts).workers(workers);
+    tokio::join!(
+        node_workers.run(shutdown.clone()),
+        changes.run(shutdown, answer)
+    );
 }

@@ -12,7 +12,8 @@ pub struct ServiceMetrics {
     pub loadbalancer_sync: Counter,
     /// `service_controller_nodesync_error_total`: services whose node sync failed.
     pub nodesync_error: Counter,
-    /// `service_controller_nodesync_latency_seconds`: duration of one full node-sync pass.
+    /// `service_controller_nodesync_latency_seconds`: from a node change to a load balancer
+    /// holding the resulting node set (one observation per load balancer).
     pub nodesync_latency: Histogram,
     /// `service_controller_update_loadbalancer_host_latency_seconds`: one `UpdateLoadBalancer`.
     pub update_host_latency: Histogram,

@@ -11,11 +11,14 @@
 //! - Service keys go to [`ServiceController::sync_service`]: success ⇒ forget; an error whose
 //!   [`ServiceSyncError::retry_after`] is set ⇒ requeue after exactly that; other errors ⇒
 //!   rate-limited requeue (per-item exponential 5 s → 300 s, no token bucket).
-//! - Node keys (identity irrelevant) run one [`ServiceController::sync_nodes`] pass with
-//!   `--concurrent-service-syncs` parallelism; each returned key is added to the service queue.
+//! - Node changes go to a [`NodeChanges`] coalescer; each burst it answers puts the keys of
+//!   [`ServiceController::node_sync_keys_since`] on the `node` queue, whose
+//!   `--concurrent-service-syncs` workers run [`ServiceController::sync_load_balancer_hosts`],
+//!   one load balancer per key, retried per key with backoff ([`run_node_sync`]).
 //!
 //! Submodules: [`predicates`] (pure rules), `patch` (finalizer and status writes),
-//! `sync` (one Service), `node_sync` (backend updates), [`metrics`], `error`.
+//! `sync` (one Service), `node_sync` (backend updates), `coalesce` (when node changes are
+//! answered), [`metrics`], `error`.
 //!
 //! # Differences from upstream (deliberate, safe)
 //! - A Service with a `deletionTimestamp` is always taken down the cleanup path, never the ensure
@@ -24,6 +27,14 @@
 //! - The finalizer is removed only after `EnsureLoadBalancerDeleted` succeeded, returned
 //!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
 //!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
+//! - Node syncs are coalesced (`--node-sync-batch-period`, default 2 s; `0s` is upstream): node
+//!   changes are answered once they have been quiet for the period, a burst at least every
+//!   [`MAX_BURST_HOLD`]. Each load balancer is its own key on the `node` queue, updated with the
+//!   node set of the moment its turn comes, so a burst costs it one or two calls, and one slow
+//!   or failing load balancer holds no other. A failed update is retried on that queue with the
+//!   5 s → 300 s backoff (upstream hands the Service to the service queue for a full sync), and
+//!   the node set recorded per Service is only one the cloud accepted (upstream records it
+//!   before the call, so a failed or timed-out call was never retried).
 //! - Not ported: the Normal events upstream `needsUpdate` emits per changed field (`Type`,
 //!   `LoadBalancerSourceRanges`, ...): the handler filter is a pure function here and returns the
 //!   cause as [`predicates::UpdateCause`] for logs instead. A nil status from `EnsureLoadBalancer`
@@ -60,7 +71,16 @@
 //! | Service deleted mid-reconcile: cache-driven non-finalizer delete | `service_deleted_mid_reconcile_cleans_up_from_the_cache` |
 //! | recreated Service (new UID): old LB deleted first | `recreated_service_deletes_the_old_load_balancer_first` |
 //! | node-set change ⇒ one `UpdateLoadBalancer`, exclusion label, no call when equal | `node_set_change_updates_backends_once` |
-//! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, key returned, error metric | `node_sync_failure_hands_the_service_back` |
+//! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, error metric, retried from the accepted set | `failed_node_sync_is_retried_from_the_set_the_cloud_accepted` |
+//! | a failed ensure records no node set | `failed_ensure_records_no_node_set` |
+//! | manager with leader election on: one failing LB retried with backoff, others not held | `manager_with_leader_election_retries_a_failed_node_sync` |
+//!
+//! Node-sync bounds on the paused clock (`tests/service_node_sync_bounds.rs`, production
+//! [`run_node_sync`]): `a_burst_costs_each_load_balancer_at_most_two_updates`,
+//! `without_coalescing_a_burst_updates_each_load_balancer_per_round`,
+//! `a_single_change_reaches_every_load_balancer_within_the_period`,
+//! `a_failing_or_hung_load_balancer_holds_no_other`; the coalescer's rules in
+//! `coalesce::tests`.
 //! | update error with LB gone is success | `node_sync_ignores_update_errors_when_lb_is_gone` |
 //! | not started without the LoadBalancer facet | `not_started_without_load_balancer_facet` |
 //! | API conflict on the finalizer patch: error before any cloud call | `api_conflict_on_finalizer_patch_stops_before_the_cloud` |
@@ -71,16 +91,19 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 
+mod coalesce;
 mod error;
 mod init;
 pub mod metrics;
 mod node_sync;
+mod pacer;
 pub mod patch;
 pub mod predicates;
 mod sync;
 
-pub use error::ServiceSyncError;
-pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, initializer};
+pub use coalesce::{MAX_BURST_HOLD, NodeChanges};
+pub use error::{ServiceSyncError, UpdateHostsError};
+pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, NODE_SYNC_CONTROLLER, initializer, run_node_sync};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 

@@ -1,14 +1,16 @@
-//! Node-triggered backend updates: when the eligible node set changes, every load-balanced
-//! Service gets `UpdateLoadBalancer` with the new set (upstream `syncNodes`, `nodeSyncService`,
-//! `lockedUpdateLoadBalancerHosts`). A Service whose update fails is handed back for a full sync.
+//! Node-triggered backend updates, one load balancer at a time: when the eligible node set
+//! changes, each load-balanced Service gets `UpdateLoadBalancer` with the set as it is when its
+//! turn comes (upstream `nodeSyncService`, `lockedUpdateLoadBalancerHosts`). The set recorded
+//! per Service is only ever one the cloud accepted, so a failed, timed-out or cancelled update
+//! is always tried again; the caller retries a failed key with backoff.
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio::time::Instant;
 
 use super::ServiceController;
+use super::error::UpdateHostsError;
 use super::predicates::{
     filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
 };
@@ -31,6 +33,14 @@ fn loggable_node_names(nodes: &[Arc<Node>]) -> String {
     format!("[{}]", names.join(" "))
 }
 
+/// What the cloud said to a host update.
+enum HostsUpdate {
+    /// The load balancer now has these hosts (or another controller implements it).
+    Accepted,
+    /// The update failed but the load balancer does not exist: nothing to keep in step.
+    Gone,
+}
+
 impl ServiceController {
     /// Whether a Node Add/Update/Delete should trigger a node sync: Add (`old == None`) and Delete
     /// (`new == None`) always do, an Update only per [`should_sync_updated_node`].
@@ -41,67 +51,96 @@ impl ServiceController {
         }
     }
 
-    /// One full node-sync pass over every Service last processed, `workers` at a time; returns
-    /// the keys of Services whose backends could not be updated, for a full `sync_service`.
-    pub async fn sync_nodes(&self, workers: usize) -> Vec<String> {
-        let start = Instant::now();
-        let services: Vec<(String, Arc<Service>)> = self
+    /// The keys a node sync visits: every Service last processed that wants a load balancer
+    /// (upstream takes them from its service cache, not the lister). `first_change` is when the
+    /// node change being answered happened; each key keeps its earliest unanswered one, from
+    /// which `service_controller_nodesync_latency_seconds` is measured.
+    pub fn node_sync_keys_since(&self, first_change: Instant) -> Vec<String> {
+        let mut keys: Vec<String> = self
             .service_cache
             .lock()
             .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .filter(|(_, svc)| wants_load_balancer(svc))
+            .map(|(k, _)| k.clone())
             .collect();
-        let total = services.len();
-        let mut retry: Vec<String> = futures::stream::iter(services)
-            .map(|(key, svc)| async move {
-                let ok = self.node_sync_service(&key, &svc).await;
-                (!ok).then_some(key)
-            })
-            .buffer_unordered(workers.max(1))
-            .filter_map(futures::future::ready)
-            .collect()
-            .await;
-        retry.sort();
-        let latency = start.elapsed().as_secs_f64();
-        self.metrics.nodesync_latency.observe(latency);
-        tracing::debug!(
-            services = total,
-            retry = retry.len(),
-            latency,
-            "node sync finished"
-        );
-        retry
+        keys.sort();
+        let mut since = self.node_change_since.lock();
+        for key in &keys {
+            since.entry(key.clone()).or_insert(first_change);
+        }
+        keys
     }
 
-    /// `true` on success (or nothing to do), `false` when the Service must be retried.
-    async fn node_sync_service(&self, key: &str, svc: &Service) -> bool {
-        if !wants_load_balancer(svc) {
-            return true;
+    /// The Service's load balancer holds the node set: observe how long that took.
+    fn node_sync_done(&self, key: &str) {
+        if let Some(since) = self.node_change_since.lock().remove(key) {
+            self.metrics
+                .nodesync_latency
+                .observe(since.elapsed().as_secs_f64());
         }
-        let new_nodes = filter_lb_nodes(&self.nodes.list());
-        // Stored before the cloud call whatever its outcome: a failure is retried through a full
-        // service sync, which stores its own set.
-        let old_nodes = self
-            .last_synced_nodes
-            .lock()
-            .insert(key.to_string(), new_nodes.clone())
-            .unwrap_or_default();
-        let old_nodes = filter_lb_nodes(&old_nodes);
-        if nodes_sufficiently_equal(&old_nodes, &new_nodes) {
-            return true;
-        }
-        let Ok(lb) = self.lb() else {
-            // Unreachable: `new` refuses a cloud without load balancers.
-            return false;
+    }
+
+    /// Brings the backends of Service `key`'s load balancer to the current eligible node set, if
+    /// they differ from the last set the cloud accepted. Never runs beside an ensure of the same
+    /// Service (they share a per-Service lock), so the recorded set is the cloud's.
+    pub async fn sync_load_balancer_hosts(&self, key: &str) -> Result<(), UpdateHostsError> {
+        let Some(svc) = self.service_cache.lock().get(key).cloned() else {
+            // Deleted since the node sync was queued: its own sync cleans up.
+            self.node_change_since.lock().remove(key);
+            return Ok(());
         };
-        match self.update_load_balancer_hosts(lb, svc, &new_nodes).await {
-            Ok(()) => true,
+        if !wants_load_balancer(&svc) {
+            self.node_change_since.lock().remove(key);
+            return Ok(());
+        }
+        let lock = self.lb_lock(key);
+        let _serialized = lock.lock().await;
+        if self.hosts_to_sync(key).is_none() {
+            self.node_sync_done(key);
+            return Ok(());
+        }
+        // After a 429 the workers take turns; the node set is read once it is this one's turn.
+        self.pacer.wait().await;
+        let Some(new_nodes) = self.hosts_to_sync(key) else {
+            self.node_sync_done(key);
+            return Ok(());
+        };
+        // `new` refuses a cloud without load balancers, so this cannot fail.
+        let lb = self
+            .lb()
+            .map_err(|_| UpdateHostsError(CloudError::NotImplemented))?;
+        match self.update_load_balancer_hosts(lb, &svc, &new_nodes).await {
+            Ok(HostsUpdate::Accepted | HostsUpdate::Gone) => {
+                self.pacer.accepted();
+                // Gone: any later ensure passes the node set of its own time and records it.
+                self.last_synced_nodes
+                    .lock()
+                    .insert(key.to_string(), new_nodes);
+                self.node_sync_done(key);
+                Ok(())
+            }
             Err(err) => {
                 tracing::warn!(service = key, error = %err, "failed to update load balancer hosts");
                 self.metrics.nodesync_error.inc();
-                false
+                if let Some(after) = err.retry_after() {
+                    self.pacer.refused(after);
+                }
+                Err(UpdateHostsError(err))
             }
         }
+    }
+
+    /// The current eligible node set, if it is not sufficiently equal to the one the cloud last
+    /// accepted for `key`.
+    fn hosts_to_sync(&self, key: &str) -> Option<Vec<Arc<Node>>> {
+        let new_nodes = filter_lb_nodes(&self.nodes.list());
+        let old_nodes = self
+            .last_synced_nodes
+            .lock()
+            .get(key)
+            .map(|n| filter_lb_nodes(n))
+            .unwrap_or_default();
+        (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then_some(new_nodes)
     }
 
     async fn update_load_balancer_hosts(
@@ -109,7 +148,7 @@ impl ServiceController {
         lb: &dyn LoadBalancer,
         svc: &Service,
         hosts: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
+    ) -> Result<HostsUpdate, CloudError> {
         self.metrics.loadbalancer_sync.inc();
         let start = Instant::now();
         let result = lb
@@ -135,14 +174,20 @@ impl ServiceController {
                         "Updated load balancer with new hosts",
                     );
                 }
-                return Ok(());
+                return Ok(HostsUpdate::Accepted);
             }
-            Err(CloudError::ImplementedElsewhere) => return Ok(()),
+            Err(CloudError::ImplementedElsewhere) => return Ok(HostsUpdate::Accepted),
             Err(err) => err,
         };
-        // Only an error if the load balancer still exists.
-        match lb.get_load_balancer(&self.cluster_name, svc).await {
-            Ok(None) => return Ok(()),
+        // Only an error if the load balancer still exists. A 429 says nothing about that, and
+        // asking would spend the quota the cloud just said is used up.
+        let existence = if err.retry_after().is_some() {
+            Ok(Some(Default::default()))
+        } else {
+            lb.get_load_balancer(&self.cluster_name, svc).await
+        };
+        match existence {
+            Ok(None) => return Ok(HostsUpdate::Gone),
             Ok(Some(_)) => {}
             Err(get_err) => {
                 tracing::warn!(error = %get_err, "failed to check if load balancer exists");

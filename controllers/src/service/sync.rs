@@ -9,6 +9,7 @@ use parking_lot::Mutex;
 
 use super::error::ServiceSyncError;
 use super::metrics::ServiceMetrics;
+use super::pacer::RetryPacer;
 use super::patch;
 use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load_balancer};
 use super::{NodeLister, ServiceLister};
@@ -37,8 +38,17 @@ pub struct ServiceController {
     /// Key → last Service object processed; needed to delete load balancers of Services that
     /// vanished without a finalizer, and as the set of Services a node sync visits.
     pub(super) service_cache: Mutex<HashMap<String, Arc<Service>>>,
-    /// Key → node set handed to the cloud in the last ensure/update attempt.
+    /// Key → node set the cloud last accepted for the Service's load balancer (an ensure or a
+    /// host update that succeeded); a failed or cancelled call leaves it as it was.
     pub(super) last_synced_nodes: Mutex<HashMap<String, Vec<Arc<Node>>>>,
+    /// Key → lock held across an ensure or a host update of that Service, so the two lanes
+    /// never race on one load balancer and the recorded set matches the cloud's.
+    lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Key → earliest node change its load balancer has not caught up with yet (latency metric).
+    pub(super) node_change_since: Mutex<HashMap<String, tokio::time::Instant>>,
+    /// Turns of the calls that set backends (ensure and host updates) after the cloud answered
+    /// `Retry { after }`.
+    pub(super) pacer: RetryPacer,
 }
 
 /// Why a [`ServiceController`] cannot be built.
@@ -106,6 +116,9 @@ impl ServiceController {
             metrics: ServiceMetrics::default(),
             service_cache: Mutex::default(),
             last_synced_nodes: Mutex::default(),
+            lb_locks: Mutex::default(),
+            node_change_since: Mutex::default(),
+            pacer: RetryPacer::default(),
         })
     }
 
@@ -120,6 +133,15 @@ impl ServiceController {
         self.cloud
             .load_balancer()
             .ok_or(ServiceSyncError::LoadBalancerUnsupported)
+    }
+
+    /// The lock serializing cloud calls that set Service `key`'s backends.
+    pub(super) fn lb_lock(&self, key: &str) -> Arc<tokio::sync::Mutex<()>> {
+        self.lb_locks
+            .lock()
+            .entry(key.to_string())
+            .or_default()
+            .clone()
     }
 
     pub(super) fn event(&self, svc: &Service, type_: EventType, reason: &str, message: &str) {
@@ -164,6 +186,8 @@ impl ServiceController {
     fn forget(&self, key: &str) {
         self.service_cache.lock().remove(key);
         self.last_synced_nodes.lock().remove(key);
+        self.lb_locks.lock().remove(key);
+        self.node_change_since.lock().remove(key);
     }
 
     async fn process_create_or_update(
@@ -312,6 +336,8 @@ impl ServiceController {
         patch::add_finalizer(&self.api, svc)
             .await
             .map_err(ServiceSyncError::AddFinalizer)?;
+        let lock = self.lb_lock(key);
+        let _serialized = lock.lock().await;
         let nodes = filter_lb_nodes(&self.nodes.list());
         if nodes.is_empty() {
             self.event(
@@ -321,13 +347,21 @@ impl ServiceController {
                 "There are no available nodes for LoadBalancer",
             );
         }
-        self.last_synced_nodes
-            .lock()
-            .insert(key.to_string(), nodes.clone());
-        let status = match lb
+        self.pacer.wait().await;
+        let result = lb
             .ensure_load_balancer(&self.cluster_name, svc, &nodes)
-            .await
-        {
+            .await;
+        match result.as_ref().map_err(CloudError::retry_after) {
+            Ok(_) => self.pacer.accepted(),
+            Err(Some(after)) => self.pacer.refused(after),
+            Err(None) => {}
+        }
+        if matches!(result, Ok(_) | Err(CloudError::ImplementedElsewhere)) {
+            // Recorded only once the cloud took it (upstream records before the call, so a
+            // failed ensure could hide a node change from the next node sync).
+            self.last_synced_nodes.lock().insert(key.to_string(), nodes);
+        }
+        let status = match result {
             Ok(status) => status,
             Err(CloudError::ImplementedElsewhere) => {
                 tracing::debug!(
@@ -381,7 +415,7 @@ mod tests {
         fn assert_send<T: Send>(_: T) {}
         fn check(ctl: &ServiceController) {
             assert_send(ctl.sync_service("a/b"));
-            assert_send(ctl.sync_nodes(1));
+            assert_send(ctl.sync_load_balancer_hosts("a/b"));
         }
         let _ = check;
     }

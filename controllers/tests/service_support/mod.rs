@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use cloud_controllers::cloud::CloudProvider;
 use cloud_controllers::cloud::fake::{FakeCloud, Method};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::service::{
@@ -65,6 +66,11 @@ impl Cache {
             .unwrap();
         *self.nodes.lock() = nodes.items.into_iter().map(Arc::new).collect();
     }
+
+    /// A Node joins the cache (as its informer would see it), without the API.
+    pub fn add_node(&self, node: Node) {
+        self.nodes.lock().push(Arc::new(node));
+    }
 }
 
 pub struct Harness {
@@ -74,7 +80,7 @@ pub struct Harness {
     pub cache: Arc<Cache>,
     pub events: RecordedEvents,
     pub metrics: ServiceMetrics,
-    pub ctl: ServiceController,
+    pub ctl: Arc<ServiceController>,
 }
 
 pub fn node(name: &str) -> Node {
@@ -109,6 +115,17 @@ pub fn lb_service(name: &str) -> Service {
 }
 
 pub async fn harness(nodes: &[&str]) -> Harness {
+    let cloud = FakeCloud::new();
+    harness_with(nodes, cloud.clone(), Arc::new(cloud)).await
+}
+
+/// A harness whose controller talks to `provider` (e.g. a wrapper around `cloud`), while tests
+/// inspect `cloud`.
+pub async fn harness_with(
+    nodes: &[&str],
+    cloud: FakeCloud,
+    provider: Arc<dyn CloudProvider>,
+) -> Harness {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
     for n in nodes {
@@ -117,12 +134,11 @@ pub async fn harness(nodes: &[&str]) -> Harness {
             .await
             .unwrap();
     }
-    let cloud = FakeCloud::new();
     let cache = Arc::new(Cache::default());
     let events = RecordedEvents::default();
     let metrics = ServiceMetrics::default();
     let ctl = ServiceController::new(
-        Arc::new(cloud.clone()),
+        provider,
         client.clone(),
         CLUSTER,
         cache.clone(),
@@ -131,6 +147,7 @@ pub async fn harness(nodes: &[&str]) -> Harness {
     )
     .unwrap()
     .with_metrics(metrics.clone());
+    let ctl = Arc::new(ctl);
     Harness {
         env,
         client,
@@ -180,6 +197,32 @@ impl Harness {
         self.ctl.sync_service(KEY).await.unwrap();
         self.cache.refresh(&self.client).await;
         self.get("web").await.unwrap()
+    }
+
+    /// Creates and syncs `n` LoadBalancer Services `lb-000`…, returning their keys.
+    pub async fn provision_many(&self, n: usize) -> Vec<String> {
+        let names: Vec<String> = (0..n).map(|i| format!("lb-{i:03}")).collect();
+        for name in &names {
+            self.services()
+                .create(&PostParams::default(), &lb_service(name))
+                .await
+                .unwrap();
+        }
+        self.cache.refresh(&self.client).await;
+        let keys: Vec<String> = names.iter().map(|n| format!("default/{n}")).collect();
+        for key in &keys {
+            self.ctl.sync_service(key).await.unwrap();
+        }
+        keys
+    }
+
+    /// `UpdateLoadBalancer` calls per Service key.
+    pub fn updates_per_lb(&self) -> BTreeMap<String, usize> {
+        let mut per = BTreeMap::new();
+        for call in self.cloud.calls_to(Method::UpdateLoadBalancer) {
+            *per.entry(call.key).or_default() += 1;
+        }
+        per
     }
 }
 

@@ -130,7 +130,7 @@ fn aggregate_key(e: &Event) -> String {
 }
 
 /// `getEventKey`: source + object + type + reason + message.
-fn event_key(e: &Event) -> String {
+pub(crate) fn event_key(e: &Event) -> String {
     let mut parts = source_and_object(e);
     parts.extend([
         e.type_.as_deref().unwrap_or(""),
@@ -198,7 +198,7 @@ impl EventCorrelator {
                 namespace: event.metadata.namespace.clone(),
                 ..ObjectMeta::default()
             },
-            count: Some(1),
+            count: Some(event.count.unwrap_or(1)),
             first_timestamp: Some(stamp.clone()),
             last_timestamp: Some(stamp),
             message: Some(format!(
@@ -210,14 +210,15 @@ impl EventCorrelator {
         (combined, agg_key)
     }
 
-    /// `eventObserve`: a cached key turns the event into a patch of the earlier one, count + 1.
+    /// `eventObserve`: a cached key turns the event into a patch of the earlier one, its count
+    /// raised by the event's own (1, or the repeats the recorder folded into it).
     fn observe(&mut self, mut event: Event, key: String) -> (Event, Option<serde_json::Value>) {
         let mut patch = None;
         if let Some(last) = self.observations.get_mut(&key).filter(|l| l.count > 0) {
             event.metadata.name = last.name.clone();
             event.metadata.resource_version = last.resource_version.clone();
             event.first_timestamp = last.first_timestamp.clone();
-            event.count = Some(last.count + 1);
+            event.count = Some(last.count.saturating_add(event.count.unwrap_or(1)));
             patch = Some(json!({
                 "count": event.count,
                 "lastTimestamp": event.last_timestamp,

@@ -1,12 +1,20 @@
 //! The recorder handle controllers hold, its bounded queue, and the single background task that
 //! correlates and writes events (client-go's broadcaster + `recordToSink`).
+//!
+//! Difference from client-go: an event identical to one still waiting in the queue (same source,
+//! object, type, reason and message) takes no queue slot; it raises the waiting one's count, so
+//! a burst of repeats is one API write with `count = n` instead of n writes, and cannot crowd
+//! other events out of the queue. Only distinct events can fill it; those are dropped and
+//! counted (`events_dropped_total`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
+use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use tokio::sync::{mpsc, oneshot};
@@ -14,7 +22,7 @@ use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
 use super::EventType;
-use super::correlator::{Correlation, EventCorrelator};
+use super::correlator::{Correlation, EventCorrelator, event_key};
 use super::writer::{EventWriter, KubeEventWriter};
 
 /// `maxQueuedEvents`: events waiting to be written before new ones are dropped.
@@ -27,9 +35,20 @@ pub(crate) const RETRY_SLEEP: Duration = Duration::from_secs(10);
 const DEFAULT_NAMESPACE: &str = "default";
 
 enum Item {
-    Event(Box<Event>),
+    /// An event and its key in [`Pending`].
+    Event(Box<Event>, String),
     Flush(oneshot::Sender<()>),
 }
+
+/// Repeats of an event waiting in the queue: how many, and when the last one happened.
+struct Repeats {
+    count: i32,
+    last: Timestamp,
+}
+
+/// Event key → repeats of the event with that key waiting in the queue; at most one entry per
+/// queued event, so bounded by the queue.
+type Pending = Arc<Mutex<HashMap<String, Repeats>>>;
 
 /// Records events about objects without ever blocking or failing the caller: a full queue drops the
 /// event (counted), API trouble is retried in the background. Cheap to clone; all clones and
@@ -37,8 +56,10 @@ enum Item {
 #[derive(Clone)]
 pub struct EventRecorder {
     tx: mpsc::Sender<Item>,
+    pending: Pending,
     source: EventSource,
     dropped: Counter,
+    spam_filtered: Counter,
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -65,14 +86,25 @@ impl EventRecorder {
         host: Option<String>,
     ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_SIZE);
-        tokio::spawn(write_loop(rx, writer));
+        let pending = Pending::default();
+        let dropped = Counter::default();
+        let spam_filtered = Counter::default();
+        tokio::spawn(write_loop(
+            rx,
+            writer,
+            pending.clone(),
+            dropped.clone(),
+            spam_filtered.clone(),
+        ));
         Self {
             tx,
+            pending,
+            spam_filtered,
             source: EventSource {
                 component: Some(component.to_string()),
                 host,
             },
-            dropped: Counter::default(),
+            dropped,
         }
     }
 
@@ -81,11 +113,13 @@ impl EventRecorder {
     pub fn for_component(&self, component: &str) -> Self {
         Self {
             tx: self.tx.clone(),
+            pending: self.pending.clone(),
             source: EventSource {
                 component: Some(component.to_string()),
                 host: self.source.host.clone(),
             },
             dropped: self.dropped.clone(),
+            spam_filtered: self.spam_filtered.clone(),
         }
     }
 
@@ -107,17 +141,30 @@ impl EventRecorder {
             message = %message,
             "event"
         );
-        let event = make_event(
-            &self.source,
-            object,
-            type_,
-            reason,
-            message,
-            Timestamp::now(),
-        );
-        if self.tx.try_send(Item::Event(Box::new(event))).is_err() {
-            self.dropped.inc();
-            warn!(reason, "event queue full or closed; dropping event");
+        let now = Timestamp::now();
+        let event = make_event(&self.source, object, type_, reason, message, now);
+        let key = event_key(&event);
+        let mut pending = self.pending.lock();
+        if let Some(repeats) = pending.get_mut(&key) {
+            repeats.count = repeats.count.saturating_add(1);
+            repeats.last = now;
+            return;
+        }
+        // Sent under the lock, so the writer cannot take the item before its entry exists.
+        match self.tx.try_send(Item::Event(Box::new(event), key.clone())) {
+            Ok(()) => {
+                pending.insert(
+                    key,
+                    Repeats {
+                        count: 1,
+                        last: now,
+                    },
+                );
+            }
+            Err(_) => {
+                self.dropped.inc();
+                warn!(reason, "event queue full or closed; dropping event");
+            }
         }
     }
 
@@ -130,17 +177,33 @@ impl EventRecorder {
         }
     }
 
-    /// Events dropped because the queue was full, since start.
+    /// Events lost since start: the queue was full, the server rejected them, or writing still
+    /// failed after 12 attempts.
     pub fn dropped(&self) -> u64 {
         self.dropped.get()
     }
 
-    /// Registers `events_dropped_total`, so a full event queue is visible on `/metrics`.
+    /// Events the spam filter (client-go's: 25 per object, then one per 5 minutes) did not
+    /// write, since start.
+    pub fn spam_filtered(&self) -> u64 {
+        self.spam_filtered.get()
+    }
+
+    /// Registers `events_dropped_total{component="<this recorder's component>"}`, so a full
+    /// event queue is visible on `/metrics`. Register each recorder queue once per registry
+    /// (recorders made with [`EventRecorder::for_component`] share their parent's counter).
     pub fn register_metrics(&self, registry: &mut Registry) {
-        registry.register(
+        let component = self.source.component.clone().unwrap_or_default();
+        let sub = registry.sub_registry_with_label(("component".into(), component.into()));
+        sub.register(
             "events_dropped",
-            "Events dropped because the recorder's queue (1000) was full.",
+            "Events lost: the recorder's queue (1000 distinct events) was full, the server rejected them, or 12 write attempts failed.",
             self.dropped.clone(),
+        );
+        sub.register(
+            "events_spam_filtered",
+            "Events not written because the spam filter (25 per object, then one per 5 minutes) held them back.",
+            self.spam_filtered.clone(),
         );
     }
 }
@@ -180,24 +243,61 @@ fn make_event(
     }
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Item>, writer: Arc<dyn EventWriter>) {
+async fn write_loop(
+    mut rx: mpsc::Receiver<Item>,
+    writer: Arc<dyn EventWriter>,
+    pending: Pending,
+    dropped: Counter,
+    spam_filtered: Counter,
+) {
     let mut correlator = EventCorrelator::default();
     while let Some(item) = rx.recv().await {
         match item {
             Item::Flush(ack) => {
                 let _ = ack.send(());
             }
-            Item::Event(event) => record_to_sink(writer.as_ref(), &mut correlator, *event).await,
+            Item::Event(mut event, key) => {
+                // From here on, a repeat queues a new item (and is counted on top of this one).
+                if let Some(repeats) = pending.lock().remove(&key) {
+                    event.count = Some(repeats.count);
+                    event.last_timestamp = Some(Time(repeats.last));
+                }
+                let occurrences = u64::try_from(event.count.unwrap_or(1)).unwrap_or(1);
+                match record_to_sink(writer.as_ref(), &mut correlator, *event).await {
+                    Outcome::Written => {}
+                    Outcome::SpamFiltered => {
+                        spam_filtered.inc_by(occurrences);
+                    }
+                    Outcome::Lost => {
+                        dropped.inc_by(occurrences);
+                    }
+                }
+            }
         }
     }
 }
 
+/// What became of one event in the writer.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Written (or already there).
+    Written,
+    /// Held back by the spam filter.
+    SpamFiltered,
+    /// Rejected by the server, or still failing after [`MAX_TRIES`] attempts.
+    Lost,
+}
+
 /// client-go `recordToSink`: correlate, then write with up to [`MAX_TRIES`] attempts.
-async fn record_to_sink(writer: &dyn EventWriter, correlator: &mut EventCorrelator, event: Event) {
+async fn record_to_sink(
+    writer: &dyn EventWriter,
+    correlator: &mut EventCorrelator,
+    event: Event,
+) -> Outcome {
     let (mut event, patch) = match correlator.correlate(event, Instant::now(), Timestamp::now()) {
         Correlation::Skip => {
             debug!("event dropped by the spam filter");
-            return;
+            return Outcome::SpamFiltered;
         }
         Correlation::Create(event) => (event, None),
         Correlation::Patch { event, patch } => (event, Some(patch)),
@@ -206,15 +306,15 @@ async fn record_to_sink(writer: &dyn EventWriter, correlator: &mut EventCorrelat
         match write_once(writer, &mut event, patch.as_ref()).await {
             Ok(written) => {
                 correlator.update_state(&written);
-                return;
+                return Outcome::Written;
             }
             Err(e) if !retryable(&e) => {
                 if is_benign(&e) {
                     debug!(error = %e, "event not written");
-                } else {
-                    error!(error = %e, reason = ?event.reason, "server rejected event (will not retry!)");
+                    return Outcome::Written;
                 }
-                return;
+                error!(error = %e, reason = ?event.reason, "server rejected event (will not retry!)");
+                return Outcome::Lost;
             }
             Err(e) => {
                 warn!(error = %e, attempt, "unable to write event (may retry after sleeping)")
@@ -222,7 +322,7 @@ async fn record_to_sink(writer: &dyn EventWriter, correlator: &mut EventCorrelat
         }
         if attempt == MAX_TRIES {
             error!(reason = ?event.reason, "unable to write event (retry limit exceeded!)");
-            return;
+            return Outcome::Lost;
         }
         // Randomise the first wait so clients do not retry in lockstep after an API outage.
         let wait = if attempt == 1 {
@@ -232,6 +332,7 @@ async fn record_to_sink(writer: &dyn EventWriter, correlator: &mut EventCorrelat
         };
         tokio::time::sleep(wait).await;
     }
+    Outcome::Lost
 }
 
 /// client-go `recordEvent`: patch a repeat; create a new event, or a repeat whose event is gone.

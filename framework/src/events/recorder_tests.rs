@@ -30,6 +30,8 @@ struct ScriptedWriter {
     calls: Mutex<Vec<Call>>,
     errors: Mutex<VecDeque<u16>>,
     block: AtomicBool,
+    /// Lets blocked calls through once set.
+    released: tokio::sync::watch::Sender<bool>,
     entered: Notify,
 }
 
@@ -48,9 +50,10 @@ impl ScriptedWriter {
         let err = self.errors.lock().pop_front();
         let block = self.block.load(Ordering::SeqCst);
         self.entered.notify_one();
+        let mut released = self.released.subscribe();
         async move {
             if block {
-                futures::future::pending::<()>().await;
+                let _ = released.wait_for(|r| *r).await;
             }
             match err {
                 Some(code) => Err(status(code)),
@@ -237,5 +240,84 @@ async fn a_full_queue_drops_and_counts_without_blocking() {
     assert_eq!(rec.dropped(), 5);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-    assert!(text.contains("events_dropped_total 5"), "{text}");
+    assert!(
+        text.contains("events_dropped_total{component=\"cloud-node-controller\"} 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("events_spam_filtered_total{component=\"cloud-node-controller\"} 0"),
+        "{text}"
+    );
+}
+
+fn service(name: &str) -> ObjectReference {
+    ObjectReference {
+        kind: Some("Service".into()),
+        namespace: Some("default".into()),
+        name: Some(name.into()),
+        api_version: Some("v1".into()),
+        ..ObjectReference::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn repeats_waiting_in_the_queue_are_one_write_with_their_count() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.block.store(true, Ordering::SeqCst);
+    let rec = recorder(&writer);
+    rec.event(&node("first"), EventType::Normal, "R", "in flight");
+    writer.entered.notified().await;
+    // Five times the queue's size in repeats, and 900 distinct events: all fit.
+    let updated = |rec: &EventRecorder| {
+        rec.event(
+            &service("web"),
+            EventType::Normal,
+            "UpdatedLoadBalancer",
+            "Updated load balancer with new hosts",
+        )
+    };
+    for _ in 0..5 * QUEUE_SIZE {
+        updated(&rec);
+    }
+    for i in 0..900 {
+        rec.event(&node(&format!("n{i}")), EventType::Normal, "Synced", "ok");
+    }
+    assert_eq!(rec.dropped(), 0);
+    writer.block.store(false, Ordering::SeqCst);
+    writer.released.send_replace(true);
+    rec.flush().await;
+
+    let calls = writer.calls();
+    assert_eq!(calls.len(), 2 + 900, "one write for 5,000 repeats");
+    let Call::Create { event: e, .. } = &calls[1] else {
+        panic!("{:?}", calls[1])
+    };
+    assert_eq!(e.reason.as_deref(), Some("UpdatedLoadBalancer"));
+    assert_eq!(e.count, Some(5 * QUEUE_SIZE as i32));
+
+    // A repeat after the write patches the count on.
+    updated(&rec);
+    rec.flush().await;
+    let Some(Call::Patch { patch, .. }) = writer.calls().pop() else {
+        panic!("{:?}", writer.calls().pop())
+    };
+    assert_eq!(patch["count"], 5 * QUEUE_SIZE + 1);
+    assert_eq!(rec.dropped() + rec.spam_filtered(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn spam_filtered_and_given_up_events_are_counted() {
+    let writer = Arc::new(ScriptedWriter::default());
+    let rec = recorder(&writer);
+    // 30 distinct events about one object, written one by one: the spam filter lets 25 through.
+    for i in 0..30 {
+        rec.event(&node("n1"), EventType::Normal, "R", format!("m{i}"));
+        rec.flush().await;
+    }
+    assert_eq!(rec.spam_filtered(), 5);
+    // A rejected event is lost, and counted.
+    writer.errors.lock().push_back(422);
+    rec.event(&node("n2"), EventType::Normal, "R", "x");
+    rec.flush().await;
+    assert_eq!(rec.dropped(), 1);
 }

@@ -1,0 +1,458 @@
+//! Node churn under load balancers (`docs/benchmarks.md`): 1,000 Nodes join a cluster with 300
+//! LoadBalancer Services, on kube-testenv with the fake cloud at 100 ms per load-balancer call and
+//! an API quota of 20 load-balancer calls/s (answering `Retry { after }`). The stock cloud-node and
+//! service-lb controllers run in one `Manager`, once with the coalesced node sync
+//! (`--node-sync-batch-period=2s`, the default) and once with the upstream algorithm (the same
+//! code, `--node-sync-batch-period=0s`), side by side in one run.
+//!
+//! Per mode: a fresh kube-testenv and fake cloud; 3 initialized Nodes; the 300 Services created and
+//! provisioned; then the clock starts, 1,000 kubelet-shaped (uninitialized) Nodes are created, and
+//! the run ends when every Node is initialized and every load balancer holds every Node. Figures:
+//! load-balancer calls (accepted and refused by the quota), seconds to that point, API writes by
+//! resource, events lost (successful cloud calls with no matching Event count), and the CPU
+//! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
+//!
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream --join-per-second 0 --extra=--cloud-api-pause-on-retry]`
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use cloud_controllers::cloud::fake::{CallOutcome, FakeCloud, FakeInstance, Method, RateLimit};
+use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
+use cloud_controllers::options::CloudOptions;
+use cloud_controllers::{CloudContext, cloud_initializers};
+use controller_manager::manager::{Manager, ManagerConfig};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Event, Node, Service};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use kube_testenv::TestEnv;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+const LB_METHODS: [Method; 4] = [
+    Method::GetLoadBalancer,
+    Method::EnsureLoadBalancer,
+    Method::UpdateLoadBalancer,
+    Method::EnsureLoadBalancerDeleted,
+];
+const BASE_NODES: usize = 3;
+const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+
+#[derive(Parser)]
+struct Args {
+    #[arg(long, default_value_t = 1000)]
+    nodes: usize,
+    #[arg(long, default_value_t = 300)]
+    services: usize,
+    #[arg(long, value_delimiter = ',', default_value = "ours,upstream")]
+    modes: Vec<String>,
+    /// Nodes registering per second (a scale-up's shape); 0 creates them as fast as the API
+    /// server takes them.
+    #[arg(long, default_value_t = 0.0)]
+    join_per_second: f64,
+    /// Extra manager flags for both modes, e.g. the cloud call budget:
+    /// `--extra=--cloud-api-pause-on-retry`.
+    #[arg(long, allow_hyphen_values = true)]
+    extra: Vec<String>,
+    /// Ignored: cargo bench passes it.
+    #[arg(long)]
+    bench: bool,
+}
+
+#[derive(Parser)]
+struct Flags {
+    #[command(flatten)]
+    cloud: CloudOptions,
+}
+
+/// One mode's figures.
+#[derive(Debug, Default)]
+struct Row {
+    mode: String,
+    update_ok: usize,
+    update_refused: usize,
+    other_lb_calls: usize,
+    converged_s: f64,
+    nodes_initialized_s: f64,
+    api_writes: BTreeMap<String, usize>,
+    events_expected: i64,
+    events_counted: i64,
+    ensured_expected: i64,
+    ensured_counted: i64,
+    cpu_s: f64,
+}
+
+fn node_name(i: usize) -> String {
+    format!("node-{i:04}")
+}
+
+fn cloud(nodes: usize) -> anyhow::Result<FakeCloud> {
+    let mut b = FakeCloud::builder()
+        .lb_pool_cidr("10.200.0.0/16")
+        .rate_limit(RateLimit::new(20.0, 20).methods(LB_METHODS));
+    for m in LB_METHODS {
+        b = b.latency(m, Duration::from_millis(100));
+    }
+    for i in 0..nodes {
+        let name = node_name(i);
+        b = b.instance(
+            FakeInstance::new(name.clone())
+                .provider_id(format!("fake://{name}"))
+                .zone(format!("zone-{}", i % 3), "region-1")
+                .internal_ip(format!("10.0.{}.{}", i / 250, 1 + i % 250)),
+        );
+    }
+    Ok(b.build()?)
+}
+
+fn kubelet_node(name: &str, initialized: bool) -> anyhow::Result<Node> {
+    let mut node = json!({
+        "metadata": { "name": name, "labels": { "kubernetes.io/hostname": name } },
+        "spec": { "taints": [{ "key": UNINITIALIZED, "value": "true", "effect": "NoSchedule" }] }
+    });
+    if initialized {
+        node["spec"] = json!({ "providerID": format!("fake://{name}") });
+    }
+    Ok(serde_json::from_value(node)?)
+}
+
+fn lb_service(name: &str) -> anyhow::Result<Service> {
+    Ok(serde_json::from_value(json!({
+        "metadata": { "name": name, "namespace": "default" },
+        "spec": { "type": "LoadBalancer", "selector": { "app": name },
+                  "ports": [{ "name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP" }] }
+    }))?)
+}
+
+/// utime + stime of this process's threads whose name starts with `prefix`, in seconds.
+fn thread_cpu(prefix: &str) -> f64 {
+    let mut ticks = 0u64;
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0.0;
+    };
+    for task in tasks.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // Fields after the parenthesised name: state is field 3, utime 14, stime 15.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        for i in [11, 12] {
+            ticks += fields
+                .get(i)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    ticks as f64 / 100.0
+}
+
+async fn create_all<T, F>(count: usize, make: F) -> anyhow::Result<()>
+where
+    F: Fn(usize) -> futures::future::BoxFuture<'static, Result<T, kube::Error>>,
+{
+    let results: Vec<Result<T, kube::Error>> = futures::stream::iter(0..count)
+        .map(make)
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+/// Waits (polling every 100 ms, up to `limit`) until `done` holds.
+async fn wait_for(
+    what: &str,
+    limit: Duration,
+    mut done: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            bail!("{what}: not reached within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+async fn run(
+    mode: &str,
+    nodes: usize,
+    services: usize,
+    rate: f64,
+    extra: &[String],
+) -> anyhow::Result<Row> {
+    let period = match mode {
+        "ours" => "2s",
+        "upstream" => "0s",
+        other => bail!("unknown mode {other:?}: use ours or upstream"),
+    };
+    let env = TestEnv::start().await?;
+    let client = env.client();
+    let cloud = cloud(BASE_NODES + nodes)?;
+    let node_api: Api<Node> = Api::all(client.clone());
+    for i in 0..BASE_NODES {
+        node_api
+            .create(&PostParams::default(), &kubelet_node(&node_name(i), true)?)
+            .await?;
+    }
+    let svc_api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let keys: Vec<String> = (0..services)
+        .map(|i| format!("default/lb-{i:03}"))
+        .collect();
+    {
+        let api = svc_api.clone();
+        create_all(services, move |i| {
+            let api = api.clone();
+            Box::pin(async move {
+                let svc = lb_service(&format!("lb-{i:03}")).expect("valid service");
+                api.create(&PostParams::default(), &svc).await
+            })
+        })
+        .await?;
+    }
+
+    // The manager on its own runtime, so its CPU can be told from kube-testenv's.
+    let ccm = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("ccm")
+        .enable_all()
+        .build()?;
+    let mut config = ManagerConfig::new("cloud-controller-manager");
+    config.controllers = vec!["cloud-node".into(), "service".into()];
+    config.cache_sync_timeout = Duration::from_secs(60);
+    config.graceful_shutdown_timeout = Duration::from_secs(2);
+    let mut argv: Vec<String> = [
+        "bench",
+        "--cloud-provider=fake",
+        "--concurrent-service-syncs=10",
+        "--concurrent-node-syncs=10",
+        "--configure-cloud-routes=false",
+    ]
+    .map(String::from)
+    .into();
+    argv.push(format!("--node-sync-batch-period={period}"));
+    argv.extend(extra.iter().cloned());
+    let opts = Flags::try_parse_from(argv)?.cloud;
+    let stop = CancellationToken::new();
+    let kube_config = env.config();
+    // As the binary wraps it: spans, metrics and the --cloud-api-* budget (off unless given).
+    let provider: Arc<dyn CloudProvider> = Arc::new(
+        InstrumentedCloud::new(Arc::new(cloud.clone()), None).with_budget(&opts.budget_options()),
+    );
+    let manager = ccm.spawn({
+        let stop = stop.clone();
+        async move {
+            let client = kube::Client::try_from(kube_config)?;
+            Manager::new(config, client, CloudContext::new(provider, opts))
+                .with_initializers(cloud_initializers())
+                .run(stop)
+                .await?;
+            anyhow::Ok(())
+        }
+    });
+
+    let total = BASE_NODES + nodes;
+    // Counts, not copies of 300 × 1,000 backend names per poll.
+    let holds = |n: usize| {
+        let counts = cloud.load_balancer_node_counts();
+        keys.iter().all(|k| counts.get(k) == Some(&n))
+    };
+    wait_for(
+        "300 load balancers provisioned",
+        Duration::from_secs(120),
+        || holds(BASE_NODES),
+    )
+    .await?;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let ensured_expected = cloud
+        .calls_to(Method::EnsureLoadBalancer)
+        .iter()
+        .filter(|c| c.outcome.is_ok())
+        .count() as i64;
+    cloud.clear_calls();
+    env.clear_requests();
+    let events_before = lb_event_counts(&client).await?;
+    let cpu0 = thread_cpu("ccm");
+    let t0 = Instant::now();
+
+    if rate > 0.0 {
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        for i in 0..nodes {
+            tick.tick().await;
+            let node = kubelet_node(&node_name(BASE_NODES + i), false)?;
+            let api = node_api.clone();
+            tokio::spawn(async move { api.create(&PostParams::default(), &node).await });
+        }
+    } else {
+        let api = node_api.clone();
+        create_all(nodes, move |i| {
+            let api = api.clone();
+            Box::pin(async move {
+                let node = kubelet_node(&node_name(BASE_NODES + i), false).expect("valid node");
+                api.create(&PostParams::default(), &node).await
+            })
+        })
+        .await?;
+    }
+    let mut nodes_initialized_s = 0.0;
+    let limit = Duration::from_secs(600);
+    loop {
+        if nodes_initialized_s == 0.0 {
+            let list = node_api.list(&ListParams::default()).await?;
+            let done = list.items.iter().all(|n| {
+                n.spec.as_ref().is_some_and(|s| {
+                    s.provider_id.is_some()
+                        && s.taints
+                            .as_ref()
+                            .is_none_or(|t| t.iter().all(|t| t.key != UNINITIALIZED))
+                })
+            });
+            if done {
+                nodes_initialized_s = t0.elapsed().as_secs_f64();
+            }
+        }
+        if nodes_initialized_s > 0.0 && holds(total) {
+            break;
+        }
+        if t0.elapsed() > limit {
+            bail!("{mode}: load balancers did not converge within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let converged_s = t0.elapsed().as_secs_f64();
+    let cpu_s = thread_cpu("ccm") - cpu0;
+    // Let the recorder write what is still queued before counting events.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    let calls = cloud.calls();
+    let mut row = Row {
+        mode: mode.into(),
+        converged_s,
+        nodes_initialized_s,
+        cpu_s,
+        ..Row::default()
+    };
+    let mut expected_events = 0i64;
+    for c in &calls {
+        match (c.method, &c.outcome) {
+            (Method::UpdateLoadBalancer, CallOutcome::Ok) => {
+                row.update_ok += 1;
+                expected_events += 1;
+            }
+            (Method::UpdateLoadBalancer, CallOutcome::Err(_)) => row.update_refused += 1,
+            (m, _) if LB_METHODS.contains(&m) => row.other_lb_calls += 1,
+            _ => {}
+        }
+    }
+    for r in env.requests() {
+        if matches!(r.verb.as_str(), "create" | "update" | "patch" | "delete") {
+            let resource = match r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource,
+            };
+            *row.api_writes.entry(resource).or_default() += 1;
+        }
+    }
+    let events_after = lb_event_counts(&client).await?;
+    row.events_expected = expected_events;
+    row.ensured_expected = ensured_expected;
+    row.ensured_counted = events_before
+        .get("EnsuredLoadBalancer")
+        .copied()
+        .unwrap_or(0);
+    row.events_counted = events_after
+        .get("UpdatedLoadBalancer")
+        .copied()
+        .unwrap_or(0)
+        - events_before
+            .get("UpdatedLoadBalancer")
+            .copied()
+            .unwrap_or(0);
+
+    stop.cancel();
+    manager.await.context("manager task")??;
+    ccm.shutdown_background();
+    Ok(row)
+}
+
+/// Sum of `count` of the service controller's events, by reason.
+async fn lb_event_counts(client: &kube::Client) -> anyhow::Result<BTreeMap<String, i64>> {
+    let events = Api::<Event>::namespaced(client.clone(), "default")
+        .list(&ListParams::default())
+        .await?;
+    let mut by_reason = BTreeMap::new();
+    for e in events.items {
+        if e.involved_object.kind.as_deref() == Some("Service") {
+            *by_reason.entry(e.reason.unwrap_or_default()).or_default() +=
+                i64::from(e.count.unwrap_or(1));
+        }
+    }
+    Ok(by_reason)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("testenv")
+        .enable_all()
+        .build()?;
+    let mut rows = Vec::new();
+    for mode in &args.modes {
+        eprintln!("node_churn: {mode} ...");
+        let row = rt.block_on(run(
+            mode,
+            args.nodes,
+            args.services,
+            args.join_per_second,
+            &args.extra,
+        ))?;
+        eprintln!("{row:?}");
+        rows.push(row);
+    }
+    println!(
+        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | every LB holds every node s | API writes | Updated events written / expected | Ensured (provisioning) written / expected | CPU s |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for r in &rows {
+        let writes: usize = r.api_writes.values().sum();
+        let detail: Vec<String> = r
+            .api_writes
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        println!(
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {:.2} |",
+            r.mode,
+            r.update_ok,
+            r.update_refused,
+            r.other_lb_calls,
+            r.nodes_initialized_s,
+            r.converged_s,
+            writes,
+            detail.join(", "),
+            r.events_counted,
+            r.events_expected,
+            r.ensured_counted,
+            r.ensured_expected,
+            r.cpu_s
+        );
+    }
+    Ok(())
+}

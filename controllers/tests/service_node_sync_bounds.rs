@@ -1,0 +1,339 @@
+//! The node sync's bounds on tokio's paused clock, through the production pipeline
+//! (`service::run_node_sync`: the coalescer, the `node` queue with its 5 s → 300 s backoff, the
+//! standard layers with the per-load-balancer reconcile timeout, `--concurrent-service-syncs`
+//! workers): a burst of node changes costs each load balancer at most two `UpdateLoadBalancer`
+//! calls, a single change reaches every load balancer within the batch period, and a failing or
+//! hung load balancer holds no other and is retried with backoff.
+//!
+//! The Services are created in kube-testenv and provisioned by `sync_service` over HTTP on the
+//! real clock; the clock is paused only after that, when the node sync (which talks to the cloud,
+//! not the API) takes over. Node changes go straight into the controller's cache and to the
+//! coalescer, as the Node handler does for changes `node_event_triggers` accepts.
+
+mod service_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
+use cloud_controllers::cloud::{CloudError, CloudProvider, LoadBalancer};
+use cloud_controllers::service::{
+    MAX_BURST_HOLD, MAX_RETRY_DELAY, MIN_RETRY_DELAY, NodeChanges, run_node_sync, service_key,
+};
+use cloud_controllers::wiring::RECONCILE_TIMEOUT;
+use controller_manager::controller::layers::ControllerMetrics;
+use controller_manager::workqueue::{ItemExponential, WorkQueue};
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
+use prometheus_client::registry::Registry;
+use service_support::*;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+const PERIOD: Duration = Duration::from_secs(2);
+
+/// A fake cloud whose first `UpdateLoadBalancer` for one Service never returns.
+struct HangsOnce {
+    fake: FakeCloud,
+    key: String,
+    armed: AtomicBool,
+}
+
+#[async_trait]
+impl CloudProvider for HangsOnce {
+    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
+        Some(self)
+    }
+    fn provider_name(&self) -> &str {
+        "fake"
+    }
+    fn has_cluster_id(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait]
+impl LoadBalancer for HangsOnce {
+    async fn get_load_balancer(
+        &self,
+        cluster: &str,
+        svc: &Service,
+    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
+        self.lb().get_load_balancer(cluster, svc).await
+    }
+    fn get_load_balancer_name(&self, cluster: &str, svc: &Service) -> String {
+        self.lb().get_load_balancer_name(cluster, svc)
+    }
+    async fn ensure_load_balancer(
+        &self,
+        cluster: &str,
+        svc: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<LoadBalancerStatus, CloudError> {
+        self.lb().ensure_load_balancer(cluster, svc, nodes).await
+    }
+    async fn update_load_balancer(
+        &self,
+        cluster: &str,
+        svc: &Service,
+        nodes: &[Arc<Node>],
+    ) -> Result<(), CloudError> {
+        if service_key(svc) == self.key && self.armed.swap(false, Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        self.lb().update_load_balancer(cluster, svc, nodes).await
+    }
+    async fn ensure_load_balancer_deleted(
+        &self,
+        cluster: &str,
+        svc: &Service,
+    ) -> Result<(), CloudError> {
+        self.lb().ensure_load_balancer_deleted(cluster, svc).await
+    }
+}
+
+impl HangsOnce {
+    fn lb(&self) -> &dyn LoadBalancer {
+        self.fake
+            .load_balancer()
+            .expect("the fake cloud has load balancers")
+    }
+}
+
+struct NodeSync {
+    h: Harness,
+    keys: Vec<String>,
+    changes: NodeChanges,
+    queue: WorkQueue<String>,
+    stop: CancellationToken,
+    task: JoinHandle<()>,
+    joined: usize,
+}
+
+/// `lbs` provisioned Services over `["n0"]`, then the clock paused and the node sync running.
+async fn start(h: Harness, lbs: usize, period: Duration, workers: usize) -> NodeSync {
+    let keys = h.provision_many(lbs).await;
+    h.cloud.clear_calls();
+    tokio::time::pause();
+    let changes = NodeChanges::new(period);
+    let queue = WorkQueue::new(
+        "node",
+        ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),
+    );
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(run_node_sync(
+        h.ctl.clone(),
+        queue.clone(),
+        changes.clone(),
+        workers,
+        ControllerMetrics::new(&mut Registry::default()),
+        stop.clone(),
+    ));
+    NodeSync {
+        h,
+        keys,
+        changes,
+        queue,
+        stop,
+        task,
+        joined: 1,
+    }
+}
+
+async fn node_sync(lbs: usize, period: Duration, workers: usize) -> NodeSync {
+    start(harness(&["n0"]).await, lbs, period, workers).await
+}
+
+impl NodeSync {
+    /// One more Node joins, as a node event the handler passes on.
+    fn join_node(&mut self) {
+        self.h.cache.add_node(node(&format!("n{}", self.joined)));
+        self.joined += 1;
+        self.changes.changed();
+    }
+
+    /// Nodes join one every `gap` for `count` nodes.
+    async fn burst(&mut self, count: usize, gap: Duration) {
+        for _ in 0..count {
+            self.join_node();
+            tokio::time::sleep(gap).await;
+        }
+    }
+
+    /// The keys whose load balancer holds every joined node.
+    fn up_to_date(&self) -> Vec<String> {
+        self.keys
+            .iter()
+            .filter(|k| self.h.cloud.lb_for(k).unwrap().nodes.len() == self.joined)
+            .cloned()
+            .collect()
+    }
+
+    fn update_attempts(&self, key: &str) -> usize {
+        self.h
+            .cloud
+            .calls_to(Method::UpdateLoadBalancer)
+            .iter()
+            .filter(|c| c.key == key)
+            .count()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.task.await.unwrap();
+    }
+}
+
+/// 100 Nodes joining over 10 s, then 450 more over 45 s (longer than the 30 s hold), at 100 ms
+/// per `UpdateLoadBalancer` with 4 workers for 20 load balancers.
+async fn burst_costs(period: Duration) -> (Vec<usize>, Vec<usize>) {
+    let mut s = node_sync(20, period, 4).await;
+    s.h.cloud
+        .set_latency(Method::UpdateLoadBalancer, Duration::from_millis(100));
+    s.burst(100, Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(s.up_to_date(), s.keys, "converged after the first burst");
+    let first: Vec<usize> = s.h.updates_per_lb().into_values().collect();
+
+    s.h.cloud.clear_calls();
+    s.burst(450, Duration::from_millis(100)).await;
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(s.up_to_date(), s.keys, "converged after the long burst");
+    let long: Vec<usize> = s.h.updates_per_lb().into_values().collect();
+    s.stop().await;
+    (first, long)
+}
+
+#[tokio::test]
+async fn a_burst_costs_each_load_balancer_at_most_two_updates() {
+    let (first, long) = burst_costs(PERIOD).await;
+    assert_eq!(first, vec![1; 20], "a 10 s burst: one update per LB");
+    assert!(45 > MAX_BURST_HOLD.as_secs());
+    assert_eq!(long, vec![2; 20], "a 45 s burst: held 30 s, then the rest");
+}
+
+#[tokio::test]
+async fn without_coalescing_a_burst_updates_each_load_balancer_per_round() {
+    // Upstream behaviour (`--node-sync-batch-period=0s`): every change re-queues every LB, so
+    // each LB is updated once per round of the workers (20 LBs × 100 ms / 4 workers = 500 ms)
+    // for as long as the burst lasts.
+    let (first, _) = burst_costs(Duration::ZERO).await;
+    assert!(first.iter().all(|n| *n >= 15), "{first:?}");
+}
+
+#[tokio::test]
+async fn a_single_change_reaches_every_load_balancer_within_the_period() {
+    let period = Duration::from_millis(500);
+    let mut s = node_sync(20, period, 4).await;
+    s.join_node();
+    tokio::time::sleep(period - Duration::from_millis(1)).await;
+    assert!(s.up_to_date().is_empty(), "not before the period");
+    assert_eq!(s.queue.len(), 0);
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(s.up_to_date(), s.keys);
+    assert_eq!(
+        s.h.updates_per_lb().into_values().collect::<Vec<_>>(),
+        [1; 20]
+    );
+    // `nodesync_latency_seconds`: one observation per LB, each the batch period.
+    let mut registry = Registry::default();
+    registry.register("latency", "", s.h.metrics.nodesync_latency.clone());
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    assert!(text.contains("latency_count 20\n"), "{text}");
+    let sum: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("latency_sum "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // The timer wheel rounds up to the next millisecond.
+    let bound = 20.0 * (period + Duration::from_millis(2)).as_secs_f64();
+    assert!(sum <= bound, "{text}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_failing_or_hung_load_balancer_holds_no_other() {
+    let fake = FakeCloud::new();
+    let hung = "default/lb-001".to_string();
+    let failing = "default/lb-003";
+    let provider = Arc::new(HangsOnce {
+        fake: fake.clone(),
+        key: hung.clone(),
+        armed: AtomicBool::new(true),
+    });
+    let h = harness_with(&["n0"], fake, provider).await;
+    let mut s = start(h, 10, PERIOD, 2).await;
+    s.h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::other("backend pool locked").only_for(failing),
+    );
+    s.join_node();
+    tokio::time::sleep(PERIOD + Duration::from_millis(1)).await;
+    // One worker is stuck in the hung call; the other updated the rest at once.
+    let others: Vec<String> = s
+        .keys
+        .iter()
+        .filter(|k| **k != hung && *k != failing)
+        .cloned()
+        .collect();
+    assert_eq!(s.up_to_date(), others);
+    assert_eq!(s.update_attempts(failing), 1);
+    assert_eq!(s.h.metrics.nodesync_error.get(), 1);
+    let reasons = s.h.events.reasons();
+    let count = |reason: &str| reasons.iter().filter(|r| *r == reason).count();
+    assert_eq!(count("UpdateLoadBalancerFailed"), 1);
+    assert_eq!(count("UpdatedLoadBalancer"), 8);
+
+    // The failing LB is retried with the per-key backoff: 5 s, then 10 s later.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(s.update_attempts(failing), 2);
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(s.update_attempts(failing), 3);
+    s.h.cloud.clear_faults();
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    assert_eq!(s.update_attempts(failing), 4);
+    assert!(s.up_to_date().contains(&failing.to_string()));
+
+    // The hung call is abandoned at the reconcile timeout and retried 5 s later: its node set
+    // was never recorded, so the retry calls the cloud again and succeeds.
+    assert!(!s.up_to_date().contains(&hung));
+    tokio::time::sleep(RECONCILE_TIMEOUT + MIN_RETRY_DELAY).await;
+    assert_eq!(s.up_to_date(), s.keys);
+    assert_eq!(
+        s.update_attempts(&hung),
+        1,
+        "the hung call never reached the fake"
+    );
+    assert_eq!(s.queue.len(), 0);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_cloud_quota_paces_the_node_sync_instead_of_hammering_it() {
+    use cloud_controllers::cloud::fake::RateLimit;
+    let mut s = node_sync(100, PERIOD, 10).await;
+    // 20 calls/s, as a real cloud's API quota; over it, `Retry { after }` at once.
+    s.h.cloud
+        .set_rate_limit(Some(
+            RateLimit::new(20.0, 20).methods([Method::UpdateLoadBalancer, Method::GetLoadBalancer]),
+        ))
+        .unwrap();
+    s.h.cloud
+        .set_latency(Method::UpdateLoadBalancer, Duration::from_millis(100));
+    s.join_node();
+    // 100 updates at 20/s (burst 20) after the period: 4 s at best.
+    let start = tokio::time::Instant::now();
+    while s.up_to_date() != s.keys {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let took = start.elapsed();
+    assert!(took <= PERIOD + Duration::from_secs(5), "{took:?}");
+    let updates = s.h.cloud.calls_to(Method::UpdateLoadBalancer);
+    let refused = updates.iter().filter(|c| !c.outcome.is_ok()).count();
+    // Without turns, each refused key came back every few ms: 157 refused of 257 calls.
+    assert!(refused <= 60, "{refused} refused of {}", updates.len());
+    s.stop().await;
+}
