@@ -16,7 +16,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::controller::{Period, run_periodically};
+use controller_manager::controller::{ControllerScope, Period, run_periodically};
 use futures::{Stream, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -35,19 +35,21 @@ pub fn spawn(
     shutdown: CancellationToken,
 ) -> RefreshTask {
     let stop = shutdown.clone();
-    let task = tokio::spawn(run_periodically(
-        Period::NonSliding(period),
-        shutdown,
-        move || {
-            let controller = Arc::clone(&controller);
-            let stop = stop.clone();
-            async move {
-                controller
-                    .update_node_status_over(workers, period, &stop)
-                    .await;
-            }
-        },
-    ));
+    let refresh = run_periodically(Period::NonSliding(period), shutdown, move || {
+        let controller = Arc::clone(&controller);
+        let stop = stop.clone();
+        async move {
+            controller
+                .update_node_status_over(workers, period, &stop)
+                .await;
+        }
+    });
+    // The task runs in cloud-node's scope, so a panicking pass is counted and shown on
+    // `/healthz/cloud-node-controller` as the controller's own.
+    let task = match ControllerScope::current() {
+        Some(scope) => tokio::spawn(scope.scope(refresh)),
+        None => tokio::spawn(refresh),
+    };
     RefreshTask(AbortOnDropHandle::new(task))
 }
 

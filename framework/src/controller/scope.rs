@@ -73,8 +73,10 @@ impl ControllerScope {
         SCOPE.try_with(Clone::clone).ok()
     }
 
-    /// Runs `future` with this scope as [`Self::current`].
-    pub(crate) fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
+    /// Runs `future` with this scope as [`Self::current`]: a task a controller spawns (a loop of
+    /// its own) re-enters its scope with this, so its panics and health count as the
+    /// controller's.
+    pub fn scope<F: Future>(self, future: F) -> impl Future<Output = F::Output> {
         SCOPE.scope(self, future)
     }
 
