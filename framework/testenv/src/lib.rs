@@ -21,6 +21,7 @@ mod continue_token;
 mod crd;
 mod discovery;
 mod faults;
+mod fieldcheck;
 mod handlers;
 mod openapi;
 mod patch;
