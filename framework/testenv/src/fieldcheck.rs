@@ -24,10 +24,25 @@ pub enum Directive {
 }
 
 impl Directive {
-    /// The query parameter's value; anything but the three directives (or nothing) is a 422, as
-    /// upstream's `ValidateFieldValidation`. `options` is the kind of options the verb takes
-    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
-    pub fn parse(value: Option<&str>, options: &str) -> Result<Directive, ApiError> {
+    /// The directive of a write to `sub` (the subresource, if any): the query parameter's value,
+    /// where anything but the three directives (or nothing) is a 422, as upstream's
+    /// `ValidateFieldValidation`; `options` is the kind of options the verb takes
+    /// (`CreateOptions`, `UpdateOptions`, `PatchOptions`). A `/scale` body is an
+    /// `autoscaling/v1` Scale, not the resource, and is not checked.
+    pub fn of_request(
+        value: Option<&str>,
+        options: &str,
+        sub: Option<&str>,
+    ) -> Result<Directive, ApiError> {
+        let d = Directive::parse(value, options)?;
+        Ok(if sub == Some("scale") {
+            Directive::Ignore
+        } else {
+            d
+        })
+    }
+
+    fn parse(value: Option<&str>, options: &str) -> Result<Directive, ApiError> {
         match value.unwrap_or("") {
             "" | "Warn" => Ok(Directive::Warn),
             "Ignore" => Ok(Directive::Ignore),
@@ -45,6 +60,8 @@ impl Directive {
         }
     }
 }
+
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// The schema a type's objects are checked against.
 enum Schema {
@@ -169,11 +186,25 @@ pub fn unknown_fields(rt: &Served, obj: &Value, patch: bool) -> Vec<String> {
             }
         }
         Some(Schema::Custom(root)) => {
-            // apiVersion, kind and metadata are the server's, whatever the schema says.
+            // apiVersion, kind and metadata are the server's, whatever the schema says; metadata
+            // is an ObjectMeta (its schema from any built-in kind's definitions).
             if let Value::Object(m) = obj {
                 let mut rest = m.clone();
                 for k in ["apiVersion", "kind", "metadata"] {
                     rest.remove(k);
+                }
+                let meta = builtin::schema("", "v1", "ConfigMap");
+                if let (Some(s), Some(obj_meta)) = (&meta, m.get("metadata")) {
+                    let name = format!("{}{OBJECT_META}", builtin::REF_PREFIX);
+                    let schema = serde_json::json!({ "$ref": name });
+                    walk(
+                        &|v| s.resolve(v),
+                        &schema,
+                        obj_meta,
+                        "metadata",
+                        patch,
+                        &mut out,
+                    );
                 }
                 walk(&|v| v, &root, &Value::Object(rest), "", patch, &mut out);
             }
@@ -206,6 +237,9 @@ fn walk<'a>(
     match obj {
         Value::Object(m) => {
             let props = schema.get("properties").and_then(Value::as_object);
+            if schema.get("additionalProperties") == Some(&Value::Bool(true)) {
+                return;
+            }
             let extra = schema.get("additionalProperties").filter(|a| a.is_object());
             let embedded = schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
             if props.is_none() && extra.is_none() {

@@ -470,7 +470,11 @@ fn resource(
         }
         "create" => {
             let obj = decode_body(content_type, body)?;
-            let fv = Directive::parse(q("fieldValidation").as_deref(), "CreateOptions")?;
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "CreateOptions",
+                t.sub.as_deref(),
+            )?;
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared
                 .store
@@ -479,7 +483,11 @@ fn resource(
         }
         "update" => {
             let obj = decode_body(content_type, body)?;
-            let fv = Directive::parse(q("fieldValidation").as_deref(), "UpdateOptions")?;
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "UpdateOptions",
+                t.sub.as_deref(),
+            )?;
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared
                 .store
@@ -503,7 +511,11 @@ fn resource(
             let kind = kind
                 .filter(|k| *k != PatchKind::Apply)
                 .ok_or_else(ApiError::unsupported_media_type)?;
-            let fv = Directive::parse(q("fieldValidation").as_deref(), "PatchOptions")?;
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "PatchOptions",
+                t.sub.as_deref(),
+            )?;
             let warnings = fieldcheck::check_patch(rt, fv, kind, body)?;
             let v = shared
                 .store
