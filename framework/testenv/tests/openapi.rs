@@ -365,4 +365,18 @@ async fn field_validation_reports_what_pruning_would_drop_for_custom_resources()
         json!({"size": 1, "free": {"anything": 1}}),
         "pruned as before"
     );
+
+    // The published schema has ObjectMeta for `metadata`, as apiextensions-apiserver's.
+    let k = Kubectl::new(&env);
+    let explained = k.run(&["explain", "widgets.metadata"]).await;
+    assert!(
+        explained.contains("FIELD: metadata <ObjectMeta>"),
+        "{explained}"
+    );
+    assert!(
+        explained.contains("labels\t<map[string]string>"),
+        "{explained}"
+    );
+    let explained = k.run(&["explain", "widgets.spec"]).await;
+    assert!(explained.contains("size\t<integer>"), "{explained}");
 }

@@ -64,7 +64,8 @@ pub fn group_version(types: &Registry, group: &str, version: &str) -> Option<Val
             r.plural()
         );
         if let Some(schema) = r.custom().and_then(|c| c.openapi.clone()) {
-            schemas.insert(schema_name(&r), with_gvk(schema, &r));
+            let schema = with_gvk(with_type_meta(schema, &mut schemas), &r);
+            schemas.insert(schema_name(&r), schema);
         }
         paths.insert(path, json!({
             "patch": {
@@ -170,6 +171,61 @@ fn schema_name(r: &Served) -> String {
     let mut group: Vec<&str> = r.group().split('.').collect();
     group.reverse();
     format!("{}.{}.{}", group.join("."), r.version(), r.kind())
+}
+
+/// A custom resource's schema with `apiVersion`, `kind` and `metadata` (an ObjectMeta reference)
+/// as built-in kinds have them, as apiextensions-apiserver publishes it; the definitions
+/// `metadata` reaches go into `schemas`.
+fn with_type_meta(mut schema: Value, schemas: &mut Map<String, Value>) -> Value {
+    let Some(cm) = builtin::schema("", "v1", "ConfigMap") else {
+        return schema;
+    };
+    let (Some(root), Some(props)) = (
+        cm.root_schema().and_then(|r| r.get("properties")),
+        schema.as_object_mut(),
+    ) else {
+        return schema;
+    };
+    let props = props.entry("properties").or_insert_with(|| json!({}));
+    if let Some(props) = props.as_object_mut() {
+        for k in ["apiVersion", "kind", "metadata"] {
+            if let Some(p) = root.get(k) {
+                props.insert(k.into(), to_v3(p));
+            }
+        }
+    }
+    let mut pending = vec![OBJECT_META.to_string()];
+    while let Some(name) = pending.pop() {
+        if schemas.contains_key(&name) {
+            continue;
+        }
+        let Some(def) = cm.defs.get(&name) else {
+            continue;
+        };
+        refs(def, &mut pending);
+        schemas.insert(name, to_v3(def));
+    }
+    schema
+}
+
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// The definition names a generated schema refers to.
+fn refs(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(m) => {
+            if let Some(name) = m
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix(builtin::REF_PREFIX))
+            {
+                out.push(name.to_string());
+            }
+            m.values().for_each(|v| refs(v, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
 }
 
 fn with_gvk(mut schema: Value, r: &Served) -> Value {
