@@ -21,6 +21,7 @@ mod continue_token;
 mod crd;
 mod discovery;
 mod faults;
+mod fieldcheck;
 mod fields;
 mod handlers;
 mod openapi;

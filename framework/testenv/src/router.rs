@@ -14,6 +14,7 @@ use hyper::body::{Frame, Incoming};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::fieldcheck::{self, Directive};
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
 use crate::patch::PatchKind;
@@ -74,7 +75,12 @@ enum Route {
     ResourceList(String, String),
     OpenApiRoot,
     OpenApi(String, String),
-    Resource { target: Target, verb: &'static str },
+    /// `/openapi/v2`; true when the client asked for protobuf.
+    OpenApiV2(bool),
+    Resource {
+        target: Target,
+        verb: &'static str,
+    },
     NotFound,
 }
 
@@ -89,6 +95,7 @@ fn route(method: &Method, path: &str, query: &HashMap<String, String>, types: &R
         ["healthz"] | ["livez"] | ["readyz"] => return Route::NonResource("healthz"),
         ["api"] => return Route::NonResource("api"),
         ["apis"] => return Route::NonResource("apis"),
+        ["openapi", "v2"] => return Route::OpenApiV2(false),
         ["openapi", "v3"] => return Route::OpenApiRoot,
         ["openapi", "v3", "api", v] => return Route::OpenApi(String::new(), (*v).to_string()),
         ["openapi", "v3", "apis", g, v] => {
@@ -230,9 +237,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
     let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
     let pretty = pretty(&query, user_agent.as_deref());
-    let route = shared
+    let mut route = shared
         .store
         .with(|s| route(&method, &path, &query, s.types()));
+    if let Route::OpenApiV2(pb) = &mut route {
+        *pb = header(header::ACCEPT).is_some_and(|a| openapi::wants_v2_protobuf(&a));
+    }
     let cert = req.extensions().get::<auth::ClientCertUser>();
     let user = auth::identify(&shared, cert, req.headers());
     let mut record = RequestRecord {
@@ -352,6 +362,15 @@ fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body>
             .with(|s| openapi::group_version(s.types(), &g, &v))
             .map(|d| json_response(200, &d, pretty))
             .ok_or_else(ApiError::no_route),
+        Route::OpenApiV2(false) => Ok(json_response(200, &openapi::v2_json(), pretty)),
+        Route::OpenApiV2(true) => {
+            let mut r = Response::new(full(openapi::v2_protobuf()));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(openapi::V2_PROTOBUF),
+            );
+            Ok(r)
+        }
         Route::NotFound => Err(ApiError::no_route()),
         Route::Resource { target, verb } => resource(shared, &target, verb, req),
     };
@@ -365,6 +384,16 @@ pub(crate) fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiE
     }
     serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the object provided is unrecognized: {e}")))
+}
+
+/// Adds one `Warning: 299 - "<text>"` header per warning, as upstream's warning recorder.
+fn with_warnings(mut resp: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - {}", crate::status::go_quote(w))) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
 }
 
 fn table_response(v: &Value, pretty: bool) -> Response<Body> {
@@ -450,17 +479,29 @@ fn resource(
         }
         "create" => {
             let obj = decode_body(content_type, body)?;
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "CreateOptions",
+                t.sub.as_deref(),
+            )?;
+            let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared
                 .store
                 .with(|s| handlers::create(s, cfg, t, obj, &write))?;
-            Ok(json_response(code, &v, pretty))
+            Ok(with_warnings(json_response(code, &v, pretty), &warnings))
         }
         "update" => {
             let obj = decode_body(content_type, body)?;
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "UpdateOptions",
+                t.sub.as_deref(),
+            )?;
+            let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared
                 .store
                 .with(|s| handlers::update(s, cfg, t, obj, &write))?;
-            Ok(json_response(code, &v, pretty))
+            Ok(with_warnings(json_response(code, &v, pretty), &warnings))
         }
         "patch" => {
             let kind = PatchKind::from_content_type(content_type);
@@ -481,10 +522,16 @@ fn resource(
                     .with(|s| handlers::apply(s, cfg, t, body, &write))?;
                 return Ok(json_response(code, &v, pretty));
             }
+            let fv = Directive::of_request(
+                q("fieldValidation").as_deref(),
+                "PatchOptions",
+                t.sub.as_deref(),
+            )?;
+            let warnings = fieldcheck::check_patch(rt, fv, kind, body)?;
             let v = shared
                 .store
                 .with(|s| handlers::patch(s, cfg, t, kind, body, &write))?;
-            Ok(json_response(200, &v, pretty))
+            Ok(with_warnings(json_response(200, &v, pretty), &warnings))
         }
         "delete" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
