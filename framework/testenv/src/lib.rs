@@ -24,6 +24,7 @@ mod faults;
 mod handlers;
 mod openapi;
 mod patch;
+mod protobuf;
 mod resources;
 mod router;
 mod selectors;
