@@ -496,9 +496,17 @@ async fn accept_and_content_type_are_negotiated_as_upstream() {
             .1,
         PB
     );
+    // goautoneg puts an exact type before a wildcard whatever their q, and keeps q=0 clauses.
     assert_eq!(
-        ct("application/vnd.kubernetes.protobuf;q=0.1, */*").await.1,
-        "application/json"
+        ct("*/*, application/vnd.kubernetes.protobuf;q=0.1").await.1,
+        PB
+    );
+    assert_eq!(ct("application/vnd.kubernetes.protobuf;q=0").await.1, PB);
+    assert_eq!(
+        ct("application/json;q=0.1, application/vnd.kubernetes.protobuf;q=0.5")
+            .await
+            .1,
+        PB
     );
     assert_eq!(ct("*/*").await.1, "application/json");
     let (code, _, body) = send(&c, "GET", path, &[("accept", "text/html")], vec![]).await;

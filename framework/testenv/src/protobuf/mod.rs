@@ -32,38 +32,63 @@ pub enum Format {
     Protobuf,
 }
 
-/// Picks the response format from `Accept` as kube-apiserver's negotiation does: clauses by
-/// q-value (0 refuses), then exact types before wildcards, then in the client's order; `*/*` and
-/// `application/*` are JSON. `protobuf` says whether the resource has a protobuf form (custom
+/// Picks the response format from `Accept` as kube-apiserver's negotiation does: clauses sorted
+/// as goautoneg sorts them (an insertion sort where a clause goes first when its q is higher or
+/// it is less of a wildcard, so equal clauses keep the client's order and a `q=0` clause still
+/// counts), then the first clause naming a served type wins; `*/*` and `application/*` are JSON,
+/// the first served type. `protobuf` says whether the resource has a protobuf form (custom
 /// resources have none). Nothing acceptable is a 406.
 pub fn negotiate(accept: &str, protobuf: bool) -> Result<Format, ApiError> {
-    if accept.trim().is_empty() {
+    if accept.is_empty() {
         return Ok(Format::Json);
     }
-    let mut clauses: Vec<(f32, u8, &str, bool)> = Vec::new();
+    struct Clause<'a> {
+        ty: &'a str,
+        sub: &'a str,
+        q: f32,
+        /// `as`/`g`/`v` (a conversion such as Table) or `sv`.
+        converts: bool,
+    }
+    let mut clauses: Vec<Clause<'_>> = Vec::new();
     for clause in accept.split(',') {
-        let mut parts = clause.split(';').map(str::trim);
-        let media = parts.next().unwrap_or("");
-        let (mut q, mut other_params) = (1.0_f32, false);
+        let mut parts = clause.trim().split(';');
+        let (ty, sub) = match parts.next().unwrap_or("").split_once('/') {
+            Some((t, s)) => (t.trim(), s.trim()),
+            None if clause.trim() == "*" => ("*", "*"),
+            None => continue,
+        };
+        let mut c = Clause {
+            ty,
+            sub,
+            q: 1.0,
+            converts: false,
+        };
         for p in parts {
-            match p.split_once('=') {
-                Some(("q", v)) => q = v.trim().parse().unwrap_or(0.0),
-                Some(("stream", "watch")) => {}
-                _ => other_params = true,
+            match p.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
+                Some(("q", v)) => c.q = v.parse().unwrap_or(0.0),
+                Some(("as" | "g" | "v" | "sv", _)) => c.converts = true,
+                Some(("stream", v)) if v != "watch" && !v.is_empty() => c.converts = true,
+                _ => {}
             }
         }
-        let wildcards = media.matches('*').count() as u8;
-        if q > 0.0 {
-            clauses.push((q, wildcards, media, other_params));
+        clauses.push(c);
+    }
+    let first = |a: &Clause<'_>, b: &Clause<'_>| {
+        a.q > b.q || (a.ty != "*" && b.ty == "*") || (a.sub != "*" && b.sub == "*")
+    };
+    for i in 1..clauses.len() {
+        let mut j = i;
+        while j > 0 && first(&clauses[j], &clauses[j - 1]) {
+            clauses.swap(j, j - 1);
+            j -= 1;
         }
     }
-    // Stable: equal clauses keep the client's order.
-    clauses.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    for (_, _, media, params) in clauses {
-        match media {
-            "application/json" | "*/*" | "application/*" => return Ok(Format::Json),
-            // A protobuf Table or PartialObjectMetadata (`as=...`) is not served.
-            CONTENT_TYPE if protobuf && !params => return Ok(Format::Protobuf),
+    for c in clauses {
+        match (c.ty, c.sub) {
+            // A JSON Table is answered by `table` before negotiation reaches here.
+            _ if c.converts => {}
+            ("application", "json" | "*") | ("*", "*") => return Ok(Format::Json),
+            ("application", "vnd.kubernetes.protobuf") if protobuf => return Ok(Format::Protobuf),
             _ => {}
         }
     }
