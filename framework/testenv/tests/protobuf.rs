@@ -62,11 +62,41 @@ fn normalize(v: &mut Value) {
     }
 }
 
+/// The standalone binary, serving until dropped, with its kubeconfig written.
+struct Standalone(std::process::Child);
+
+impl Standalone {
+    async fn start(k: &Kubectl) -> Standalone {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kube-testenv"))
+            .args(["--port", "0", "--kubeconfig"])
+            .arg(&k.kubeconfig)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // It announces itself on stderr once the kubeconfig is written.
+        let stderr = child.stderr.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(stderr), &mut line)
+                .map(|_| line)
+        });
+        let line = line.await.unwrap().unwrap();
+        assert!(line.starts_with("kube-testenv serving"), "{line}");
+        Standalone(child)
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_generators_send_protobuf() {
-    // Each of these sends its object as protobuf (a JSON-only server answers 415).
-    let env = TestEnv::start().await.unwrap();
-    let k = Kubectl::new(&env);
+    let k = Kubectl::unconfigured();
+    let _server = Standalone::start(&k).await;
     let run = |args: &'static [&'static str]| k.run(args);
     assert_eq!(
         run(&["create", "namespace", "team"]).await.trim(),
