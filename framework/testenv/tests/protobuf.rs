@@ -175,6 +175,15 @@ async fn kubectl_create_generators_send_protobuf() {
         "jsonpath={.spec.ports[0].targetPort}",
     ]);
     assert_eq!(out.await, "8080");
+    // Go's protobuf carries every non-pointer zero (`generateName: ""`, `nodePort: 0`,
+    // `publishNotReadyAddresses: false`); stored, they would show where JSON has nothing.
+    let svc: Value =
+        serde_json::from_str(&run(&["get", "svc", "web", "-n", "team", "-o", "json"]).await)
+            .unwrap();
+    assert_eq!(svc["metadata"].get("generateName"), None);
+    assert_eq!(svc["spec"]["ports"][0].get("nodePort"), None);
+    assert_eq!(svc["spec"].get("publishNotReadyAddresses"), None);
+    assert_eq!(svc["spec"].get("externalName"), None);
 }
 
 /// Every served built-in type: the protobuf GET decodes with k8s-pb, and PUTting those bytes back

@@ -59,12 +59,71 @@ macro_rules! message {
         }
     };
     (@to $s:ident, $o:ident, $field:ident, $json:literal) => {
-        if let Some(v) = $crate::protobuf::convert::Json::to_json(&$s.$field) {
+        if let Some(v) = $crate::protobuf::convert::Json::to_json(&$s.$field)
+            && !$crate::protobuf::convert::omitted_zero($json, &v)
+        {
             $o.insert($json.to_string(), v);
         }
     };
 }
 pub(crate) use message;
+
+/// Fields whose zero value means something else than unset (Go pointers a client sets to zero
+/// on purpose), so a zero on the wire is kept.
+const MEANINGFUL_ZERO: &[&str] = &[
+    "activeDeadlineSeconds",
+    "allocateLoadBalancerNodePorts",
+    "allowPrivilegeEscalation",
+    "automountServiceAccountToken",
+    "deletionGracePeriodSeconds",
+    "enableServiceLinks",
+    "expirationSeconds",
+    "fsGroup",
+    "gracePeriodSeconds",
+    "hostUsers",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "multipleOf",
+    "optional",
+    "privileged",
+    "readOnlyRootFilesystem",
+    "ready",
+    "replicas",
+    "runAsGroup",
+    "runAsNonRoot",
+    "runAsUser",
+    "served",
+    "serving",
+    "setHostnameAsFQDN",
+    "shareProcessNamespace",
+    "storage",
+    "terminating",
+    "terminationGracePeriodSeconds",
+    "x-kubernetes-embedded-resource",
+    "x-kubernetes-int-or-string",
+    "x-kubernetes-preserve-unknown-fields",
+];
+
+/// Whether a decoded field is a Go zero value that kube-apiserver's JSON would omit. Go's
+/// protobuf writes every non-pointer field, so `generateName: ""`, `nodePort: 0` or
+/// `publishNotReadyAddresses: false` arrive on the wire where JSON (`omitempty`) has nothing;
+/// dropping them gives the JSON a JSON client would have sent, and defaulting (a Secret's
+/// `type`) then works as upstream's. Empty strings always go; zero and false stay for the
+/// pointer fields where they mean something.
+pub(crate) fn omitted_zero(json_name: &str, v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.is_empty(),
+        Value::Bool(false) => !MEANINGFUL_ZERO.contains(&json_name),
+        Value::Number(n) => n.as_f64() == Some(0.0) && !MEANINGFUL_ZERO.contains(&json_name),
+        _ => false,
+    }
+}
 
 impl Json for String {
     fn from_json(v: &Value) -> Result<Self, String> {
