@@ -618,3 +618,46 @@ async fn custom_resources_stay_json() {
     let (code, _, _) = send(&c, "POST", path, &[("content-type", PB)], b"k8s\0".to_vec()).await;
     assert_eq!(code, 415);
 }
+
+/// client-go sends DeleteOptions as protobuf in the deleted resource's group-version.
+#[tokio::test]
+async fn delete_options_are_read_from_protobuf() {
+    use k8s_pb::apimachinery::pkg::runtime::TypeMeta;
+    let env = TestEnv::start().await.unwrap();
+    let c = env.client();
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease =
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}});
+    json(&c, "POST", path, &lease).await;
+    let options = |uid: &str| {
+        let raw = pbmeta::DeleteOptions {
+            preconditions: Some(pbmeta::Preconditions {
+                uid: Some(uid.to_string()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        let u = Unknown {
+            type_meta: Some(TypeMeta {
+                api_version: Some("coordination.k8s.io/v1".into()),
+                kind: Some("DeleteOptions".into()),
+            }),
+            raw: Some(raw.encode_to_vec()),
+            content_encoding: Some(String::new()),
+            content_type: Some(String::new()),
+        };
+        [b"k8s\0".to_vec(), u.encode_to_vec()].concat()
+    };
+    let headers = [("content-type", PB), ("accept", PB)];
+    let (code, ct, body) = send(
+        &c,
+        "DELETE",
+        &format!("{path}/l"),
+        &headers,
+        options("wrong"),
+    )
+    .await;
+    assert_eq!((code, ct.as_str()), (409, PB));
+    let status = pbmeta::Status::decode(&unwrap(&body).2[..]).unwrap();
+    assert_eq!(status.reason.as_deref(), Some("Conflict"));
+}

@@ -34,6 +34,8 @@ macro_rules! kinds {
             json: &Value,
         ) -> Option<Result<Vec<u8>, String>> {
             match (api_version, kind) {
+                // Clients send DeleteOptions in the group-version of the resource they delete.
+                (_, "DeleteOptions") => Some(encode::<meta::DeleteOptions>(json)),
                 $($(($api_version, stringify!($kind)) => Some(encode::<$ty>(json)),)*)*
                 _ => None,
             }
@@ -46,6 +48,7 @@ macro_rules! kinds {
             raw: &[u8],
         ) -> Option<Result<Value, String>> {
             match (api_version, kind) {
+                (_, "DeleteOptions") => Some(decode::<meta::DeleteOptions>(raw)),
                 $($(($api_version, stringify!($kind)) => Some(decode::<$ty>(raw)),)*)*
                 _ => None,
             }
@@ -55,7 +58,7 @@ macro_rules! kinds {
 
 kinds! {
     "v1":
-        Status => meta::Status, DeleteOptions => meta::DeleteOptions,
+        Status => meta::Status,
         ConfigMap => core::ConfigMap, ConfigMapList => core::ConfigMapList,
         Secret => core::Secret, SecretList => core::SecretList,
         Namespace => core::Namespace, NamespaceList => core::NamespaceList,
