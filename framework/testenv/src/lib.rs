@@ -27,6 +27,7 @@ mod handlers;
 mod openapi;
 mod patch;
 mod printers;
+mod protobuf;
 mod resources;
 mod router;
 mod selectors;

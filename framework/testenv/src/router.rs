@@ -8,6 +8,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, header};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::UnsyncBoxBody};
 use hyper::body::{Frame, Incoming};
@@ -18,6 +19,7 @@ use crate::fieldcheck::{self, Directive};
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
 use crate::patch::PatchKind;
+use crate::protobuf::{self, Format};
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::types::Registry;
@@ -235,7 +237,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     };
     let user_agent = header(header::USER_AGENT);
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
-    let as_table = table::wanted(&header(header::ACCEPT).unwrap_or_default());
+    let accept = header(header::ACCEPT).unwrap_or_default();
+    let as_table = table::wanted(&accept);
     let pretty = pretty(&query, user_agent.as_deref());
     let mut route = shared
         .store
@@ -243,6 +246,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     if let Route::OpenApiV2(pb) = &mut route {
         *pb = header(header::ACCEPT).is_some_and(|a| openapi::wants_v2_protobuf(&a));
     }
+    let format = negotiate(&route, &accept, as_table);
     let cert = req.extensions().get::<auth::ClientCertUser>();
     let user = auth::identify(&shared, cert, req.headers());
     let mut record = RequestRecord {
@@ -278,6 +282,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(b) => b.to_bytes(),
                 Err(_) => Bytes::new(),
             };
+            let (content_type, body) = match json_body(&route, content_type, body) {
+                Ok(b) => b,
+                Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
+            };
             let req = Req {
                 query: &query,
                 user_agent: record.user_agent.as_deref(),
@@ -296,20 +304,117 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             ) {
                 Err(e) => error_response(&e, pretty),
                 Ok(Some((code, v))) => json_response(code, &v, pretty),
-                Ok(None) => dispatch(&shared, route, &req),
+                Ok(None) => match &format {
+                    Err(e) => error_response(e, pretty),
+                    Ok(_) => dispatch(&shared, route, &req),
+                },
             }
         }
     };
-    let mut response = response;
+    let response = match format {
+        Ok(Format::Protobuf) => encode_response(response, record.verb == "watch").await,
+        _ => response,
+    };
+    finish(&shared, record, response, &method)
+}
+
+/// Audit ID, request log and post-write hooks for a response about to leave.
+fn finish(
+    shared: &Shared,
+    mut record: RequestRecord,
+    mut response: Response<Body>,
+    method: &Method,
+) -> Response<Body> {
     if let Ok(id) = HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()) {
         // Every kube-apiserver response carries the audit ID of its request.
         response.headers_mut().insert("audit-id", id);
     }
     record.status = response.status().as_u16();
-    auth::served(&shared, method.as_str(), &path, record.status);
+    auth::served(shared, method.as_str(), &record.path, record.status);
     tracing::debug!(verb = %record.verb, path = %record.path, status = record.status, "request");
     shared.log.lock().push(record);
     response
+}
+
+/// The response format `Accept` asks for: protobuf only for built-in types, and never for a
+/// Table or a non-resource path (discovery, OpenAPI, version), which are served as JSON.
+fn negotiate(route: &Route, accept: &str, as_table: bool) -> Result<Format, ApiError> {
+    match route {
+        Route::Resource { target, .. } if !as_table => {
+            protobuf::negotiate(accept, target.rt.custom().is_none())
+        }
+        _ => Ok(Format::Json),
+    }
+}
+
+/// A protobuf request body decoded into JSON, once, so everything after reads JSON; custom
+/// resources have no protobuf form (415, as upstream).
+fn json_body(
+    route: &Route,
+    content_type: String,
+    body: Bytes,
+) -> Result<(String, Bytes), ApiError> {
+    if !protobuf::is_protobuf(&content_type) {
+        return Ok((content_type, body));
+    }
+    match route {
+        Route::Resource { target, .. } if target.rt.custom().is_none() => {
+            let json = protobuf::decode(&body)?;
+            Ok(("application/json".to_string(), Bytes::from(json)))
+        }
+        _ => Err(ApiError::unsupported_media_type()),
+    }
+}
+
+/// A JSON response re-encoded, once, as protobuf: a whole body, or a watch stream frame by
+/// frame. A body of another type (text, a Table) or a kind without a protobuf form stays.
+async fn encode_response(response: Response<Body>, watch: bool) -> Response<Body> {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if !json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let body = if watch && parts.status == StatusCode::OK {
+        let mut pending = bytes::BytesMut::new();
+        let frames = body.into_data_stream().map(move |chunk| {
+            let chunk = chunk.unwrap_or_default();
+            Ok::<_, Infallible>(Frame::data(protobuf::watch_frames(&mut pending, &chunk)))
+        });
+        parts.headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(protobuf::WATCH_CONTENT_TYPE),
+        );
+        StreamBody::new(frames).boxed_unsync()
+    } else {
+        let bytes = body
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        match serde_json::from_slice(&bytes)
+            .ok()
+            .as_ref()
+            .and_then(protobuf::encode)
+        {
+            Some(Err(e)) => {
+                tracing::error!(error = %e.message, "protobuf response");
+                return error_response(&e, false);
+            }
+            Some(Ok(pb)) => {
+                parts.headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(protobuf::CONTENT_TYPE),
+                );
+                parts.headers.remove(header::CONTENT_LENGTH);
+                full(pb)
+            }
+            None => full(bytes),
+        }
+    };
+    Response::from_parts(parts, body)
 }
 
 /// What a handler needs from the request besides the route.

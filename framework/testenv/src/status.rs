@@ -246,6 +246,15 @@ impl ApiError {
         }
     }
 
+    /// 406 when `Accept` names no media type the resource is served in.
+    pub fn not_acceptable(accepted: &str) -> ApiError {
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: {accepted}"),
+        )
+    }
+
     /// 415 for a patch type a resource does not take (custom resources take no strategic merge
     /// patch), listing the ones it does as upstream's patch handler does.
     pub fn patch_type_not_accepted(accepted: &[&str]) -> ApiError {

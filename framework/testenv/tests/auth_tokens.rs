@@ -279,12 +279,8 @@ async fn discovery_lists_the_auth_apis() {
 async fn kubectl_creates_tokens_and_asks_can_i() {
     let env = TestEnv::start().await.unwrap();
     let kubectl = Kubectl::new(&env);
-    // `kubectl create serviceaccount` would send protobuf, which this server does not read.
-    let sa = kubectl.write(
-        "sa.yaml",
-        "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: builder\n",
-    );
-    let (ok, _, err) = kubectl.run(&["create", "-f", &sa]).await;
+    // `kubectl create serviceaccount` sends the ServiceAccount as protobuf.
+    let (ok, _, err) = kubectl.run(&["create", "serviceaccount", "builder"]).await;
     assert!(ok, "{err}");
     if !kubectl.has_create_token().await {
         return;

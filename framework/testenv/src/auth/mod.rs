@@ -10,7 +10,6 @@ mod attributes;
 mod bootstrap;
 mod env;
 mod impersonation;
-mod protobuf;
 mod rbac;
 mod reviews;
 mod tls;

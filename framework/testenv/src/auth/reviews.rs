@@ -6,7 +6,6 @@
 use serde_json::{Value, json};
 
 use super::attributes::Attributes;
-use super::protobuf;
 use super::rbac;
 use super::tokens::{API_AUDIENCE, UserInfo};
 use crate::Shared;
@@ -63,11 +62,8 @@ pub fn serve(
     if a.verb != "create" {
         return Some(Err(ApiError::method_not_allowed()));
     }
-    let protobuf = content_type.split(';').next().map(str::trim) == Some(protobuf::CONTENT_TYPE);
-    let decoded = match protobuf {
-        true => protobuf::decode(body),
-        false => crate::router::decode_body(content_type, body),
-    };
+    // A protobuf body arrives here already decoded into JSON by the router.
+    let decoded = crate::router::decode_body(content_type, body);
     let obj = match decoded {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {

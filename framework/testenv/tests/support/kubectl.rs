@@ -31,6 +31,13 @@ fn kubectl_installed() -> bool {
 
 impl Kubectl {
     pub fn new(env: &TestEnv) -> Kubectl {
+        let k = Kubectl::unconfigured();
+        env.write_kubeconfig(&k.kubeconfig).unwrap();
+        k
+    }
+
+    /// A kubectl whose kubeconfig path is not written yet: the standalone binary writes it.
+    pub fn unconfigured() -> Kubectl {
         assert!(
             kubectl_installed(),
             "kubectl is not installed: these tests need it as an independent client \
@@ -39,7 +46,6 @@ impl Kubectl {
         let dir = std::env::temp_dir().join(format!("kube-testenv-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
         let kubeconfig = dir.join("kubeconfig");
-        env.write_kubeconfig(&kubeconfig).unwrap();
         Kubectl {
             kubeconfig,
             _dir: TempDir(dir),
