@@ -36,13 +36,54 @@ impl EventSink for RecorderSink {
 }
 
 /// Turns a controller error into what the work queue understands: a cloud `Retry { after }`
-/// becomes [`RetryAfter`] (requeue after exactly that delay), anything else backs off per key.
+/// becomes [`RetryAfter`] (requeue after exactly that delay) wrapping the error, so its chain of
+/// sources reaches the logs; anything else backs off per key.
 pub fn queue_error<E>(err: E, retry_after: Option<Duration>) -> Box<dyn Error + Send + Sync>
 where
     E: Error + Send + Sync + 'static,
 {
     match retry_after {
-        Some(after) => Box::new(RetryAfter::new(after, err.to_string())),
+        Some(after) => Box::new(RetryAfter::caused_by(after, err)),
         None => Box::new(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::CloudError;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("syncing node n1")]
+    struct SyncError(#[source] CloudError);
+
+    /// The queue's retry keeps the error that asked for it: the delay is found in the chain, and
+    /// below it the controller's error and the cloud's.
+    #[test]
+    fn a_retry_keeps_the_error_chain() {
+        let cloud = CloudError::Retry {
+            message: "throttled".into(),
+            after: Duration::from_secs(7),
+        };
+        let err = queue_error(SyncError(cloud), Some(Duration::from_secs(7)));
+        let retry = RetryAfter::find(&*err).expect("a RetryAfter");
+        assert_eq!(retry.after, Duration::from_secs(7));
+        assert_eq!(err.to_string(), "syncing node n1 (retry after 7s)");
+        let sync = err.source().expect("the controller's error");
+        assert!(sync.downcast_ref::<SyncError>().is_some(), "{sync}");
+        let cloud = sync.source().expect("the cloud's error");
+        assert_eq!(
+            cloud
+                .downcast_ref::<CloudError>()
+                .and_then(CloudError::retry_after),
+            Some(Duration::from_secs(7))
+        );
+    }
+
+    #[test]
+    fn other_errors_back_off_unchanged() {
+        let err = queue_error(SyncError(CloudError::other("boom")), None);
+        assert!(RetryAfter::find(&*err).is_none());
+        assert!(err.downcast_ref::<SyncError>().is_some());
     }
 }
