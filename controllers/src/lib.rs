@@ -15,6 +15,7 @@ mod initializers;
 pub mod node;
 pub mod node_lifecycle;
 pub mod options;
+pub mod retry;
 pub mod route;
 pub mod service;
 pub mod webhooks;
