@@ -12,6 +12,7 @@ pub mod configz;
 pub mod context;
 pub mod event_sink;
 mod initializers;
+pub mod listers;
 pub mod node;
 pub mod node_lifecycle;
 pub mod options;

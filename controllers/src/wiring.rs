@@ -1,30 +1,19 @@
-//! Glue between the framework and the framework-agnostic controller logic: the informer store as
-//! a lister, the framework's recorder as an event sink, and controller errors as queue outcomes.
+//! Glue between the framework and the framework-agnostic controller logic: the framework's
+//! recorder as an event sink, and controller errors as queue outcomes (the informer store as a
+//! lister is in `listers.rs`).
 
 use std::error::Error;
-use std::sync::Arc;
 use std::time::Duration;
 
 use controller_manager::controller::RetryAfter;
 use controller_manager::events::EventRecorder;
-use controller_manager::informer::Store;
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::event_sink::{EventSink, EventType};
-use crate::node::NodeLister;
 
 /// How long one reconcile may run before it is abandoned and retried with backoff; generous, so
 /// only a hung cloud call trips it.
 pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(600);
-
-impl NodeLister for Store<Node> {
-    fn get(&self, name: &str) -> Option<Arc<Node>> {
-        self.get_by_name(name)
-    }
-    fn list(&self) -> Vec<Arc<Node>> {
-        Store::list(self)
-    }
-}
 
 /// The framework's aggregating recorder behind the controllers' [`EventSink`].
 pub struct RecorderSink(pub EventRecorder);

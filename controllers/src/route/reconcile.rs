@@ -18,7 +18,7 @@ use super::metrics::RouteMetrics;
 use super::plan::{RouteCreation, plan};
 use crate::cloud::{CloudError, CloudProvider, Route, Routes};
 use crate::event_sink::{EventSink, EventType};
-use crate::service::NodeLister;
+use crate::listers::NodeLister;
 
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
