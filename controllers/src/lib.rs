@@ -10,6 +10,8 @@ pub mod cloud;
 pub mod compat_options;
 pub mod configz;
 pub mod context;
+#[cfg(test)]
+mod doc_tables;
 pub mod event_sink;
 mod initializers;
 pub mod listers;

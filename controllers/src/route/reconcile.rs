@@ -25,8 +25,9 @@ use crate::listers::NodeLister;
 pub const MAX_CONCURRENT_ROUTE_OPERATIONS: usize = 200;
 
 /// At most this many NetworkUnavailable writes are in flight at once. Upstream starts one
-/// goroutine per node and relies on client-go's QPS limit; our client has none, so the first
-/// pass on a large cluster is bounded here instead.
+/// goroutine per node and relies on client-go's QPS limit alone; the client here has that limit
+/// too (`--kube-api-qps`/`--kube-api-burst`), and this bound also keeps the first pass on a large
+/// cluster from holding thousands of requests queued behind it.
 pub const MAX_CONCURRENT_CONDITION_UPDATES: usize = 50;
 
 /// The shortest period [`RouteController::run`] accepts.
