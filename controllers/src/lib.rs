@@ -10,11 +10,15 @@ pub mod cloud;
 pub mod compat_options;
 pub mod configz;
 pub mod context;
+#[cfg(test)]
+mod doc_tables;
 pub mod event_sink;
 mod initializers;
+pub mod listers;
 pub mod node;
 pub mod node_lifecycle;
 pub mod options;
+pub mod retry;
 pub mod route;
 pub mod service;
 pub mod webhooks;

@@ -1,30 +1,19 @@
-//! Glue between the framework and the framework-agnostic controller logic: the informer store as
-//! a lister, the framework's recorder as an event sink, and controller errors as queue outcomes.
+//! Glue between the framework and the framework-agnostic controller logic: the framework's
+//! recorder as an event sink, and controller errors as queue outcomes (the informer store as a
+//! lister is in `listers.rs`).
 
 use std::error::Error;
-use std::sync::Arc;
 use std::time::Duration;
 
 use controller_manager::controller::RetryAfter;
 use controller_manager::events::EventRecorder;
-use controller_manager::informer::Store;
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::ObjectReference;
 
 use crate::event_sink::{EventSink, EventType};
-use crate::node::NodeLister;
 
 /// How long one reconcile may run before it is abandoned and retried with backoff; generous, so
 /// only a hung cloud call trips it.
 pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(600);
-
-impl NodeLister for Store<Node> {
-    fn get(&self, name: &str) -> Option<Arc<Node>> {
-        self.get_by_name(name)
-    }
-    fn list(&self) -> Vec<Arc<Node>> {
-        Store::list(self)
-    }
-}
 
 /// The framework's aggregating recorder behind the controllers' [`EventSink`].
 pub struct RecorderSink(pub EventRecorder);
@@ -36,13 +25,54 @@ impl EventSink for RecorderSink {
 }
 
 /// Turns a controller error into what the work queue understands: a cloud `Retry { after }`
-/// becomes [`RetryAfter`] (requeue after exactly that delay), anything else backs off per key.
+/// becomes [`RetryAfter`] (requeue after exactly that delay) wrapping the error, so its chain of
+/// sources reaches the logs; anything else backs off per key.
 pub fn queue_error<E>(err: E, retry_after: Option<Duration>) -> Box<dyn Error + Send + Sync>
 where
     E: Error + Send + Sync + 'static,
 {
     match retry_after {
-        Some(after) => Box::new(RetryAfter::new(after, err.to_string())),
+        Some(after) => Box::new(RetryAfter::caused_by(after, err)),
         None => Box::new(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cloud::CloudError;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("syncing node n1")]
+    struct SyncError(#[source] CloudError);
+
+    /// The queue's retry keeps the error that asked for it: the delay is found in the chain, and
+    /// below it the controller's error and the cloud's.
+    #[test]
+    fn a_retry_keeps_the_error_chain() {
+        let cloud = CloudError::Retry {
+            message: "throttled".into(),
+            after: Duration::from_secs(7),
+        };
+        let err = queue_error(SyncError(cloud), Some(Duration::from_secs(7)));
+        let retry = RetryAfter::find(&*err).expect("a RetryAfter");
+        assert_eq!(retry.after, Duration::from_secs(7));
+        assert_eq!(err.to_string(), "syncing node n1 (retry after 7s)");
+        let sync = err.source().expect("the controller's error");
+        assert!(sync.downcast_ref::<SyncError>().is_some(), "{sync}");
+        let cloud = sync.source().expect("the cloud's error");
+        assert_eq!(
+            cloud
+                .downcast_ref::<CloudError>()
+                .and_then(CloudError::retry_after),
+            Some(Duration::from_secs(7))
+        );
+    }
+
+    #[test]
+    fn other_errors_back_off_unchanged() {
+        let err = queue_error(SyncError(CloudError::other("boom")), None);
+        assert!(RetryAfter::find(&*err).is_none());
+        assert!(err.downcast_ref::<SyncError>().is_some());
     }
 }

@@ -6,13 +6,14 @@ mod node_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
-use cloud_controllers::cloud::fake::{Facets, FakeCloud, FakeInstance, FaultSpec, Method};
-use cloud_controllers::cloud::{CloudError, CloudProvider, InstanceMetadata, InstancesV2};
+use cloud_controllers::cloud::CloudProvider;
+use cloud_controllers::cloud::fake::{
+    Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method,
+};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::node::modifiers::{
     LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE,
@@ -153,46 +154,15 @@ async fn initialized_node_gets_ga_labels_only() {
     assert!(cluster.node_writes().is_empty());
 }
 
-/// An InstancesV2 provider that returns scripted metadata, for the `None` and empty-provider-ID
-/// cases the fake cloud never produces.
-struct ScriptedCloud(Option<InstanceMetadata>);
-
-#[async_trait]
-impl InstancesV2 for ScriptedCloud {
-    async fn instance_exists(&self, _: &Node) -> Result<bool, CloudError> {
-        Ok(true)
-    }
-    async fn instance_shutdown(&self, _: &Node) -> Result<bool, CloudError> {
-        Ok(false)
-    }
-    async fn instance_metadata(&self, _: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
-        Ok(self.0.clone())
-    }
-}
-
-impl CloudProvider for ScriptedCloud {
-    fn instances_v2(&self) -> Option<&dyn InstancesV2> {
-        Some(self)
-    }
-    fn provider_name(&self) -> &str {
-        "scripted"
-    }
-    fn has_cluster_id(&self) -> bool {
-        true
-    }
-}
-
 #[tokio::test]
 async fn nil_metadata_leaves_taint() {
     let cluster = Cluster::start().await;
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, events, _) = controller(
-        &cluster,
-        Arc::new(ScriptedCloud(None)),
-        cluster.lister.clone(),
-    );
+    // A pending instance has no metadata yet (InstancesV2 answers `None`).
+    let cloud = fake(vec![instance().state(InstanceState::Pending)]);
+    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
     c.sync_node("node-1")
         .await
         .expect("nil metadata is not an error");
@@ -206,15 +176,12 @@ async fn node_that_never_gets_a_provider_id_keeps_taint() {
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let md = InstanceMetadata {
-        instance_type: "t".into(),
-        ..Default::default()
-    };
-    let (c, events, _) = controller(
-        &cluster,
-        Arc::new(ScriptedCloud(Some(md))),
-        cluster.lister.clone(),
-    );
+    // A cloud whose metadata carries no provider ID (not re-validated by the fake).
+    let cloud = fake(vec![instance()]);
+    cloud
+        .update_instance("node-1", |i| i.provider_id.clear())
+        .expect("node-1 exists");
+    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
     for _ in 0..3 {
         let err = c.sync_node("node-1").await.expect_err("no provider ID");
         assert!(
@@ -476,12 +443,16 @@ async fn periodic_refresh_updates_addresses() {
     c.update_node_status(2).await;
     assert!(cluster.node_writes().is_empty());
 
-    // A V2 provider returning no metadata is skipped instead of crashing.
-    let (c, _, _) = controller(
-        &cluster,
-        Arc::new(ScriptedCloud(None)),
-        cluster.lister.clone(),
-    );
+    // An instance without metadata yet (InstancesV2 answers `None`) is skipped instead of
+    // crashing, though the cloud now reports another address for it.
+    cloud
+        .update_instance("node-1", |i| {
+            *i = instance()
+                .provider_id("fake://node-1")
+                .internal_ip("10.0.0.3")
+                .state(InstanceState::Pending)
+        })
+        .expect("node-1 exists");
     c.update_node_status(1).await;
     assert!(cluster.node_writes().is_empty());
 }

@@ -13,7 +13,7 @@ use super::modifiers::{
     LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE,
     LABEL_ZONE_BETA,
 };
-use super::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
+use crate::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
 
 /// (beta, GA) pairs; the beta label's value is copied to the GA label.
 pub const BETA_TO_GA: [(&str, &str); 3] = [

@@ -35,7 +35,7 @@
 //! | Additional labels: `(^|\.)(kubernetes\|k8s)\.io/` dropped, existing kept | `modifiers::tests::reserved_label_keys_match_the_upstream_regex`, `additional_labels_are_filtered_and_never_overwrite` |
 //! | Every uninitialized taint removed | `modifiers::tests::every_uninitialized_taint_is_removed_and_others_kept` |
 //! | Invalid provided node IP ⇒ sync fails, taint stays | `modifiers::tests::modifiers_are_idempotent_and_validate_the_node_ip`, `tests/node_sync.rs::invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses` |
-//! | PUT loop re-reads the cache, retries 409 | `retry::tests::*`, `tests/node_sync.rs::conflict_is_retried_with_a_fresh_cache_read` |
+//! | PUT loop re-reads the cache, retries 409 | `crate::retry::tests::*`, `tests/node_sync.rs::conflict_is_retried_with_a_fresh_cache_read` |
 //! | Immediate address update, Synced event | `tests/node_sync.rs::initializes_node_end_to_end` |
 //! | Provided node IP parsing and matching | `addresses::tests::parses_*`, `rejects_*`, `node_ip_*` |
 //! | Hostname retention | `addresses::tests::hostname_is_kept_when_the_cloud_reports_none` |
@@ -63,7 +63,6 @@ pub mod metadata;
 pub mod metrics;
 pub mod modifiers;
 mod refresh;
-pub mod retry;
 pub mod sync;
 
 pub use init::{CLIENT_NAME, initializer};
@@ -71,12 +70,9 @@ pub use init::{CLIENT_NAME, initializer};
 #[cfg(test)]
 pub(crate) mod test_cloud;
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
-use parking_lot::RwLock;
 
+pub use crate::listers::{MemoryNodeLister, NodeLister};
 pub use metrics::NodeMetrics;
 pub use sync::{NodeController, NodeControllerError, NodeEvent, NodeSyncError, node_key_for_event};
 
@@ -91,56 +87,6 @@ pub const UNINITIALIZED_TAINT_KEY: &str = "node.cloudprovider.kubernetes.io/unin
 
 /// Annotation kubelet sets from `--node-ip` when the cloud provider is external.
 pub const PROVIDED_NODE_IP_ANNOTATION: &str = "alpha.kubernetes.io/provided-node-ip";
-
-/// Read access to cached Nodes, so controller logic does not depend on the informer
-/// implementation (the framework's `Store<Node>` in production, [`MemoryNodeLister`] in tests).
-pub trait NodeLister: Send + Sync {
-    /// The cached Node called `name`, if any; the default scans [`Self::list`], so listers
-    /// without an index (test vectors) only implement `list`.
-    fn get(&self, name: &str) -> Option<Arc<Node>> {
-        self.list()
-            .into_iter()
-            .find(|n| n.metadata.name.as_deref() == Some(name))
-    }
-    /// Every cached Node.
-    fn list(&self) -> Vec<Arc<Node>>;
-}
-
-/// A [`NodeLister`] over a map the caller fills, for tests and tools that have no informer.
-#[derive(Default)]
-pub struct MemoryNodeLister(RwLock<BTreeMap<String, Arc<Node>>>);
-
-impl MemoryNodeLister {
-    /// Stores (or replaces) `node` under its name.
-    pub fn insert(&self, node: Node) {
-        let name = node.metadata.name.clone().unwrap_or_default();
-        self.0.write().insert(name, Arc::new(node));
-    }
-
-    /// Forgets the Node called `name`.
-    pub fn remove(&self, name: &str) {
-        self.0.write().remove(name);
-    }
-
-    /// Replaces the whole content, as a relist would.
-    pub fn replace(&self, nodes: impl IntoIterator<Item = Node>) {
-        let map = nodes
-            .into_iter()
-            .map(|n| (n.metadata.name.clone().unwrap_or_default(), Arc::new(n)))
-            .collect();
-        *self.0.write() = map;
-    }
-}
-
-impl NodeLister for MemoryNodeLister {
-    fn get(&self, name: &str) -> Option<Arc<Node>> {
-        self.0.read().get(name).cloned()
-    }
-
-    fn list(&self) -> Vec<Arc<Node>> {
-        self.0.read().values().cloned().collect()
-    }
-}
 
 /// Whether kubelet's uninitialized taint (any value or effect) is still on the Node.
 pub fn has_uninitialized_taint(node: &Node) -> bool {

@@ -16,10 +16,10 @@ use super::labels::reconcile_node_labels;
 use super::metadata::{MetadataError, instance_addresses, instance_metadata};
 use super::metrics::{NodeMetrics, seconds_since_creation};
 use super::modifiers::NodeModifiers;
-use super::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
 use super::{NodeLister, has_uninitialized_taint, node_reference};
 use crate::cloud::CloudProvider;
 use crate::event_sink::{EventSink, EventType};
+use crate::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
 
 /// Why the controller cannot be built; the manager reports the controller as not started.
 #[derive(Debug, thiserror::Error)]

@@ -22,19 +22,6 @@ pub(crate) struct TestCloud {
     calls: Mutex<Vec<String>>,
 }
 
-fn copy(err: &CloudError) -> CloudError {
-    match err {
-        CloudError::InstanceNotFound => CloudError::InstanceNotFound,
-        CloudError::NotImplemented => CloudError::NotImplemented,
-        CloudError::ImplementedElsewhere => CloudError::ImplementedElsewhere,
-        CloudError::Retry { message, after } => CloudError::Retry {
-            message: message.clone(),
-            after: *after,
-        },
-        CloudError::Other(e) => CloudError::other(e.to_string()),
-    }
-}
-
 fn addr(a: &str) -> NodeAddress {
     NodeAddress {
         type_: "InternalIP".into(),
@@ -85,7 +72,7 @@ impl TestCloud {
     fn call(&self, method: &str, arg: &str) -> Result<(), CloudError> {
         self.calls.lock().push(format!("{method} {arg}"));
         match self.failures.lock().get(method) {
-            Some(err) => Err(copy(err)),
+            Some(err) => Err(err.clone()),
             None => Ok(()),
         }
     }

@@ -62,8 +62,9 @@ pub use taints::{SHUTDOWN_TAINT_KEY, shutdown_taint};
 
 use crate::cloud::CloudProvider;
 use crate::event_sink::{EventSink, EventType};
-use crate::node::retry::is_not_found;
-use crate::node::{NodeControllerError, NodeLister, node_reference};
+use crate::listers::NodeLister;
+use crate::node::{NodeControllerError, node_reference};
+use crate::retry::is_not_found;
 use cloud_state::{instance_exists, instance_shutdown};
 use taints::{add_or_update_taint_on_node, remove_taint_off_node};
 

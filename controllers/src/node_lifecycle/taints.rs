@@ -9,7 +9,7 @@ use kube::Api;
 use kube::api::{GetParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::node::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
+use crate::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
 
 /// Taint the lifecycle controller puts on Nodes whose instance is shut down, so nothing new is
 /// scheduled there until it is Ready again.

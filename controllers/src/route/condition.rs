@@ -2,12 +2,12 @@
 //! `updateNetworkingCondition`): written with a strategic merge patch of `nodes/<name>/status`
 //! carrying only that condition (conditions merge by `type`), skipped when already current.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
+
+use crate::retry::{UPDATE_NETWORK_CONDITION_BACKOFF, is_conflict, retry_on_conflict};
 
 /// The condition type the route controller writes.
 pub const NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
@@ -15,11 +15,6 @@ pub const NETWORK_UNAVAILABLE: &str = "NetworkUnavailable";
 pub const REASON_ROUTE_CREATED: &str = "RouteCreated";
 /// Reason when some route is missing.
 pub const REASON_NO_ROUTE_CREATED: &str = "NoRouteCreated";
-
-/// Attempts of the retry-on-conflict loop (upstream `updateNetworkConditionBackoff`).
-const CONFLICT_RETRY_STEPS: u32 = 5;
-/// Base delay of the retry-on-conflict loop; each wait adds up to 100 % jitter.
-const CONFLICT_RETRY_DELAY: Duration = Duration::from_millis(100);
 
 fn desired(unavailable: bool) -> (&'static str, &'static str, &'static str) {
     if unavailable {
@@ -73,29 +68,16 @@ pub async fn update_networking_condition(
     }
     let name = node.metadata.name.as_deref().unwrap_or_default();
     let api: Api<Node> = Api::all(client.clone());
-    let mut attempt = 1;
-    loop {
+    retry_on_conflict(UPDATE_NETWORK_CONDITION_BACKOFF, is_conflict, || {
         let body = condition_patch(unavailable, Time(k8s_openapi::jiff::Timestamp::now()));
-        match api
-            .patch_status(name, &PatchParams::default(), &Patch::Strategic(body))
-            .await
-        {
-            Ok(_) => return Ok(()),
-            Err(kube::Error::Api(status))
-                if status.is_conflict() && attempt < CONFLICT_RETRY_STEPS =>
-            {
-                tracing::debug!(
-                    node = name,
-                    attempt,
-                    "conflict updating NetworkUnavailable; retrying"
-                );
-                attempt += 1;
-                let jitter = CONFLICT_RETRY_DELAY.mul_f64(rand::random::<f64>());
-                tokio::time::sleep(CONFLICT_RETRY_DELAY + jitter).await;
-            }
-            Err(err) => return Err(err),
+        let api = api.clone();
+        async move {
+            api.patch_status(name, &PatchParams::default(), &Patch::Strategic(body))
+                .await
+                .map(drop)
         }
-    }
+    })
+    .await
 }
 
 #[cfg(test)]

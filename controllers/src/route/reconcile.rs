@@ -18,15 +18,16 @@ use super::metrics::RouteMetrics;
 use super::plan::{RouteCreation, plan};
 use crate::cloud::{CloudError, CloudProvider, Route, Routes};
 use crate::event_sink::{EventSink, EventType};
-use crate::service::NodeLister;
+use crate::listers::NodeLister;
 
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
 pub const MAX_CONCURRENT_ROUTE_OPERATIONS: usize = 200;
 
 /// At most this many NetworkUnavailable writes are in flight at once. Upstream starts one
-/// goroutine per node and relies on client-go's QPS limit; our client has none, so the first
-/// pass on a large cluster is bounded here instead.
+/// goroutine per node and relies on client-go's QPS limit alone; the client here has that limit
+/// too (`--kube-api-qps`/`--kube-api-burst`), and this bound also keeps the first pass on a large
+/// cluster from holding thousands of requests queued behind it.
 pub const MAX_CONCURRENT_CONDITION_UPDATES: usize = 50;
 
 /// The shortest period [`RouteController::run`] accepts.

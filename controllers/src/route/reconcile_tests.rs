@@ -1,9 +1,6 @@
 //! Unit tests of the reconcile pass that need no API server: concurrency bound, list failures,
 //! and the non-sliding loop under tokio's paused clock.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
 
 use super::*;
@@ -49,45 +46,6 @@ fn routed_node(i: usize) -> Arc<Node> {
     Arc::new(n)
 }
 
-/// Routes facet that measures how many creates run at once.
-#[derive(Default)]
-struct CountingRoutes {
-    in_flight: AtomicUsize,
-    max_in_flight: AtomicUsize,
-    created: AtomicUsize,
-}
-
-#[async_trait]
-impl Routes for CountingRoutes {
-    async fn list_routes(&self, _: &str) -> Result<Vec<Route>, CloudError> {
-        Ok(vec![])
-    }
-    async fn create_route(&self, _: &str, _: &str, _: &Route) -> Result<(), CloudError> {
-        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
-        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        self.in_flight.fetch_sub(1, Ordering::SeqCst);
-        self.created.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-    async fn delete_route(&self, _: &str, _: &Route) -> Result<(), CloudError> {
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl CloudProvider for CountingRoutes {
-    fn routes(&self) -> Option<&dyn Routes> {
-        Some(self)
-    }
-    fn provider_name(&self) -> &str {
-        "counting"
-    }
-    fn has_cluster_id(&self) -> bool {
-        true
-    }
-}
-
 fn controller(cloud: Arc<dyn CloudProvider>, nodes: Vec<Arc<Node>>) -> RouteController {
     RouteController::new(
         cloud,
@@ -102,15 +60,19 @@ fn controller(cloud: Arc<dyn CloudProvider>, nodes: Vec<Arc<Node>>) -> RouteCont
 
 #[tokio::test(start_paused = true)]
 async fn at_most_200_cloud_operations_in_flight() {
-    let cloud = Arc::new(CountingRoutes::default());
+    let cloud = FakeCloud::new();
+    let held = cloud.hold(Method::CreateRoute);
     let nodes: Vec<_> = (0..450).map(routed_node).collect();
-    let ctl = controller(cloud.clone(), nodes);
-    ctl.reconcile_node_routes().await.unwrap();
-    assert_eq!(cloud.created.load(Ordering::SeqCst), 450);
-    assert_eq!(
-        cloud.max_in_flight.load(Ordering::SeqCst),
-        MAX_CONCURRENT_ROUTE_OPERATIONS
-    );
+    let ctl = controller(Arc::new(cloud.clone()), nodes);
+    let pass = tokio::spawn(async move { ctl.reconcile_node_routes().await });
+    held.wait_for_calls(MAX_CONCURRENT_ROUTE_OPERATIONS).await;
+    // With every permit parked at the gate, the paused clock runs on only once all else is idle:
+    // no further create has started.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(held.arrived(), MAX_CONCURRENT_ROUTE_OPERATIONS);
+    held.release();
+    pass.await.unwrap().unwrap();
+    assert_eq!(cloud.call_count(Method::CreateRoute), 450);
 }
 
 #[tokio::test]

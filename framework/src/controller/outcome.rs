@@ -1,6 +1,7 @@
 //! Turning a reconcile's result into queue operations, and the error that asks for a fixed delay.
 
 use std::error::Error;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tower::BoxError;
@@ -11,13 +12,18 @@ use crate::workqueue::{QueueKey, WorkQueue};
 /// Returned (or wrapped as a `source()`) by a reconcile that knows when retrying makes sense,
 /// e.g. a cloud API that answered "try again in 30 s": the key is re-added after exactly `after`,
 /// without counting as a failure for the exponential backoff (upstream `api.RetryError`).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{message} (retry after {after:?})")]
+///
+/// Made with [`RetryAfter::caused_by`], it wraps the error that asked for the delay, as upstream's
+/// `RetryError` does: its message is that error's, and `source()` is that error, so the chain
+/// below it (a cloud error inside a controller error, ...) is kept for logs and `errors.As`.
+#[derive(Debug, Clone)]
 pub struct RetryAfter {
     /// How long to wait before the next attempt.
     pub after: Duration,
     /// Why the reconcile must wait; shown in logs.
     pub message: String,
+    /// The error that asked for the delay, if any.
+    source: Option<Arc<dyn Error + Send + Sync + 'static>>,
 }
 
 impl RetryAfter {
@@ -26,6 +32,16 @@ impl RetryAfter {
         Self {
             after,
             message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Asks for a retry after `after` because of `err`, which stays reachable as the source.
+    pub fn caused_by(after: Duration, err: impl Error + Send + Sync + 'static) -> Self {
+        Self {
+            after,
+            message: err.to_string(),
+            source: Some(Arc::new(err)),
         }
     }
 
@@ -39,6 +55,19 @@ impl RetryAfter {
             current = e.source();
         }
         None
+    }
+}
+
+impl std::fmt::Display for RetryAfter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (retry after {:?})", self.message, self.after)
+    }
+}
+
+impl Error for RetryAfter {
+    /// The wrapped error itself (not the `Arc` around it), so a walk of the chain meets it.
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn Error + 'static))
     }
 }
 

@@ -3,9 +3,6 @@
 //! status-subresource split, and per-type defaulting and validation (Node not-ready taint,
 //! Service clusterIP / nodePort allocation and immutability, Namespace defaults).
 
-use std::net::Ipv4Addr;
-use std::ops::RangeInclusive;
-
 use rand::Rng;
 use serde_json::{Map, Value, json};
 
@@ -13,54 +10,15 @@ use crate::resources::{NameRule, ResId, Strategy, lookup};
 use crate::status::{ApiError, Cause, go_quote};
 use crate::store::State;
 use crate::types::Served;
+use crate::validation::{DNS1035_MSG, LABEL_MSG, SUBDOMAIN_MSG, is_label, string_list};
 
-/// Server-wide settings the admission rules depend on.
-#[derive(Debug, Clone)]
-pub struct AdmissionConfig {
-    /// Service ClusterIP range: first address and size.
-    pub service_net: (u32, u32),
-    /// NodePort range.
-    pub node_ports: RangeInclusive<u16>,
-}
-
-impl AdmissionConfig {
-    /// Parses a CIDR like `10.96.0.0/12`.
-    pub fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
-        let (ip, bits) = cidr.split_once('/')?;
-        let ip: Ipv4Addr = ip.parse().ok()?;
-        let bits: u32 = bits.parse().ok()?;
-        if !(8..=30).contains(&bits) {
-            return None;
-        }
-        let size = 1u32 << (32 - bits);
-        Some((u32::from(ip) & !(size - 1), size))
-    }
-
-    /// The address the `kubernetes` Service gets (first usable in the range).
-    pub fn kubernetes_ip(&self) -> String {
-        Ipv4Addr::from(self.service_net.0 + 1).to_string()
-    }
-}
+pub use crate::allocations::AdmissionConfig;
 
 /// RFC 3339 in whole seconds, as upstream serializes `metav1.Time`.
 pub fn now() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
-}
-
-pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-pub(crate) const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-pub(crate) fn is_label(s: &str, first_alpha: bool) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && (b[0].is_ascii_lowercase() || (!first_alpha && b[0].is_ascii_digit()))
-        && b[b.len() - 1] != b'-'
 }
 
 fn name_causes(rule: NameRule, name: &str) -> Vec<Cause> {
@@ -439,18 +397,6 @@ fn restore(obj: &mut Map<String, Value>, old: &Map<String, Value>, key: &str) {
         Some(v) => obj.insert(key.into(), v.clone()),
         None => obj.remove(key),
     };
-}
-
-/// A JSON list of strings as a Vec (missing = empty).
-pub fn string_list(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// NodeCondition's times are Go structs, so upstream serializes unset ones as `null` rather than

@@ -9,7 +9,7 @@ use std::net::Ipv4Addr;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::admission::AdmissionConfig;
+use crate::allocations::AdmissionConfig;
 use crate::resources::ResourceType;
 use crate::status::{ApiError, Cause, go_quote};
 use crate::store::State;
@@ -26,7 +26,7 @@ fn go_string_slice(v: &[String]) -> String {
 }
 
 fn strings(v: &Value) -> Vec<String> {
-    crate::admission::string_list(Some(v))
+    crate::validation::string_list(Some(v))
 }
 
 /// Defaults, allocates and validates a Service (`old` is `Some` on update).

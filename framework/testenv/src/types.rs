@@ -20,16 +20,9 @@
 use std::sync::Arc;
 
 use crate::crd::schema::Schema;
-use crate::resources::{ListStrategy, NameRule, ResId, ResourceType, Strategy, TABLE};
 
-/// What kind of list a field holds (structured-merge-diff's vocabulary).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListType {
-    /// Items are scalars, each present once (`set`, or `patchStrategy:"merge"` on scalars).
-    Set,
-    /// Items are objects identified by these keys (`map` / `patchMergeKey`).
-    Map(Vec<String>),
-}
+pub use crate::crd::schema::ListType;
+use crate::resources::{ListStrategy, NameRule, ResId, ResourceType, Strategy, TABLE};
 
 /// The `scale` subresource of a custom resource: where the replica counts live.
 #[derive(Debug, Clone, PartialEq, Eq)]

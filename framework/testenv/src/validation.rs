@@ -1,6 +1,6 @@
 //! Field validation kube-apiserver applies to every write that controllers can trip over: label
-//! keys and values, annotation keys, and Node taints (effect, key, uniqueness by key and effect),
-//! with upstream's field paths and messages.
+//! keys and values, annotation keys, Node taints (effect, key, uniqueness by key and effect) and
+//! object names (subdomain, label, DNS-1035), with upstream's field paths and messages.
 
 use serde_json::Value;
 
@@ -241,6 +241,32 @@ pub fn lease(obj: &Value) -> Vec<Cause> {
         ));
     }
     causes
+}
+
+pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+pub(crate) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+pub(crate) const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+pub(crate) fn is_label(s: &str, first_alpha: bool) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && (b[0].is_ascii_lowercase() || (!first_alpha && b[0].is_ascii_digit()))
+        && b[b.len() - 1] != b'-'
+}
+
+/// A JSON list of strings as a Vec (missing = empty).
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::config::{ConfigError, SourceLine};
+use super::config_error::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::rate_limit::RateLimit;
 use super::world::{self, Facets, FakeInstance, World};

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use super::config::{ConfigError, SourceLine};
+use super::config_error::{ConfigError, SourceLine};
 
 /// A contiguous run of pool addresses.
 #[derive(Clone, Debug)]

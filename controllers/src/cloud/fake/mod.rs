@@ -8,9 +8,11 @@
 //! | file | owns |
 //! |---|---|
 //! | `builder.rs` | describing a cloud in code |
+//! | `config_error.rs` | why a description was rejected, and the line it points at |
 //! | `config.rs` | the `--cloud-config` YAML format and its validation |
 //! | `instances.rs` | `InstancesV2`, legacy `Instances` and `Zones` |
 //! | `load_balancers.rs` | `LoadBalancer` |
+//! | `lb_store.rs` | load balancers as the world stores them (shared node sets) |
 //! | `ip_pool.rs` | the addresses load balancers get |
 //! | `routes.rs` | `Routes` and `Clusters` |
 //! | `faults.rs` | the call log and fault injection |
@@ -40,10 +42,12 @@
 
 mod builder;
 mod config;
+mod config_error;
 mod faults;
 mod gates;
 mod instances;
 mod ip_pool;
+mod lb_store;
 mod load_balancers;
 mod rate_limit;
 mod routes;
@@ -62,12 +66,13 @@ use super::{
 };
 
 pub use builder::FakeCloudBuilder;
-pub use config::{ConfigError, SourceLine};
+pub use config_error::{ConfigError, SourceLine};
 pub use faults::{
     CallOutcome, CloudCall, DEFAULT_CALL_LOG_CAPACITY, FaultError, FaultSpec, Method,
 };
 pub use gates::HeldCalls;
-pub use load_balancers::{FakeLoadBalancer, default_load_balancer_name};
+pub use lb_store::FakeLoadBalancer;
+pub use load_balancers::default_load_balancer_name;
 pub use rate_limit::{RateLimit, RateLimitError};
 pub use world::{DEFAULT_INSTANCE_TYPE, Facets, FakeInstance, InstanceState, UnknownInstance};
 

@@ -7,9 +7,9 @@ use std::net::IpAddr;
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use serde::Deserialize;
 
-use super::config::{ConfigError, SourceLine};
+use super::config_error::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
-use super::load_balancers::{FakeLoadBalancer, NodeSets, StoredLb};
+use super::lb_store::{FakeLoadBalancer, NodeSets, StoredLb};
 use crate::cloud::{CloudError, Route};
 
 /// Which parts of the provider contract the fake offers, so tests can check how controllers

@@ -1,9 +1,8 @@
-//! Delegation, metrics and spans of the instrumented provider, against a small fake.
+//! Delegation, metrics and spans of the instrumented provider, around the fake cloud.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 use prometheus_client::encoding::text::encode;
@@ -14,9 +13,39 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 
 use super::*;
+use crate::cloud::fake::{
+    Facets, FakeCloud, FakeInstance, FaultSpec, Method, default_load_balancer_name,
+};
 
-/// A provider with a load balancer and InstancesV2 only, answering by node name.
-struct Fake;
+/// The fake cloud with a load balancer and InstancesV2 only: `GetLoadBalancer` asks to retry in
+/// 5 s, `InstanceShutdown` fails, and `InstanceExists` of `gone` answers InstanceNotFound.
+fn fake() -> FakeCloud {
+    let cloud = FakeCloud::builder()
+        .facets(Facets {
+            load_balancer: true,
+            instances_v2: true,
+            ..Facets::none()
+        })
+        .instance(FakeInstance::new("n"))
+        .instance(FakeInstance::new("n1"))
+        .instance(FakeInstance::new("n2"))
+        .lb_pool_cidr("10.0.0.0/29")
+        .build()
+        .expect("a valid fake cloud");
+    cloud.fail(
+        Method::GetLoadBalancer,
+        FaultSpec::retry("busy", Duration::from_secs(5)),
+    );
+    cloud.fail(
+        Method::InstanceShutdown,
+        FaultSpec::other("api unreachable"),
+    );
+    cloud.fail(
+        Method::InstanceExists,
+        FaultSpec::instance_not_found().only_for("gone"),
+    );
+    cloud
+}
 
 fn node(name: &str) -> Node {
     Node {
@@ -28,85 +57,6 @@ fn node(name: &str) -> Node {
     }
 }
 
-fn ingress(ip: &str) -> LoadBalancerStatus {
-    LoadBalancerStatus {
-        ingress: Some(vec![LoadBalancerIngress {
-            ip: Some(ip.to_string()),
-            ..LoadBalancerIngress::default()
-        }]),
-    }
-}
-
-impl CloudProvider for Fake {
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
-    fn instances_v2(&self) -> Option<&dyn InstancesV2> {
-        Some(self)
-    }
-    fn provider_name(&self) -> &str {
-        "fake"
-    }
-    fn has_cluster_id(&self) -> bool {
-        true
-    }
-}
-
-#[async_trait]
-impl LoadBalancer for Fake {
-    async fn get_load_balancer(
-        &self,
-        _: &str,
-        _: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        Err(CloudError::Retry {
-            message: "busy".into(),
-            after: Duration::from_secs(5),
-        })
-    }
-    fn get_load_balancer_name(&self, cluster_name: &str, _: &Service) -> String {
-        format!("{cluster_name}-lb")
-    }
-    async fn ensure_load_balancer(
-        &self,
-        _: &str,
-        _: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<LoadBalancerStatus, CloudError> {
-        Ok(ingress(&format!("10.0.0.{}", nodes.len())))
-    }
-    async fn update_load_balancer(
-        &self,
-        _: &str,
-        _: &Service,
-        _: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        Ok(())
-    }
-    async fn ensure_load_balancer_deleted(&self, _: &str, _: &Service) -> Result<(), CloudError> {
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl InstancesV2 for Fake {
-    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
-        match node.metadata.name.as_deref() {
-            Some("gone") => Err(CloudError::InstanceNotFound),
-            _ => Ok(true),
-        }
-    }
-    async fn instance_shutdown(&self, _: &Node) -> Result<bool, CloudError> {
-        Err(CloudError::other("api unreachable"))
-    }
-    async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
-        Ok(Some(InstanceMetadata {
-            provider_id: format!("fake://{}", node.metadata.name.clone().unwrap_or_default()),
-            ..InstanceMetadata::default()
-        }))
-    }
-}
-
 /// Every test that makes cloud spans runs under its own scoped subscriber: with a single
 /// registered dispatcher, tracing-core computes a callsite's interest from whichever thread hits
 /// it first, so a test without one could cache "never" for the span test running beside it.
@@ -115,7 +65,7 @@ fn scoped_subscriber() -> tracing::subscriber::DefaultGuard {
 }
 
 fn wrapped(registry: &mut Registry) -> InstrumentedCloud {
-    InstrumentedCloud::new(Arc::new(Fake), Some(CloudMetrics::new(registry)))
+    InstrumentedCloud::new(Arc::new(fake()), Some(CloudMetrics::new(registry)))
 }
 
 #[tokio::test]
@@ -132,13 +82,17 @@ async fn offers_exactly_the_inner_facets_and_delegates() {
     assert!(cloud.has_cluster_id());
 
     let lb = cloud.load_balancer().unwrap();
-    let nodes = vec![Arc::new(node("a")), Arc::new(node("b"))];
+    let nodes = vec![Arc::new(node("n1")), Arc::new(node("n2"))];
     let status = lb
         .ensure_load_balancer("c", &Service::default(), &nodes)
         .await
         .unwrap();
-    assert_eq!(status, ingress("10.0.0.2"));
-    assert_eq!(lb.get_load_balancer_name("c", &Service::default()), "c-lb");
+    let ip = status.ingress.unwrap()[0].ip.clone().unwrap();
+    assert!(ip.starts_with("10.0.0."), "{ip}");
+    assert_eq!(
+        lb.get_load_balancer_name("c", &Service::default()),
+        default_load_balancer_name(&Service::default())
+    );
     assert_eq!(
         lb.get_load_balancer("c", &Service::default())
             .await
@@ -229,7 +183,7 @@ fn each_call_is_a_client_span_under_the_current_span() {
         .build()
         .unwrap();
     with_default(subscriber, || {
-        let cloud = InstrumentedCloud::new(Arc::new(Fake), None);
+        let cloud = InstrumentedCloud::new(Arc::new(fake()), None);
         runtime.block_on(
             async {
                 let lb = cloud.load_balancer().unwrap();

@@ -80,14 +80,6 @@ pub(crate) async fn read_configmap(
     }
 }
 
-/// An API error as kube-apiserver worded it (kube's own text repeats the whole Status).
-pub(crate) fn describe(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// `client-ca-file` from the ConfigMap.
 pub(crate) fn client_ca(data: &BTreeMap<String, String>) -> Result<Option<CaBundle>, String> {
     match data.get("client-ca-file") {

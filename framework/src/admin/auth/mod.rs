@@ -289,10 +289,10 @@ async fn load_trust(
                     };
                 }
             }
-            Err(e) if want_rh && first => request_header = tolerate(cfg, lookup::describe(&e))?,
-            Err(e) if !first => return Err(AuthSetupError::Lookup(lookup::describe(&e))),
+            Err(e) if want_rh && first => request_header = tolerate(cfg, webhook::describe(&e))?,
+            Err(e) if !first => return Err(AuthSetupError::Lookup(webhook::describe(&e))),
             Err(e) => {
-                tracing::warn!(error = %lookup::describe(&e), "cannot read the client CA from configmap/{}", lookup::CONFIGMAP_NAME)
+                tracing::warn!(error = %webhook::describe(&e), "cannot read the client CA from configmap/{}", lookup::CONFIGMAP_NAME)
             }
         },
     }

@@ -74,7 +74,7 @@ impl TokenReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| format!("TokenReview failed: {}", super::lookup::describe(&e)))?;
+        .map_err(|e| format!("TokenReview failed: {}", describe(&e)))?;
         let status = reviewed.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             // An error the server gives is returned, not cached, as upstream.
@@ -156,12 +156,7 @@ impl AccessReviewer {
             async move { api.create(&PostParams::default(), &review).await }
         })
         .await
-        .map_err(|e| {
-            format!(
-                "SubjectAccessReview failed: {}",
-                super::lookup::describe(&e)
-            )
-        })?;
+        .map_err(|e| format!("SubjectAccessReview failed: {}", describe(&e)))?;
         let status = reviewed.status.unwrap_or_default();
         let reason = status.reason.unwrap_or_default();
         let denied = status.denied == Some(true);
@@ -218,6 +213,14 @@ fn retryable(e: &kube::Error) -> bool {
 
 /// Extra attributes in upstream's shape, for building users in tests and header auth.
 pub(crate) type Extra = BTreeMap<String, Vec<String>>;
+
+/// An API error as kube-apiserver worded it (kube's own text repeats the whole Status).
+pub(crate) fn describe(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
 
 #[cfg(test)]
 mod tests {

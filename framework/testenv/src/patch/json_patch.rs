@@ -1,23 +1,16 @@
-//! JSON patch (RFC 6902): add, remove, replace, move, copy and test over JSON pointers, applied
-//! atomically; failures are 422 as kube-apiserver reports them.
+//! JSON patch (RFC 6902) through the `json-patch` crate kube itself uses, applied atomically;
+//! failures are 422 (400 for a body that is not a patch) as kube-apiserver reports them, in the
+//! words of the evanphx/json-patch library it uses.
+//!
+//! One kube-apiserver behaviour the crate does not have: evanphx/json-patch reads a missing path
+//! as `null`, so a `test` of `null` on a path that does not exist passes (kube-runtime's finalizer
+//! helper relies on it when it adds the first finalizer). Such an operation is checked here, and
+//! the crate is not asked.
 
+use json_patch::{PatchError, PatchErrorKind, PatchOperation};
 use serde_json::Value;
 
 use crate::status::ApiError;
-
-fn unescape(seg: &str) -> String {
-    seg.replace("~1", "/").replace("~0", "~")
-}
-
-fn split(path: &str) -> Result<Vec<String>, ApiError> {
-    if path.is_empty() {
-        return Ok(Vec::new());
-    }
-    let rest = path
-        .strip_prefix('/')
-        .ok_or_else(|| unprocessable(format!("invalid JSON pointer: {path}")))?;
-    Ok(rest.split('/').map(unescape).collect())
-}
 
 fn unprocessable(message: String) -> ApiError {
     ApiError {
@@ -29,77 +22,64 @@ fn unprocessable(message: String) -> ApiError {
     }
 }
 
-fn parent<'a>(doc: &'a mut Value, segs: &[String], path: &str) -> Result<&'a mut Value, ApiError> {
-    let mut cur = doc;
-    for s in segs {
-        cur = match cur {
-            Value::Object(m) => m.get_mut(s),
-            Value::Array(a) => s.parse::<usize>().ok().and_then(|i| a.get_mut(i)),
-            _ => None,
-        }
-        .ok_or_else(|| unprocessable(format!("doc is missing path: \"{path}\": missing value")))?;
+/// One operation as the crate reads it, after the checks kube-apiserver words its own way: a known
+/// `op`, a `value` where one is needed, JSON pointers that start with `/`. A missing `from` is the
+/// root, as evanphx/json-patch reads it.
+fn operation(op: &Value) -> Result<PatchOperation, ApiError> {
+    let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
+    let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+    if !["add", "remove", "replace", "move", "copy", "test"].contains(&kind) {
+        return Err(ApiError::bad_request(format!("Unexpected kind: {kind}")));
     }
-    Ok(cur)
+    if matches!(kind, "add" | "replace" | "test") && op.get("value").is_none() {
+        return Err(unprocessable(format!(
+            "missing value for {kind} operation on {path}"
+        )));
+    }
+    let from = op.get("from").and_then(Value::as_str).unwrap_or("");
+    for pointer in [path, from] {
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return Err(unprocessable(format!("invalid JSON pointer: {pointer}")));
+        }
+    }
+    let mut op = op.clone();
+    if let Some(fields) = op.as_object_mut() {
+        fields.insert("path".into(), path.into());
+        if matches!(kind, "move" | "copy") {
+            fields.insert("from".into(), from.into());
+        }
+    }
+    serde_json::from_value(op)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
-fn add(doc: &mut Value, path: &str, value: Value) -> Result<(), ApiError> {
-    let segs = split(path)?;
-    let Some((last, init)) = segs.split_last() else {
-        *doc = value;
-        return Ok(());
+/// kube-apiserver's message for `op` failing with `err`.
+fn message(op: &PatchOperation, err: &PatchError) -> String {
+    let missing = |kind: &str, path: &str| {
+        format!("{kind} operation does not apply: doc is missing path: \"{path}\": missing value")
     };
-    match parent(doc, init, path)? {
-        Value::Object(m) => {
-            m.insert(last.clone(), value);
+    match (op, &err.kind) {
+        (PatchOperation::Test(t), _) => {
+            format!("testing value {} failed: test failed", t.path.as_str())
         }
-        Value::Array(a) => {
-            let idx = if last == "-" {
-                a.len()
-            } else {
-                last.parse::<usize>()
-                    .map_err(|_| unprocessable(format!("invalid array index in {path}")))?
-            };
-            if idx > a.len() {
-                return Err(unprocessable(format!(
-                    "add operation does not apply: doc is missing path: \"{path}\": missing value"
-                )));
-            }
-            a.insert(idx, value);
+        (PatchOperation::Add(a), _) => missing("add", a.path.as_str()),
+        (PatchOperation::Remove(r), _) => missing("remove", r.path.as_str()),
+        (PatchOperation::Replace(r), _) => format!(
+            "replace operation does not apply: doc is missing key: {}: missing value",
+            r.path.as_str()
+        ),
+        (PatchOperation::Move(m), PatchErrorKind::InvalidPointer) => {
+            missing("add", m.path.as_str())
         }
-        _ => {
-            return Err(unprocessable(format!(
-                "add operation does not apply: doc is missing path: \"{path}\": missing value"
-            )));
+        (PatchOperation::Move(m), _) => missing("remove", m.from.as_str()),
+        (PatchOperation::Copy(c), PatchErrorKind::InvalidPointer) => {
+            missing("add", c.path.as_str())
         }
+        (PatchOperation::Copy(c), _) => format!(
+            "copy operation does not apply: doc is missing from path: {}: missing value",
+            c.from.as_str()
+        ),
     }
-    Ok(())
-}
-
-fn remove(doc: &mut Value, path: &str) -> Result<Value, ApiError> {
-    let segs = split(path)?;
-    let missing = || {
-        unprocessable(format!(
-            "remove operation does not apply: doc is missing path: \"{path}\": missing value"
-        ))
-    };
-    let (last, init) = segs.split_last().ok_or_else(missing)?;
-    match parent(doc, init, path).map_err(|_| missing())? {
-        Value::Object(m) => m.remove(last).ok_or_else(missing),
-        Value::Array(a) => {
-            let idx = last
-                .parse::<usize>()
-                .ok()
-                .filter(|i| *i < a.len())
-                .ok_or_else(missing)?;
-            Ok(a.remove(idx))
-        }
-        _ => Err(missing()),
-    }
-}
-
-fn get(doc: &Value, path: &str) -> Option<Value> {
-    let ptr = path.to_string();
-    doc.pointer(&ptr).cloned()
 }
 
 /// Applies every operation or none.
@@ -107,48 +87,17 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, ApiError> {
     let ops = patch.as_array().ok_or_else(|| {
         ApiError::bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
     })?;
+    let ops = ops.iter().map(operation).collect::<Result<Vec<_>, _>>()?;
     let mut doc = original.clone();
-    for op in ops {
-        let kind = op.get("op").and_then(Value::as_str).unwrap_or("");
-        let path = op.get("path").and_then(Value::as_str).unwrap_or("");
-        let from = op.get("from").and_then(Value::as_str).unwrap_or("");
-        let value = || {
-            op.get("value").cloned().ok_or_else(|| {
-                unprocessable(format!("missing value for {kind} operation on {path}"))
-            })
-        };
-        match kind {
-            "add" => add(&mut doc, path, value()?)?,
-            "remove" => {
-                remove(&mut doc, path)?;
-            }
-            "replace" => {
-                if get(&doc, path).is_none() {
-                    return Err(unprocessable(format!(
-                        "replace operation does not apply: doc is missing key: {path}: missing value"
-                    )));
-                }
-                remove(&mut doc, path)?;
-                add(&mut doc, path, value()?)?;
-            }
-            "move" => {
-                let v = remove(&mut doc, from)?;
-                add(&mut doc, path, v)?;
-            }
-            "copy" => {
-                let v = get(&doc, from).ok_or_else(|| unprocessable(format!("copy operation does not apply: doc is missing from path: {from}: missing value")))?;
-                add(&mut doc, path, v)?;
-            }
-            "test" => {
-                let want = value()?;
-                if get(&doc, path).as_ref() != Some(&want) {
-                    return Err(unprocessable(format!(
-                        "testing value {path} failed: test failed"
-                    )));
-                }
-            }
-            other => return Err(ApiError::bad_request(format!("Unexpected kind: {other}"))),
+    for op in &ops {
+        if let PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && doc.pointer(t.path.as_str()).is_none()
+        {
+            continue;
         }
+        json_patch::patch(&mut doc, std::slice::from_ref(op))
+            .map_err(|e| unprocessable(message(op, &e)))?;
     }
     Ok(doc)
 }
@@ -177,5 +126,71 @@ mod tests {
         let err = apply(&doc, &json!([{"op": "test", "path": "/c", "value": "z"}])).unwrap_err();
         assert_eq!((err.code, err.reason), (422, "Invalid"));
         assert!(apply(&doc, &json!([{"op": "remove", "path": "/nope"}])).is_err());
+    }
+
+    /// kube-apiserver accepts a `test` of `null` on a missing path (kube-runtime's finalizer
+    /// helper sends it before adding the first finalizer); on a present value it must match.
+    #[test]
+    fn testing_null_on_a_missing_path_passes() {
+        let doc = json!({"metadata": {"name": "n"}});
+        let out = apply(
+            &doc,
+            &json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": null},
+                {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
+            ]),
+        )
+        .unwrap();
+        assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
+        let err = apply(
+            &out,
+            &json!([{"op": "test", "path": "/metadata/finalizers", "value": null}]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.message,
+            "testing value /metadata/finalizers failed: test failed"
+        );
+    }
+
+    #[test]
+    fn errors_are_worded_as_kube_apiserver_words_them() {
+        let doc = json!({"a": 1});
+        let msg = |ops: Value| apply(&doc, &ops).unwrap_err();
+        let e = msg(json!([{"op": "remove", "path": "/nope"}]));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                422,
+                "remove operation does not apply: doc is missing path: \"/nope\": missing value"
+            )
+        );
+        let e = msg(json!([{"op": "replace", "path": "/nope", "value": 1}]));
+        assert_eq!(
+            e.message,
+            "replace operation does not apply: doc is missing key: /nope: missing value"
+        );
+        let e = msg(json!([{"op": "copy", "from": "/x", "path": "/b"}]));
+        assert_eq!(
+            e.message,
+            "copy operation does not apply: doc is missing from path: /x: missing value"
+        );
+        let e = msg(json!([{"op": "add", "path": "/x/y", "value": 1}]));
+        assert_eq!(
+            e.message,
+            "add operation does not apply: doc is missing path: \"/x/y\": missing value"
+        );
+        let e = msg(json!([{"op": "add", "path": "x", "value": 1}]));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (422, "invalid JSON pointer: x")
+        );
+        let e = msg(json!([{"op": "add", "path": "/b"}]));
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (422, "missing value for add operation on /b")
+        );
+        let e = msg(json!([{"op": "frob", "path": "/b"}]));
+        assert_eq!((e.code, e.message.as_str()), (400, "Unexpected kind: frob"));
     }
 }

@@ -1,28 +1,13 @@
-//! JSON merge patch (RFC 7386): objects merge recursively, `null` deletes, anything else replaces.
+//! JSON merge patch (RFC 7386): objects merge recursively, `null` deletes, anything else replaces;
+//! the `json-patch` crate's `merge`, which kube itself uses.
 
 use serde_json::Value;
 
 /// `original` with `patch` merged in.
 pub fn merge_patch(original: &Value, patch: &Value) -> Value {
-    match (original, patch) {
-        (Value::Object(o), Value::Object(p)) => {
-            let mut out = o.clone();
-            for (k, pv) in p {
-                if pv.is_null() {
-                    out.remove(k);
-                } else {
-                    let merged = merge_patch(o.get(k).unwrap_or(&Value::Null), pv);
-                    out.insert(k.clone(), merged);
-                }
-            }
-            Value::Object(out)
-        }
-        (_, Value::Object(p)) => merge_patch(
-            &Value::Object(Default::default()),
-            &Value::Object(p.clone()),
-        ),
-        (_, p) => p.clone(),
-    }
+    let mut out = original.clone();
+    json_patch::merge(&mut out, patch);
+    out
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::crd::columns;
+use crate::crd::columns::{self, human_duration};
 use crate::types::Served;
 
 fn col(name: &str, ty: &str, priority: u8) -> Value {
@@ -82,41 +82,6 @@ pub fn columns(rt: &Served) -> Vec<Value> {
             json!({"name": "Created At", "type": "date", "format": "", "description": "", "priority": 0}),
         ],
         _ => vec![s("Name"), s("Age")],
-    }
-}
-
-/// Go's `duration.HumanDuration`, as kubectl's AGE column shows it.
-pub fn human_duration(secs: i64) -> String {
-    let s = secs.max(0);
-    let (m, h, d) = (s / 60, s / 3600, s / 86400);
-    if s < 120 {
-        format!("{s}s")
-    } else if m < 10 {
-        if s % 60 == 0 {
-            format!("{m}m")
-        } else {
-            format!("{m}m{}s", s % 60)
-        }
-    } else if m < 180 {
-        format!("{m}m")
-    } else if h < 8 {
-        if m % 60 == 0 {
-            format!("{h}h")
-        } else {
-            format!("{h}h{}m", m % 60)
-        }
-    } else if h < 48 {
-        format!("{h}h")
-    } else if h < 24 * 8 {
-        if h % 24 == 0 {
-            format!("{d}d")
-        } else {
-            format!("{d}d{}h", h % 24)
-        }
-    } else if h < 24 * 365 * 2 {
-        format!("{d}d")
-    } else {
-        format!("{}y", d / 365)
     }
 }
 

@@ -3,24 +3,6 @@ use super::*;
 use crate::types::Served;
 
 #[test]
-fn human_durations_match_go() {
-    let cases = [
-        (5, "5s"),
-        (119, "119s"),
-        (150, "2m30s"),
-        (600, "10m"),
-        (3 * 3600 + 60, "3h1m"),
-        (9 * 3600, "9h"),
-        (50 * 3600, "2d2h"),
-        (10 * 86400, "10d"),
-        (800 * 86400, "2y"),
-    ];
-    for (s, want) in cases {
-        assert_eq!(human_duration(s), want, "{s}");
-    }
-}
-
-#[test]
 fn event_rows_show_what_kubectl_get_events_shows() {
     for (group, plural) in [("", "events"), ("events.k8s.io", "events")] {
         let rt = &Served::Builtin(

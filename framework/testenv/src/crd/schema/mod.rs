@@ -14,7 +14,14 @@ pub(crate) use validate::go_value;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::types::ListType;
+/// What kind of list a field holds (structured-merge-diff's vocabulary).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType {
+    /// Items are scalars, each present once (`set`, or `patchStrategy:"merge"` on scalars).
+    Set,
+    /// Items are objects identified by these keys (`map` / `patchMergeKey`).
+    Map(Vec<String>),
+}
 
 /// One node of a structural schema.
 #[derive(Debug, Clone, Default)]

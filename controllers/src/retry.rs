@@ -1,4 +1,4 @@
-//! Retry-on-conflict with client-go's backoff shape, shared by the node and node-lifecycle
+//! Retry-on-conflict with client-go's backoff shape, shared by the node, node-lifecycle and route
 //! controllers so their optimistic-concurrency writes retry exactly as upstream's
 //! `retry.RetryOnConflict` does.
 
@@ -26,6 +26,13 @@ pub const UPDATE_NODE_SPEC_BACKOFF: Backoff = Backoff {
 
 /// Upstream `UpdateTaintBackoff` / `UpdateLabelBackoff`: taint and label patches.
 pub const UPDATE_TAINT_BACKOFF: Backoff = Backoff {
+    steps: 5,
+    duration: Duration::from_millis(100),
+    jitter: 1.0,
+};
+
+/// Upstream `updateNetworkConditionBackoff`: the route controller's `NetworkUnavailable` patch.
+pub const UPDATE_NETWORK_CONDITION_BACKOFF: Backoff = Backoff {
     steps: 5,
     duration: Duration::from_millis(100),
     jitter: 1.0,
