@@ -244,6 +244,9 @@ pub struct CloudControllerManager {
     client_config: Option<kube::Config>,
     telemetry: bool,
     plain_http_admin: bool,
+    /// Providers that could not be registered (empty, reserved or taken names), reported by
+    /// [`Self::validate`] with every other start-up error, as controller name clashes are.
+    registration_errors: Vec<String>,
 }
 
 impl CloudControllerManager {
@@ -260,11 +263,14 @@ impl CloudControllerManager {
             client_config: None,
             telemetry: true,
             plain_http_admin: false,
+            registration_errors: Vec::new(),
         }
     }
 
     /// Registers a provider `--cloud-provider=NAME` can pick; `factory` gets the bytes of
-    /// `--cloud-config`. Fails on a taken or reserved name.
+    /// `--cloud-config`. An empty, reserved or taken name is reported by [`Self::validate`] (and
+    /// so by [`Self::run`]) with every other start-up error, as a clash of controller names is,
+    /// so the chain of `.provider()` and `.controller()` calls never fails half-way.
     pub fn provider(
         mut self,
         name: &str,
@@ -272,9 +278,11 @@ impl CloudControllerManager {
         + Send
         + Sync
         + 'static,
-    ) -> Result<Self, RegistryError> {
-        self.providers.register(name, factory)?;
-        Ok(self)
+    ) -> Self {
+        if let Err(e) = self.providers.register(name, factory) {
+            self.registration_errors.push(e.to_string());
+        }
+        self
     }
 
     /// Registers the fake cloud as `fake` (what the stock binary, `--dev` and tests run); see
@@ -331,7 +339,8 @@ impl CloudControllerManager {
     /// Every flag problem at once, including a `--cloud-provider` nobody registered (unless a
     /// cloud was given with [`Self::with_cloud`]); empty means [`Self::run`] may start.
     pub fn validate(&self) -> Vec<String> {
-        let mut errors = self.options.validate(&self.initializers);
+        let mut errors = self.registration_errors.clone();
+        errors.extend(self.options.validate(&self.initializers));
         let name = self.options.cloud.cloud_provider.trim();
         if self.cloud.is_none() && !name.is_empty() && !self.providers.contains(name) {
             let registered = match self.providers.names() {
@@ -601,9 +610,8 @@ mod tests {
     #[test]
     fn a_distro_lists_only_its_own_providers_unless_it_adds_the_fake() {
         let o = options(&["--cloud-provider=fake"]);
-        let ccm = CloudControllerManager::new("t", o.clone())
-            .provider("mine", |_| Err("unused".into()))
-            .unwrap();
+        let ccm =
+            CloudControllerManager::new("t", o.clone()).provider("mine", |_| Err("unused".into()));
         assert_eq!(ccm.providers.names(), vec!["mine"]);
         let bare = CloudControllerManager::new("t", o.clone());
         assert_eq!(
@@ -619,9 +627,15 @@ mod tests {
         let ccm = ccm.with_fake_provider().with_fake_provider();
         assert_eq!(ccm.providers.names(), vec!["mine", "fake"]);
         assert!(ccm.validate().is_empty());
-        assert!(matches!(
-            ccm.provider("fake", |_| Err("unused".into())),
-            Err(RegistryError::Duplicate { .. })
-        ));
+        // A taken name does not end the chain: it is reported with the flag errors.
+        let errors = ccm
+            .provider("fake", |_| Err("unused".into()))
+            .controller(crate::node::initializer())
+            .validate();
+        let duplicate = RegistryError::Duplicate {
+            name: "fake".into(),
+        }
+        .to_string();
+        assert!(errors.contains(&duplicate), "{errors:?}");
     }
 }

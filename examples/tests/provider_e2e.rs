@@ -56,7 +56,6 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
     let stop = CancellationToken::new();
     let manager = CloudControllerManager::new("provider-test", options)
         .provider(static_inventory::NAME, StaticInventory::factory)
-        .unwrap()
         .with_client_config(env.config())
         .without_telemetry()
         .run(stop.clone());

@@ -35,15 +35,10 @@ struct Cli {
 async fn main() -> ExitCode {
     let cli: Cli = app::parse_args();
     let pools = AddressPools::default();
-    let ccm = CloudControllerManager::new("metal-ccm", cli.ccm)
+    CloudControllerManager::new("metal-ccm", cli.ccm)
         .controller(node_inventory::initializer(cli.node_inventory))
         .controller(address_pool::initializer(pools.clone()))
-        .provider(static_inventory::NAME, StaticInventory::factory_with(pools));
-    match ccm {
-        Ok(ccm) => ccm.run_to_exit(shutdown_on_signals()).await,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+        .provider(static_inventory::NAME, StaticInventory::factory_with(pools))
+        .run_to_exit(shutdown_on_signals())
+        .await
 }
