@@ -183,6 +183,9 @@ fn each_call_is_a_client_span_under_the_current_span() {
         .build()
         .unwrap();
     with_default(subscriber, || {
+        // Another test thread may have registered the span's callsite with no subscriber and
+        // cached "not interested"; recompute with this one in place.
+        tracing::callsite::rebuild_interest_cache();
         let cloud = InstrumentedCloud::new(Arc::new(fake()), None);
         runtime.block_on(
             async {
