@@ -16,6 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use cloud_controllers::cloud::{CloudError, LoadBalancer};
+use cloud_controllers::service::service_key;
 use controller_manager::informer::Store;
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
 use kube::ResourceExt;
@@ -56,7 +57,7 @@ impl AddressPools {
         };
         let mut assigned = self.inner.assigned.lock();
         let ip = choose(svc, &pools.list(), &services.list(), &assigned)?;
-        assigned.insert(key(svc), ip);
+        assigned.insert(service_key(svc), ip);
         Ok(ip)
     }
 }
@@ -68,14 +69,14 @@ fn choose(
     services: &[Arc<Service>],
     assigned: &BTreeMap<String, IpAddr>,
 ) -> Result<IpAddr, CloudError> {
-    let key = key(svc);
+    let key = service_key(svc);
     let eligible = eligible(svc, &key, pools)?;
     if let Some(ip) = assigned.get(&key)
         && eligible.iter().any(|(_, r)| r.contains(*ip))
     {
         return Ok(*ip);
     }
-    let others = services.iter().filter(|s| self::key(s) != key);
+    let others = services.iter().filter(|s| service_key(s) != key);
     let taken: BTreeSet<IpAddr> = others
         .flat_map(|s| ingress_ips(s))
         .chain(
@@ -145,10 +146,6 @@ fn eligible(
     Ok(out)
 }
 
-fn key(svc: &Service) -> String {
-    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
-}
-
 /// The ingress IPs in a Service's status.
 pub fn ingress_ips(svc: &Service) -> Vec<IpAddr> {
     svc.status
@@ -159,7 +156,8 @@ pub fn ingress_ips(svc: &Service) -> Vec<IpAddr> {
         .collect()
 }
 
-fn status(ip: IpAddr) -> LoadBalancerStatus {
+/// The LoadBalancer status announcing `ip`.
+pub(crate) fn status(ip: IpAddr) -> LoadBalancerStatus {
     LoadBalancerStatus {
         ingress: Some(vec![LoadBalancerIngress {
             ip: Some(ip.to_string()),
@@ -178,7 +176,7 @@ impl LoadBalancer for AddressPools {
         // After a restart nothing is in memory, yet the load balancer exists: the address in the
         // Service's status, if a usable pool holds it. (The service controller only calls
         // `ensure_load_balancer_deleted` for load balancers this reports.)
-        let held = self.inner.assigned.lock().get(&key(svc)).copied();
+        let held = self.inner.assigned.lock().get(&service_key(svc)).copied();
         let in_a_pool = |ip: &IpAddr| {
             self.inner.stores.get().is_some_and(|(pools, _)| {
                 let all = pools.list();
@@ -192,7 +190,7 @@ impl LoadBalancer for AddressPools {
     }
 
     fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
-        format!("{cluster_name}/{}", key(svc))
+        format!("{cluster_name}/{}", service_key(svc))
     }
 
     async fn ensure_load_balancer(
@@ -219,7 +217,7 @@ impl LoadBalancer for AddressPools {
         _cluster_name: &str,
         svc: &Service,
     ) -> Result<(), CloudError> {
-        self.inner.assigned.lock().remove(&key(svc));
+        self.inner.assigned.lock().remove(&service_key(svc));
         Ok(())
     }
 }

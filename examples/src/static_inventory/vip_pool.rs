@@ -9,9 +9,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cloud_controllers::cloud::{CloudError, LoadBalancer};
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
-use kube::ResourceExt;
+use cloud_controllers::service::service_key;
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 use parking_lot::Mutex;
+
+use crate::address_pool::allocator::status;
 
 /// Which VIP each Service holds.
 pub struct VipPool {
@@ -31,7 +33,7 @@ impl VipPool {
     /// Picks the VIP for `svc`: the one it holds; else one its status or its (deprecated but
     /// common on bare metal) `spec.loadBalancerIP` names, if in the pool and free; else the first free.
     fn assign(&self, svc: &Service) -> Result<IpAddr, CloudError> {
-        let key = key(svc);
+        let key = service_key(svc);
         let mut assigned = self.assigned.lock();
         if let Some(vip) = assigned.get(&key) {
             return Ok(*vip);
@@ -64,19 +66,6 @@ impl VipPool {
     }
 }
 
-fn key(svc: &Service) -> String {
-    format!("{}/{}", svc.namespace().unwrap_or_default(), svc.name_any())
-}
-
-fn status(vip: IpAddr) -> LoadBalancerStatus {
-    LoadBalancerStatus {
-        ingress: Some(vec![LoadBalancerIngress {
-            ip: Some(vip.to_string()),
-            ..Default::default()
-        }]),
-    }
-}
-
 #[async_trait]
 impl LoadBalancer for VipPool {
     async fn get_load_balancer(
@@ -84,11 +73,16 @@ impl LoadBalancer for VipPool {
         _cluster_name: &str,
         svc: &Service,
     ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        Ok(self.assigned.lock().get(&key(svc)).copied().map(status))
+        Ok(self
+            .assigned
+            .lock()
+            .get(&service_key(svc))
+            .copied()
+            .map(status))
     }
 
     fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
-        format!("{cluster_name}/{}", key(svc))
+        format!("{cluster_name}/{}", service_key(svc))
     }
 
     async fn ensure_load_balancer(
@@ -115,7 +109,7 @@ impl LoadBalancer for VipPool {
         _cluster_name: &str,
         svc: &Service,
     ) -> Result<(), CloudError> {
-        self.assigned.lock().remove(&key(svc));
+        self.assigned.lock().remove(&service_key(svc));
         Ok(())
     }
 }
