@@ -4,51 +4,12 @@
 //! ports, condition transition times). managedFields are compared too: every request is sent
 //! as `curl` sent them, so writes that name no fieldManager are recorded under the same manager.
 
+mod support;
+
 use http_body_util::BodyExt;
 use kube_testenv::TestEnv;
 use serde_json::Value;
-
-struct Capture {
-    method: String,
-    path: String,
-    content_type: Option<String>,
-    body: Option<String>,
-    code: u16,
-    response: Value,
-}
-
-fn parse(name: &str) -> Capture {
-    let path = format!("{}/tests/golden/{name}.txt", env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut cap = Capture {
-        method: String::new(),
-        path: String::new(),
-        content_type: None,
-        body: None,
-        code: 0,
-        response: Value::Null,
-    };
-    let mut json = String::new();
-    for line in text.lines() {
-        if let Some(h) = line.strip_prefix("# ") {
-            if let Some(ct) = h.strip_prefix("Content-Type: ") {
-                cap.content_type = Some(ct.to_string());
-            } else if let Some(b) = h.strip_prefix("body: ") {
-                cap.body = Some(b.to_string());
-            } else if let Some(c) = h.strip_prefix("HTTP ") {
-                cap.code = c.trim().parse().unwrap();
-            } else if let Some((m, p)) = h.split_once(' ') {
-                cap.method = m.to_string();
-                cap.path = p.trim().to_string();
-            }
-        } else {
-            json.push_str(line);
-            json.push('\n');
-        }
-    }
-    cap.response = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{name}: {e}"));
-    cap
-}
+use support::capture::{Capture, parse};
 
 /// Blanks run-specific values.
 fn normalize(v: &mut Value) {

@@ -1,3 +1,4 @@
 //! Helpers shared by the integration test targets.
 
+pub mod capture;
 pub mod kubectl;
