@@ -307,6 +307,18 @@ async fn every_metric_and_label_set_matches_docs_metrics_md() -> anyhow::Result<
             }
         }
     }
+    // Every stock controller's event recorder is counted, not only the one a test looked at.
+    for name in ["events_dropped_total", "events_spam_filtered_total"] {
+        let row = rows.iter().find(|r| r.name == name).expect(name);
+        for component in &row.labels["component"] {
+            if !samples
+                .iter()
+                .any(|s| s.name == name && s.labels.get("component") == Some(component))
+            {
+                problems.insert(format!("{name}{{component={component:?}}} is not exposed"));
+            }
+        }
+    }
     // A family with no sample would let its labels drift unseen: after a full --dev start, every
     // documented family has at least one series.
     for row in &rows {

@@ -107,9 +107,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         )
         .detach();
 
-    // Bursts of node changes are where events pile up: make lost ones visible on /metrics.
     let recorder = ctx.event_recorder(&client, EVENT_COMPONENT);
-    ctx.register_metrics(|r| recorder.register_metrics(r));
     let controller = Arc::new(
         ServiceController::new(
             cloud,

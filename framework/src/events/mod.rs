@@ -16,6 +16,7 @@ mod recorder;
 mod writer;
 
 pub use recorder::EventRecorder;
+pub(crate) use recorder::EventCounters;
 
 /// The Event `type`; only these two are valid, as client-go enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

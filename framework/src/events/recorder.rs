@@ -58,8 +58,33 @@ pub struct EventRecorder {
     tx: mpsc::Sender<Item>,
     pending: Pending,
     source: EventSource,
+    counters: EventCounters,
+}
+
+/// What a recorder loses, counted: shared by every recorder of one component in a process, so
+/// the component's figures on `/metrics` are one series however many recorders it has.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EventCounters {
     dropped: Counter,
     spam_filtered: Counter,
+}
+
+impl EventCounters {
+    /// Registers `events_dropped_total` and `events_spam_filtered_total` labelled
+    /// `component=<component>`.
+    pub(crate) fn register(&self, component: &str, registry: &mut Registry) {
+        let sub = registry.sub_registry_with_label(("component".into(), component.to_string().into()));
+        sub.register(
+            "events_dropped",
+            "Events lost: the recorder's queue (1000 distinct events) was full, the server rejected them, or 12 write attempts failed.",
+            self.dropped.clone(),
+        );
+        sub.register(
+            "events_spam_filtered",
+            "Events not written because the spam filter (25 per object, then one per 5 minutes) held them back.",
+            self.spam_filtered.clone(),
+        );
+    }
 }
 
 impl std::fmt::Debug for EventRecorder {
@@ -77,34 +102,47 @@ impl EventRecorder {
     /// # Panics
     /// Outside a Tokio runtime (the writer task is spawned here).
     pub fn new(client: kube::Client, component: &str, host: Option<String>) -> Self {
-        Self::with_writer(Arc::new(KubeEventWriter::new(client)), component, host)
+        Self::counted(client, component, host, EventCounters::default())
+    }
+
+    /// As [`Self::new`], counting into `counters`.
+    pub(crate) fn counted(
+        client: kube::Client,
+        component: &str,
+        host: Option<String>,
+        counters: EventCounters,
+    ) -> Self {
+        Self::with_writer(
+            Arc::new(KubeEventWriter::new(client)),
+            component,
+            host,
+            counters,
+        )
     }
 
     pub(crate) fn with_writer(
         writer: Arc<dyn EventWriter>,
         component: &str,
         host: Option<String>,
+        counters: EventCounters,
     ) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE_SIZE);
         let pending = Pending::default();
-        let dropped = Counter::default();
-        let spam_filtered = Counter::default();
         tokio::spawn(write_loop(
             rx,
             writer,
             pending.clone(),
-            dropped.clone(),
-            spam_filtered.clone(),
+            counters.dropped.clone(),
+            counters.spam_filtered.clone(),
         ));
         Self {
             tx,
             pending,
-            spam_filtered,
             source: EventSource {
                 component: Some(component.to_string()),
                 host,
             },
-            dropped,
+            counters,
         }
     }
 
@@ -118,8 +156,7 @@ impl EventRecorder {
                 component: Some(component.to_string()),
                 host: self.source.host.clone(),
             },
-            dropped: self.dropped.clone(),
-            spam_filtered: self.spam_filtered.clone(),
+            counters: self.counters.clone(),
         }
     }
 
@@ -162,7 +199,7 @@ impl EventRecorder {
                 );
             }
             Err(_) => {
-                self.dropped.inc();
+                self.counters.dropped.inc();
                 warn!(reason, "event queue full or closed; dropping event");
             }
         }
@@ -180,31 +217,22 @@ impl EventRecorder {
     /// Events lost since start: the queue was full, the server rejected them, or writing still
     /// failed after 12 attempts.
     pub fn dropped(&self) -> u64 {
-        self.dropped.get()
+        self.counters.dropped.get()
     }
 
     /// Events the spam filter (client-go's: 25 per object, then one per 5 minutes) did not
     /// write, since start.
     pub fn spam_filtered(&self) -> u64 {
-        self.spam_filtered.get()
+        self.counters.spam_filtered.get()
     }
 
-    /// Registers `events_dropped_total{component="<this recorder's component>"}`, so a full
-    /// event queue is visible on `/metrics`. Register each recorder queue once per registry
-    /// (recorders made with [`EventRecorder::for_component`] share their parent's counter).
+    /// Registers `events_dropped_total` and `events_spam_filtered_total` labelled
+    /// `component="<this recorder's component>"`, for a recorder made outside a manager
+    /// (recorders from `InitContext::event_recorder` are registered already; register each
+    /// component once per registry).
     pub fn register_metrics(&self, registry: &mut Registry) {
         let component = self.source.component.clone().unwrap_or_default();
-        let sub = registry.sub_registry_with_label(("component".into(), component.into()));
-        sub.register(
-            "events_dropped",
-            "Events lost: the recorder's queue (1000 distinct events) was full, the server rejected them, or 12 write attempts failed.",
-            self.dropped.clone(),
-        );
-        sub.register(
-            "events_spam_filtered",
-            "Events not written because the spam filter (25 per object, then one per 5 minutes) held them back.",
-            self.spam_filtered.clone(),
-        );
+        self.counters.register(&component, registry);
     }
 }
 

@@ -117,6 +117,7 @@ fn recorder(writer: &Arc<ScriptedWriter>) -> EventRecorder {
         writer.clone(),
         "cloud-node-controller",
         Some("host-a".into()),
+        Default::default(),
     )
 }
 

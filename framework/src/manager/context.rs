@@ -2,6 +2,7 @@
 //! factory, the shutdown token, and factories for queues, recorders and metrics that all
 //! controllers of the process share.
 
+use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{ClientBuilder, ClientError};
 use crate::controller::layers::ControllerMetrics;
-use crate::events::EventRecorder;
+use crate::events::{EventCounters, EventRecorder};
 use crate::informer::SharedInformerFactory;
 use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
 
@@ -22,6 +23,8 @@ pub(crate) struct Shared {
     pub(crate) controller_metrics: ControllerMetrics,
     pub(crate) retry_bucket: TokenBucket,
     pub(crate) host: String,
+    /// Event-loss counters per recorder component, registered on first use.
+    pub(crate) event_counters: Mutex<HashMap<String, EventCounters>>,
 }
 
 /// Handed to each initializer; `C` is the embedder's own context (e.g. the cloud provider and its
@@ -93,9 +96,28 @@ impl<C> InitContext<C> {
     }
 
     /// An event recorder writing with `client` (the controller's own, as upstream gives each
-    /// controller its own broadcaster) whose events carry `component` as their source.
+    /// controller its own broadcaster) whose events carry `component` as their source. What it
+    /// loses is counted on `/metrics` as `events_dropped_total{component}` and
+    /// `events_spam_filtered_total{component}`, one series per component however many recorders
+    /// share it.
     pub fn event_recorder(&self, client: &kube::Client, component: &str) -> EventRecorder {
-        EventRecorder::new(client.clone(), component, Some(self.shared.host.clone()))
+        let counters = self
+            .shared
+            .event_counters
+            .lock()
+            .entry(component.to_string())
+            .or_insert_with(|| {
+                let counters = EventCounters::default();
+                counters.register(component, &mut self.shared.registry.lock());
+                counters
+            })
+            .clone();
+        EventRecorder::counted(
+            client.clone(),
+            component,
+            Some(self.shared.host.clone()),
+            counters,
+        )
     }
 
     /// Registers controller-specific metrics in the process registry served on `/metrics`.

@@ -274,6 +274,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 retry_bucket: TokenBucket::new(10.0, 100),
                 registry: self.registry.clone(),
                 host: crate::leader::host_name(),
+                event_counters: Default::default(),
             })
         };
         let running: Family<RunningLabels, Gauge> = Family::default();
