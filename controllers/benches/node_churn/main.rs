@@ -1,9 +1,10 @@
 //! Node churn under load balancers (`docs/benchmarks.md`): 1,000 Nodes join a cluster with 300
 //! LoadBalancer Services, on kube-testenv with the fake cloud at 100 ms per load-balancer call and
 //! an API quota of 20 load-balancer calls/s (answering `Retry { after }`). The stock cloud-node and
-//! service-lb controllers run in one `Manager`, once with the coalesced node sync
-//! (`--node-sync-batch-period=2s`, the default) and once with the upstream algorithm (the same
-//! code, `--node-sync-batch-period=0s`), side by side in one run.
+//! service-lb controllers run in one `Manager`, side by side in one run: `ours` (the coalesced node
+//! sync, `--node-sync-batch-period=2s`, the default), `ours-0s` (the same code answering every node
+//! change at once) and `upstream` (upstream's node sync, a full pass per changed Node, in our own
+//! code: [`upstream`]).
 //!
 //! Per mode: a fresh kube-testenv and fake cloud; 3 initialized Nodes; the 300 Services created and
 //! provisioned; then the clock starts, 1,000 kubelet-shaped (uninitialized) Nodes are created, and
@@ -12,7 +13,9 @@
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
 //! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,upstream --join-per-second 0 --extra=--cloud-api-pause-on-retry]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-0s,upstream --join-per-second 50 --extra=--cloud-api-pause-on-retry]`
+
+mod upstream;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,11 +51,11 @@ struct Args {
     nodes: usize,
     #[arg(long, default_value_t = 300)]
     services: usize,
-    #[arg(long, value_delimiter = ',', default_value = "ours,upstream")]
+    #[arg(long, value_delimiter = ',', default_value = "ours,ours-0s,upstream")]
     modes: Vec<String>,
-    /// Nodes registering per second (a scale-up's shape); 0 creates them as fast as the API
-    /// server takes them.
-    #[arg(long, default_value_t = 0.0)]
+    /// Nodes registering per second (a scale-up's shape: 50/s is 1,000 Nodes in 20 s); 0 creates
+    /// them as fast as the API server takes them.
+    #[arg(long, default_value_t = 50.0)]
     join_per_second: f64,
     /// Extra manager flags for both modes, e.g. the cloud call budget:
     /// `--extra=--cloud-api-pause-on-retry`.
@@ -191,10 +194,16 @@ async fn run(
     rate: f64,
     extra: &[String],
 ) -> anyhow::Result<Row> {
-    let period = match mode {
-        "ours" => "2s",
-        "upstream" => "0s",
-        other => bail!("unknown mode {other:?}: use ours or upstream"),
+    let (period, initializers) = match mode {
+        "ours" => ("2s", cloud_initializers()),
+        "ours-0s" => ("0s", cloud_initializers()),
+        "upstream" => (
+            "0s",
+            cloud_initializers()
+                .without(cloud_controllers::service::CONTROLLER_NAME)
+                .with(upstream::initializer()),
+        ),
+        other => bail!("unknown mode {other:?}: use ours, ours-0s or upstream"),
     };
     let env = TestEnv::start().await?;
     let client = env.client();
@@ -254,7 +263,7 @@ async fn run(
         async move {
             let client = kube::Client::try_from(kube_config)?;
             Manager::new(config, client, CloudContext::new(provider, opts))
-                .with_initializers(cloud_initializers())
+                .with_initializers(initializers)
                 .run(stop)
                 .await?;
             anyhow::Ok(())

@@ -27,11 +27,13 @@
 //! - The finalizer is removed only after `EnsureLoadBalancerDeleted` succeeded, returned
 //!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
 //!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
-//! - Node syncs are coalesced (`--node-sync-batch-period`, default 2 s; `0s` is upstream): node
-//!   changes are answered once they have been quiet for the period, a burst at least every
-//!   [`MAX_BURST_HOLD`]. Each load balancer is its own key on the `node` queue, updated with the
-//!   node set of the moment its turn comes, so a burst costs it one or two calls, and one slow
-//!   or failing load balancer holds no other. A failed update is retried on that queue with the
+//! - Node syncs are coalesced (`--node-sync-batch-period`, default 2 s; `0s` answers every
+//!   change at once, as upstream): node changes are answered once they have been quiet for the
+//!   period, a burst at least every [`MAX_BURST_HOLD`]. Each load balancer is its own key on the
+//!   `node` queue, updated with the node set of the moment its turn comes, so a burst costs it
+//!   one or two calls, and one slow or failing load balancer holds no other. Upstream queues the
+//!   changed Node's name for one worker whose every item is a pass over all load balancers (the
+//!   bench `node_churn` runs that algorithm beside this one). A failed update is retried on that queue with the
 //!   5 s → 300 s backoff (upstream hands the Service to the service queue for a full sync), and
 //!   the node set recorded per Service is only one the cloud accepted (upstream records it
 //!   before the call, so a failed or timed-out call was never retried).
