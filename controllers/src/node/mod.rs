@@ -67,9 +67,6 @@ pub mod sync;
 
 pub use init::{CLIENT_NAME, initializer};
 
-#[cfg(test)]
-pub(crate) mod test_cloud;
-
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
 
 pub use crate::listers::{MemoryNodeLister, NodeLister};
