@@ -16,6 +16,7 @@ pub mod event_sink;
 mod initializers;
 pub mod listers;
 pub mod node;
+pub mod node_errors;
 pub mod node_lifecycle;
 pub mod options;
 pub mod retry;

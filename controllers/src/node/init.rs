@@ -10,10 +10,11 @@ use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
 use super::{
-    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeControllerError, NodeEvent, NodeMetrics,
-    node_key_for_event, refresh,
+    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeEvent, NodeMetrics, node_key_for_event,
+    refresh,
 };
 use crate::context::CloudContext;
+use crate::node_errors::NodeControllerError;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 
 /// The client name of this controller's API client (upstream `ClientName`): its user agent

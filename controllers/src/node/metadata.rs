@@ -4,7 +4,9 @@
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 
-use crate::cloud::{CloudError, CloudProvider, InstanceMetadata, Instances, Zones};
+use crate::cloud::{
+    CloudError, CloudProvider, InstanceMetadata, Instances, Zones, instance_provider_id,
+};
 
 /// Why metadata could not be obtained; the sync is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -60,18 +62,6 @@ fn spec_provider_id(node: &Node) -> &str {
         .as_ref()
         .and_then(|s| s.provider_id.as_deref())
         .unwrap_or_default()
-}
-
-/// `<provider-name>://<instance-id>` for a legacy provider (upstream `GetInstanceProviderID`);
-/// [`CloudError::InstanceNotFound`] and [`CloudError::NotImplemented`] pass through unchanged so
-/// callers can branch on them.
-pub async fn instance_provider_id(
-    cloud: &dyn CloudProvider,
-    instances: &dyn Instances,
-    node_name: &str,
-) -> Result<String, CloudError> {
-    let id = instances.instance_id(node_name).await?;
-    Ok(format!("{}://{}", cloud.provider_name(), id))
 }
 
 /// Metadata for initializing `node`; `Ok(None)` when an InstancesV2 provider has none yet (the

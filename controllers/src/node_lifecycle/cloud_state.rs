@@ -4,8 +4,7 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::cloud::{CloudError, CloudProvider, Instances};
-use crate::node::metadata::instance_provider_id;
+use crate::cloud::{CloudError, CloudProvider, Instances, instance_provider_id};
 
 fn facets_missing() -> CloudError {
     CloudError::other("cloud provider supports neither InstancesV2 nor Instances")

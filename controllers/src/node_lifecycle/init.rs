@@ -10,7 +10,7 @@ use kube::Api;
 
 use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, DeletionGuard, NodeLifecycleController};
 use crate::context::CloudContext;
-use crate::node::NodeControllerError;
+use crate::node_errors::NodeControllerError;
 use crate::wiring::RecorderSink;
 
 /// The client name of this controller's API client (upstream `ClientName`): its user agent

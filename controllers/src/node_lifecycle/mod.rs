@@ -61,9 +61,9 @@ pub use grace::{DeletionGuard, MissingTracker};
 pub use taints::{SHUTDOWN_TAINT_KEY, shutdown_taint};
 
 use crate::cloud::CloudProvider;
-use crate::event_sink::{EventSink, EventType};
+use crate::event_sink::{EventSink, EventType, node_reference};
 use crate::listers::NodeLister;
-use crate::node::{NodeControllerError, node_reference};
+use crate::node_errors::NodeControllerError;
 use crate::retry::is_not_found;
 use cloud_state::{instance_exists, instance_shutdown};
 use taints::{add_or_update_taint_on_node, remove_taint_off_node};
