@@ -15,6 +15,7 @@ mod doc_tables;
 pub mod event_sink;
 mod initializers;
 pub mod listers;
+pub mod names;
 pub mod node;
 pub mod node_errors;
 pub mod node_lifecycle;

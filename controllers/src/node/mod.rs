@@ -64,18 +64,13 @@ pub mod modifiers;
 mod refresh;
 pub mod sync;
 
-pub use init::{CLIENT_NAME, initializer};
+pub use init::initializer;
 
 use k8s_openapi::api::core::v1::Node;
 
 pub use crate::listers::{MemoryNodeLister, NodeLister};
 pub use metrics::NodeMetrics;
 pub use sync::{NodeController, NodeEvent, NodeSyncError, node_key_for_event};
-
-/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
-pub const CONTROLLER_NAME: &str = "cloud-node-controller";
-/// Permanent short alias accepted by `--controllers`, as upstream.
-pub const CONTROLLER_ALIAS: &str = "cloud-node";
 
 /// Taint kubelet registers with `--cloud-provider=external`; the node controller removes it once
 /// the Node is initialized from the cloud.

@@ -19,6 +19,7 @@ use super::modifiers::NodeModifiers;
 use super::{NodeLister, has_uninitialized_taint};
 use crate::cloud::CloudProvider;
 use crate::event_sink::{EventSink, EventType, node_reference};
+use crate::names::cloud_node::CONTROLLER_NAME;
 use crate::node_errors::NodeControllerError;
 use crate::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
 
@@ -106,7 +107,7 @@ impl NodeController {
     ///
     /// A Node that disappears from the cache or the API while this runs ends the sync
     /// successfully (upstream returns an error and finds the Node gone on the retry).
-    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
+    #[tracing::instrument(skip(self), fields(controller = CONTROLLER_NAME))]
     pub async fn sync_node(&self, name: &str) -> Result<(), NodeSyncError> {
         let Some(node) = self.lister.get(name) else {
             return Ok(());
@@ -195,7 +196,7 @@ impl NodeController {
 
     /// [`Self::update_node_status`] with Node `i` of `n` started at `i × spread / n` (see
     /// `refresh.rs`), starting no further Node once `stop` is cancelled.
-    #[tracing::instrument(skip(self, stop), fields(controller = "cloud-node-controller"))]
+    #[tracing::instrument(skip(self, stop), fields(controller = CONTROLLER_NAME))]
     pub async fn update_node_status_over(
         &self,
         concurrency: usize,
