@@ -23,6 +23,8 @@ pub mod options;
 pub mod retry;
 pub mod route;
 pub mod service;
+#[cfg(test)]
+mod test_support;
 pub mod webhooks;
 pub mod wiring;
 

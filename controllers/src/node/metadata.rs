@@ -198,16 +198,15 @@ mod tests {
     use crate::cloud::fake::{
         Facets, FakeCloud, FakeCloudBuilder, FakeInstance, FaultSpec, InstanceState, Method,
     };
-    use k8s_openapi::api::core::v1::NodeSpec;
 
     fn node(provider_id: Option<&str>) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some("n1".into());
-        n.spec = Some(NodeSpec {
-            provider_id: provider_id.map(String::from),
-            ..Default::default()
-        });
-        n
+        crate::test_support::node("n1", provider_id)
+    }
+
+    /// What `instance_metadata` returns for `n1`, which must be metadata.
+    async fn metadata_of(cloud: &FakeCloud, provider_id: Option<&str>) -> InstanceMetadata {
+        let md = instance_metadata(cloud, &node(provider_id)).await;
+        md.unwrap().expect("metadata, not \"not yet\"")
     }
 
     fn addr(a: &str) -> NodeAddress {
@@ -246,10 +245,7 @@ mod tests {
     #[tokio::test]
     async fn v2_metadata_is_used_as_is() {
         let cloud = with_n1(FakeCloud::builder());
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
+        let md = metadata_of(&cloud, None).await;
         assert_eq!(md.provider_id, "fake://n1");
         assert_eq!(md.zone, "z");
         assert_eq!(methods(&cloud), vec![Method::InstanceMetadata]);
@@ -258,10 +254,7 @@ mod tests {
     #[tokio::test]
     async fn v2_without_provider_id_falls_back_to_the_node_or_fails() {
         let cloud = with_n1(FakeCloud::builder().metadata_without_provider_id(true));
-        let md = instance_metadata(&cloud, &node(Some("fake://n1")))
-            .await
-            .unwrap()
-            .unwrap();
+        let md = metadata_of(&cloud, Some("fake://n1")).await;
         assert_eq!(md.provider_id, "fake://n1");
         let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
         assert!(
@@ -293,10 +286,7 @@ mod tests {
     #[tokio::test]
     async fn v1_builds_provider_id_and_uses_provider_id_lookups() {
         let cloud = v1(true);
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
+        let md = metadata_of(&cloud, None).await;
         assert_eq!(md.provider_id, "fake://n1");
         assert_eq!(md.instance_type, "t1");
         assert_eq!(md.node_addresses, vec![addr("10.0.0.1")]);
@@ -325,10 +315,7 @@ mod tests {
             FaultSpec::instance_not_found(),
         );
         cloud.fail(Method::GetZoneByProviderID, FaultSpec::other("boom"));
-        let md = instance_metadata(&cloud, &node(Some("fake://n1")))
-            .await
-            .unwrap()
-            .unwrap();
+        let md = metadata_of(&cloud, Some("fake://n1")).await;
         assert_eq!(md.provider_id, "fake://n1");
         assert_eq!(md.instance_type, "t1");
         assert_eq!(md.node_addresses, vec![addr("10.0.0.1")]);
@@ -369,10 +356,7 @@ mod tests {
     async fn v1_provider_id_lookup_not_implemented_continues_other_errors_fail() {
         let cloud = v1(false);
         cloud.fail(Method::InstanceID, FaultSpec::not_implemented());
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
+        let md = metadata_of(&cloud, None).await;
         assert_eq!(md.provider_id, "");
         assert_eq!(md.zone, "", "no Zones facet, no zone");
 

@@ -66,16 +66,9 @@ pub async fn instance_shutdown(cloud: &dyn CloudProvider, node: &Node) -> Result
 mod tests {
     use super::*;
     use crate::cloud::fake::{Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
-    use k8s_openapi::api::core::v1::NodeSpec;
 
     fn node(provider_id: Option<&str>) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some("n1".into());
-        n.spec = Some(NodeSpec {
-            provider_id: provider_id.map(String::from),
-            ..Default::default()
-        });
-        n
+        crate::test_support::node("n1", provider_id)
     }
 
     /// A cloud with instance `n1` (`fake://vm-1`) and only the legacy Instances facet, or every

@@ -187,25 +187,9 @@ impl Zones for FakeCloud {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::NodeSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::cloud::fake::{CallOutcome, FakeInstance, FaultSpec};
-
-    fn node(name: &str, provider_id: Option<&str>) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                provider_id: provider_id.map(str::to_owned),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        }
-    }
+    use crate::test_support::node;
 
     fn cloud() -> FakeCloud {
         FakeCloud::builder()
