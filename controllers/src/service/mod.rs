@@ -129,4 +129,4 @@ pub trait ServiceLister: Send + Sync {
 }
 
 /// Read access to the Node cache; one trait for every controller that reads Nodes.
-pub use crate::node::NodeLister;
+pub use crate::listers::NodeLister;
