@@ -13,12 +13,6 @@ use super::*;
 
 fn lb_service() -> Service {
     Service {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("default".into()),
-            uid: Some("uid-1".into()),
-            ..Default::default()
-        },
         spec: Some(ServiceSpec {
             type_: Some("LoadBalancer".into()),
             ports: Some(vec![ServicePort {
@@ -31,7 +25,7 @@ fn lb_service() -> Service {
             }]),
             ..Default::default()
         }),
-        ..Default::default()
+        ..crate::test_support::service("web", "uid-1")
     }
 }
 
