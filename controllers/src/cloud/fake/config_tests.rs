@@ -350,8 +350,6 @@ rateLimit:
 #[tokio::test(start_paused = true)]
 async fn latency_and_rate_limit_come_from_the_config() {
     use crate::cloud::fake::FakeInstance;
-    use k8s_openapi::api::core::v1::Node;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     let cloud = FakeCloud::from_config(SLOW_AND_LIMITED.as_bytes()).unwrap();
     cloud.add_instance(FakeInstance::new("node-1")).unwrap();
@@ -378,13 +376,7 @@ async fn latency_and_rate_limit_come_from_the_config() {
     lb.update_load_balancer("k", &svc, &[]).await.unwrap();
 
     // Methods outside `methods` are never refused, but keep their own latency.
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some("node-1".into()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    };
+    let node = crate::test_support::node("node-1", None);
     let v2 = cloud.instances_v2().unwrap();
     let start = tokio::time::Instant::now();
     for _ in 0..5 {
