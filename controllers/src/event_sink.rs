@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Node, ObjectReference};
 use parking_lot::Mutex;
 
 /// Severity of an event: the framework's type, so sinks pass it to the recorder unchanged.
@@ -13,6 +13,17 @@ pub use controller_manager::events::EventType;
 pub trait EventSink: Send + Sync {
     /// Records `reason`/`message` about `regarding`.
     fn emit(&self, regarding: &ObjectReference, type_: EventType, reason: &str, message: &str);
+}
+
+/// The reference events about a Node point at (cluster-scoped, so they land in `default`).
+pub fn node_reference(node: &Node) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: node.metadata.name.clone(),
+        uid: node.metadata.uid.clone(),
+        ..Default::default()
+    }
 }
 
 /// One event captured by [`RecordedEvents`].

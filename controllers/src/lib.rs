@@ -15,12 +15,16 @@ mod doc_tables;
 pub mod event_sink;
 mod initializers;
 pub mod listers;
+pub mod names;
 pub mod node;
+pub mod node_errors;
 pub mod node_lifecycle;
 pub mod options;
 pub mod retry;
 pub mod route;
 pub mod service;
+#[cfg(test)]
+mod test_support;
 pub mod webhooks;
 pub mod wiring;
 

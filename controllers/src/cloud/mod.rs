@@ -13,7 +13,8 @@ mod types;
 
 pub use error::{BoxError, CloudError};
 pub use provider::{
-    CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes, Zones,
+    CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes,
+    Zones, instance_provider_id,
 };
 pub use registry::{CloudProviderRegistry, ProviderFactory, RegistryError};
 pub use types::{InstanceMetadata, Route, Zone};

@@ -1,4 +1,5 @@
-//! The provider trait and its optional facets.
+//! The provider trait, its optional facets, and the one helper upstream keeps beside them
+//! (`GetInstanceProviderID`).
 //!
 //! All facets are object safe (`async_trait`), so controllers hold an `Arc<dyn CloudProvider>`.
 //! Kubernetes objects passed in are read-only for the provider.
@@ -160,4 +161,16 @@ pub trait Routes: Send + Sync {
     ) -> Result<(), CloudError>;
     /// Deletes a route previously returned by [`Self::list_routes`].
     async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError>;
+}
+
+/// `<provider-name>://<instance-id>` for a legacy provider (upstream `GetInstanceProviderID`);
+/// [`CloudError::InstanceNotFound`] and [`CloudError::NotImplemented`] pass through unchanged so
+/// callers can branch on them.
+pub async fn instance_provider_id(
+    cloud: &dyn CloudProvider,
+    instances: &dyn Instances,
+    node_name: &str,
+) -> Result<String, CloudError> {
+    let id = instances.instance_id(node_name).await?;
+    Ok(format!("{}://{}", cloud.provider_name(), id))
 }

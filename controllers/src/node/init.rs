@@ -9,16 +9,11 @@ use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializ
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
-use super::{
-    CONTROLLER_ALIAS, CONTROLLER_NAME, NodeController, NodeControllerError, NodeEvent, NodeMetrics,
-    node_key_for_event, refresh,
-};
+use super::{NodeController, NodeEvent, NodeMetrics, node_key_for_event, refresh};
 use crate::context::CloudContext;
+use crate::names::cloud_node::{CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT};
+use crate::node_errors::NodeControllerError;
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
-
-/// The client name of this controller's API client (upstream `ClientName`): its user agent
-/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
-pub const CLIENT_NAME: &str = "node-controller";
 
 /// The `cloud-node-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -52,7 +47,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         cloud,
         Api::all(client.clone()),
         Arc::new(informer.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(&client, CONTROLLER_NAME))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
         ctx.register_metrics(NodeMetrics::new),
     )?);
 

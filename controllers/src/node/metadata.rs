@@ -4,7 +4,9 @@
 
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 
-use crate::cloud::{CloudError, CloudProvider, InstanceMetadata, Instances, Zones};
+use crate::cloud::{
+    CloudError, CloudProvider, InstanceMetadata, Instances, Zones, instance_provider_id,
+};
 
 /// Why metadata could not be obtained; the sync is retried with backoff.
 #[derive(Debug, thiserror::Error)]
@@ -60,18 +62,6 @@ fn spec_provider_id(node: &Node) -> &str {
         .as_ref()
         .and_then(|s| s.provider_id.as_deref())
         .unwrap_or_default()
-}
-
-/// `<provider-name>://<instance-id>` for a legacy provider (upstream `GetInstanceProviderID`);
-/// [`CloudError::InstanceNotFound`] and [`CloudError::NotImplemented`] pass through unchanged so
-/// callers can branch on them.
-pub async fn instance_provider_id(
-    cloud: &dyn CloudProvider,
-    instances: &dyn Instances,
-    node_name: &str,
-) -> Result<String, CloudError> {
-    let id = instances.instance_id(node_name).await?;
-    Ok(format!("{}://{}", cloud.provider_name(), id))
 }
 
 /// Metadata for initializing `node`; `Ok(None)` when an InstancesV2 provider has none yet (the
@@ -205,17 +195,18 @@ async fn zone(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::test_cloud::TestCloud;
-    use k8s_openapi::api::core::v1::NodeSpec;
+    use crate::cloud::fake::{
+        Facets, FakeCloud, FakeCloudBuilder, FakeInstance, FaultSpec, InstanceState, Method,
+    };
 
     fn node(provider_id: Option<&str>) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some("n1".into());
-        n.spec = Some(NodeSpec {
-            provider_id: provider_id.map(String::from),
-            ..Default::default()
-        });
-        n
+        crate::test_support::node("n1", provider_id)
+    }
+
+    /// What `instance_metadata` returns for `n1`, which must be metadata.
+    async fn metadata_of(cloud: &FakeCloud, provider_id: Option<&str>) -> InstanceMetadata {
+        let md = instance_metadata(cloud, &node(provider_id)).await;
+        md.unwrap().expect("metadata, not \"not yet\"")
     }
 
     fn addr(a: &str) -> NodeAddress {
@@ -225,30 +216,46 @@ mod tests {
         }
     }
 
+    /// A cloud holding instance `n1` (`fake://n1`, `t1`, `10.0.0.1`, zone `z`/region `r`).
+    fn with_n1(builder: FakeCloudBuilder) -> FakeCloud {
+        builder
+            .instance(
+                FakeInstance::new("n1")
+                    .instance_type("t1")
+                    .internal_ip("10.0.0.1")
+                    .zone("z", "r"),
+            )
+            .build()
+            .unwrap()
+    }
+
+    /// A legacy provider: Instances, with or without Zones, and no InstancesV2.
+    fn v1(zones: bool) -> FakeCloud {
+        with_n1(FakeCloud::builder().facets(Facets {
+            instances: true,
+            zones,
+            ..Facets::none()
+        }))
+    }
+
+    fn methods(cloud: &FakeCloud) -> Vec<Method> {
+        cloud.calls().iter().map(|c| c.method).collect()
+    }
+
     #[tokio::test]
     async fn v2_metadata_is_used_as_is() {
-        let cloud = TestCloud::v2(Some(InstanceMetadata {
-            provider_id: "test://i-1".into(),
-            zone: "z".into(),
-            ..Default::default()
-        }));
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(md.provider_id, "test://i-1");
+        let cloud = with_n1(FakeCloud::builder());
+        let md = metadata_of(&cloud, None).await;
+        assert_eq!(md.provider_id, "fake://n1");
         assert_eq!(md.zone, "z");
-        assert!(cloud.calls().iter().all(|c| c.starts_with("v2.")));
+        assert_eq!(methods(&cloud), vec![Method::InstanceMetadata]);
     }
 
     #[tokio::test]
     async fn v2_without_provider_id_falls_back_to_the_node_or_fails() {
-        let cloud = TestCloud::v2(Some(InstanceMetadata::default()));
-        let md = instance_metadata(&cloud, &node(Some("test://mine")))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(md.provider_id, "test://mine");
+        let cloud = with_n1(FakeCloud::builder().metadata_without_provider_id(true));
+        let md = metadata_of(&cloud, Some("fake://n1")).await;
+        assert_eq!(md.provider_id, "fake://n1");
         let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
         assert!(
             matches!(err, MetadataError::MissingProviderId { .. }),
@@ -258,7 +265,10 @@ mod tests {
 
     #[tokio::test]
     async fn v2_none_means_not_yet() {
-        let cloud = TestCloud::v2(None);
+        let cloud = with_n1(FakeCloud::builder());
+        cloud
+            .set_instance_state("n1", InstanceState::Pending)
+            .unwrap();
         assert!(
             instance_metadata(&cloud, &node(None))
                 .await
@@ -275,79 +285,83 @@ mod tests {
 
     #[tokio::test]
     async fn v1_builds_provider_id_and_uses_provider_id_lookups() {
-        let cloud = TestCloud::v1(true);
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(md.provider_id, "test://id-n1");
-        assert_eq!(md.instance_type, "type-by-id");
+        let cloud = v1(true);
+        let md = metadata_of(&cloud, None).await;
+        assert_eq!(md.provider_id, "fake://n1");
+        assert_eq!(md.instance_type, "t1");
         assert_eq!(md.node_addresses, vec![addr("10.0.0.1")]);
-        assert_eq!(md.zone, "zone-by-id");
-        assert_eq!(md.region, "region-by-id");
+        assert_eq!((md.zone.as_str(), md.region.as_str()), ("z", "r"));
+        let calls: Vec<_> = cloud.calls().iter().map(|c| c.to_string()).collect();
         assert_eq!(
-            cloud.calls(),
+            calls,
             vec![
-                "instance_id n1",
-                "instance_type_by_provider_id test://id-n1",
-                "node_addresses_by_provider_id test://id-n1",
-                "get_zone_by_provider_id test://id-n1",
+                "InstanceID(n1) -> ok",
+                "InstanceTypeByProviderID(fake://n1) -> ok",
+                "NodeAddressesByProviderID(fake://n1) -> ok",
+                "GetZoneByProviderID(fake://n1) -> ok",
             ]
         );
     }
 
     #[tokio::test]
     async fn v1_falls_back_to_name_lookups() {
-        let cloud = TestCloud::v1(true);
-        cloud.fail("instance_type_by_provider_id", CloudError::NotImplemented);
+        let cloud = v1(true);
         cloud.fail(
-            "node_addresses_by_provider_id",
-            CloudError::InstanceNotFound,
+            Method::InstanceTypeByProviderID,
+            FaultSpec::not_implemented(),
         );
-        cloud.fail("get_zone_by_provider_id", CloudError::other("boom"));
-        let md = instance_metadata(&cloud, &node(Some("test://given")))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(md.provider_id, "test://given");
-        assert_eq!(md.instance_type, "type-by-name");
-        assert_eq!(md.node_addresses, vec![addr("10.0.0.2")]);
-        assert_eq!(md.zone, "zone-by-name");
-        assert!(!cloud.calls().iter().any(|c| c.starts_with("instance_id")));
+        cloud.fail(
+            Method::NodeAddressesByProviderID,
+            FaultSpec::instance_not_found(),
+        );
+        cloud.fail(Method::GetZoneByProviderID, FaultSpec::other("boom"));
+        let md = metadata_of(&cloud, Some("fake://n1")).await;
+        assert_eq!(md.provider_id, "fake://n1");
+        assert_eq!(md.instance_type, "t1");
+        assert_eq!(md.node_addresses, vec![addr("10.0.0.1")]);
+        assert_eq!(md.zone, "z");
+        assert_eq!(
+            methods(&cloud),
+            vec![
+                Method::InstanceTypeByProviderID,
+                Method::InstanceType,
+                Method::NodeAddressesByProviderID,
+                Method::NodeAddresses,
+                Method::GetZoneByProviderID,
+                Method::GetZoneByNodeName,
+            ],
+            "no InstanceID lookup, and each value from the name-based fallback"
+        );
     }
 
     #[tokio::test]
     async fn v1_both_lookups_failing_is_an_error() {
-        for what in ["instance_type", "node_addresses", "get_zone"] {
-            let cloud = TestCloud::v1(true);
-            let (by_id, by_name) = match what {
-                "get_zone" => ("get_zone_by_provider_id", "get_zone_by_node_name"),
-                "instance_type" => ("instance_type_by_provider_id", "instance_type"),
-                _ => ("node_addresses_by_provider_id", "node_addresses"),
-            };
-            cloud.fail(by_id, CloudError::other("a"));
-            cloud.fail(by_name, CloudError::other("b"));
+        for (by_id, by_name) in [
+            (Method::InstanceTypeByProviderID, Method::InstanceType),
+            (Method::NodeAddressesByProviderID, Method::NodeAddresses),
+            (Method::GetZoneByProviderID, Method::GetZoneByNodeName),
+        ] {
+            let cloud = v1(true);
+            cloud.fail(by_id, FaultSpec::other("a"));
+            cloud.fail(by_name, FaultSpec::other("b"));
             let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
             assert!(
                 matches!(err, MetadataError::BothLookupsFailed { .. }),
-                "{what}: {err}"
+                "{by_name}: {err}"
             );
         }
     }
 
     #[tokio::test]
     async fn v1_provider_id_lookup_not_implemented_continues_other_errors_fail() {
-        let cloud = TestCloud::v1(false);
-        cloud.fail("instance_id", CloudError::NotImplemented);
-        let md = instance_metadata(&cloud, &node(None))
-            .await
-            .unwrap()
-            .unwrap();
+        let cloud = v1(false);
+        cloud.fail(Method::InstanceID, FaultSpec::not_implemented());
+        let md = metadata_of(&cloud, None).await;
         assert_eq!(md.provider_id, "");
         assert_eq!(md.zone, "", "no Zones facet, no zone");
 
-        let cloud = TestCloud::v1(false);
-        cloud.fail("instance_id", CloudError::InstanceNotFound);
+        let cloud = v1(false);
+        cloud.fail(Method::InstanceID, FaultSpec::instance_not_found());
         let err = instance_metadata(&cloud, &node(None)).await.unwrap_err();
         assert!(matches!(
             err,
@@ -357,11 +371,12 @@ mod tests {
 
     #[tokio::test]
     async fn v1_periodic_addresses_fall_back_to_name() {
-        let cloud = TestCloud::v1(false);
-        cloud.fail("node_addresses_by_provider_id", CloudError::other("x"));
-        let got = instance_addresses(&cloud, &node(Some("test://p")))
+        let cloud = v1(false);
+        cloud.fail(Method::NodeAddressesByProviderID, FaultSpec::other("x"));
+        let got = instance_addresses(&cloud, &node(Some("fake://n1")))
             .await
             .unwrap();
-        assert_eq!(got, Some(vec![addr("10.0.0.2")]));
+        assert_eq!(got, Some(vec![addr("10.0.0.1")]));
+        assert_eq!(methods(&cloud).last(), Some(&Method::NodeAddresses));
     }
 }

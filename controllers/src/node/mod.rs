@@ -17,7 +17,6 @@
 //! | [`sync`] | `sync_node`, `update_node_status`, event→key mapping |
 //! | `refresh` | the periodic address refresh task, its calls spread over the period |
 //! | [`metrics`] | the two upstream histograms |
-//! | [`retry`] | retry-on-conflict with client-go's backoffs (shared with `node_lifecycle`) |
 //!
 //! # Upstream behaviour → test
 //!
@@ -65,21 +64,13 @@ pub mod modifiers;
 mod refresh;
 pub mod sync;
 
-pub use init::{CLIENT_NAME, initializer};
+pub use init::initializer;
 
-#[cfg(test)]
-pub(crate) mod test_cloud;
-
-use k8s_openapi::api::core::v1::{Node, ObjectReference};
+use k8s_openapi::api::core::v1::Node;
 
 pub use crate::listers::{MemoryNodeLister, NodeLister};
 pub use metrics::NodeMetrics;
-pub use sync::{NodeController, NodeControllerError, NodeEvent, NodeSyncError, node_key_for_event};
-
-/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
-pub const CONTROLLER_NAME: &str = "cloud-node-controller";
-/// Permanent short alias accepted by `--controllers`, as upstream.
-pub const CONTROLLER_ALIAS: &str = "cloud-node";
+pub use sync::{NodeController, NodeEvent, NodeSyncError, node_key_for_event};
 
 /// Taint kubelet registers with `--cloud-provider=external`; the node controller removes it once
 /// the Node is initialized from the cloud.
@@ -94,15 +85,4 @@ pub fn has_uninitialized_taint(node: &Node) -> bool {
         .as_ref()
         .and_then(|s| s.taints.as_ref())
         .is_some_and(|t| t.iter().any(|t| t.key == UNINITIALIZED_TAINT_KEY))
-}
-
-/// The reference events about a Node point at (cluster-scoped, so they land in `default`).
-pub fn node_reference(node: &Node) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Node".into()),
-        name: node.metadata.name.clone(),
-        uid: node.metadata.uid.clone(),
-        ..Default::default()
-    }
 }

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::NodeController;
+use crate::names::cloud_node::CONTROLLER_NAME;
 
 /// The refresh loop's task; await [`Self::stopped`] after cancelling its token.
 pub struct RefreshTask(AbortOnDropHandle<()>);
@@ -58,7 +59,7 @@ impl RefreshTask {
     pub async fn stopped(self) {
         if let Err(err) = self.0.await {
             tracing::error!(
-                controller = "cloud-node-controller",
+                controller = CONTROLLER_NAME,
                 error = %err,
                 "the node address refresh loop died; addresses are no longer refreshed"
             );

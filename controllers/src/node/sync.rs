@@ -16,35 +16,12 @@ use super::labels::reconcile_node_labels;
 use super::metadata::{MetadataError, instance_addresses, instance_metadata};
 use super::metrics::{NodeMetrics, seconds_since_creation};
 use super::modifiers::NodeModifiers;
-use super::{NodeLister, has_uninitialized_taint, node_reference};
+use super::{NodeLister, has_uninitialized_taint};
 use crate::cloud::CloudProvider;
-use crate::event_sink::{EventSink, EventType};
+use crate::event_sink::{EventSink, EventType, node_reference};
+use crate::names::cloud_node::CONTROLLER_NAME;
+use crate::node_errors::NodeControllerError;
 use crate::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
-
-/// Why the controller cannot be built; the manager reports the controller as not started.
-#[derive(Debug, thiserror::Error)]
-pub enum NodeControllerError {
-    /// The provider has neither instances facet, so there is nothing to initialize nodes from.
-    #[error(
-        "cloud provider {provider} supports neither InstancesV2 nor Instances; the node controllers cannot run"
-    )]
-    NoInstances {
-        /// The provider's name.
-        provider: String,
-    },
-}
-
-impl NodeControllerError {
-    /// Fails when `cloud` has neither instances facet; both node controllers start with this.
-    pub fn check(cloud: &dyn CloudProvider) -> Result<(), Self> {
-        if cloud.instances_v2().is_none() && cloud.instances().is_none() {
-            return Err(NodeControllerError::NoInstances {
-                provider: cloud.provider_name().to_string(),
-            });
-        }
-        Ok(())
-    }
-}
 
 /// Why one sync failed; the key is requeued with rate limiting (or after
 /// [`NodeSyncError::retry_after`] when the cloud asked for a fixed delay).
@@ -130,7 +107,7 @@ impl NodeController {
     ///
     /// A Node that disappears from the cache or the API while this runs ends the sync
     /// successfully (upstream returns an error and finds the Node gone on the retry).
-    #[tracing::instrument(skip(self), fields(controller = "cloud-node-controller"))]
+    #[tracing::instrument(skip(self), fields(controller = CONTROLLER_NAME))]
     pub async fn sync_node(&self, name: &str) -> Result<(), NodeSyncError> {
         let Some(node) = self.lister.get(name) else {
             return Ok(());
@@ -219,7 +196,7 @@ impl NodeController {
 
     /// [`Self::update_node_status`] with Node `i` of `n` started at `i × spread / n` (see
     /// `refresh.rs`), starting no further Node once `stop` is cancelled.
-    #[tracing::instrument(skip(self, stop), fields(controller = "cloud-node-controller"))]
+    #[tracing::instrument(skip(self, stop), fields(controller = CONTROLLER_NAME))]
     pub async fn update_node_status_over(
         &self,
         concurrency: usize,

@@ -4,8 +4,7 @@
 
 use k8s_openapi::api::core::v1::Node;
 
-use crate::cloud::{CloudError, CloudProvider, Instances};
-use crate::node::metadata::instance_provider_id;
+use crate::cloud::{CloudError, CloudProvider, Instances, instance_provider_id};
 
 fn facets_missing() -> CloudError {
     CloudError::other("cloud provider supports neither InstancesV2 nor Instances")
@@ -66,80 +65,94 @@ pub async fn instance_shutdown(cloud: &dyn CloudProvider, node: &Node) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::test_cloud::TestCloud;
-    use k8s_openapi::api::core::v1::NodeSpec;
+    use crate::cloud::fake::{Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 
     fn node(provider_id: Option<&str>) -> Node {
-        let mut n = Node::default();
-        n.metadata.name = Some("n1".into());
-        n.spec = Some(NodeSpec {
-            provider_id: provider_id.map(String::from),
-            ..Default::default()
-        });
-        n
+        crate::test_support::node("n1", provider_id)
+    }
+
+    /// A cloud with instance `n1` (`fake://vm-1`) and only the legacy Instances facet, or every
+    /// facet.
+    fn cloud(legacy_only: bool) -> FakeCloud {
+        let facets = if legacy_only {
+            Facets {
+                instances: true,
+                ..Facets::none()
+            }
+        } else {
+            Facets::all()
+        };
+        FakeCloud::builder()
+            .facets(facets)
+            .instance(FakeInstance::new("n1").provider_id("fake://vm-1"))
+            .build()
+            .unwrap()
+    }
+
+    fn calls(cloud: &FakeCloud) -> Vec<String> {
+        let calls = cloud.calls().into_iter();
+        calls.map(|c| format!("{}({})", c.method, c.key)).collect()
     }
 
     #[tokio::test]
     async fn v2_asks_the_node_based_api() {
-        let cloud = TestCloud::v2(None);
-        *cloud.exists.lock() = false;
-        *cloud.shutdown.lock() = true;
-        assert!(!instance_exists(&cloud, &node(None)).await.unwrap());
+        let cloud = cloud(false);
+        cloud
+            .set_instance_state("n1", InstanceState::Shutdown)
+            .unwrap();
         assert!(instance_shutdown(&cloud, &node(None)).await.unwrap());
+        cloud.set_instance_state("n1", InstanceState::Gone).unwrap();
+        assert!(!instance_exists(&cloud, &node(None)).await.unwrap());
         assert_eq!(
-            cloud.calls(),
-            vec!["v2.instance_exists n1", "v2.instance_shutdown n1"]
+            calls(&cloud),
+            vec!["InstanceShutdown(n1)", "InstanceExists(n1)"]
         );
     }
 
     #[tokio::test]
     async fn v1_uses_spec_provider_id_or_looks_it_up() {
-        let cloud = TestCloud::v1(false);
+        let cloud = cloud(true);
         assert!(
-            instance_exists(&cloud, &node(Some("test://x")))
+            instance_exists(&cloud, &node(Some("fake://vm-1")))
                 .await
                 .unwrap()
         );
         assert!(instance_exists(&cloud, &node(None)).await.unwrap());
         assert_eq!(
-            cloud.calls(),
+            calls(&cloud),
             vec![
-                "instance_exists_by_provider_id test://x",
-                "instance_id n1",
-                "instance_exists_by_provider_id test://id-n1",
+                "InstanceExistsByProviderID(fake://vm-1)",
+                "InstanceID(n1)",
+                "InstanceExistsByProviderID(fake://vm-1)",
             ]
         );
     }
 
     #[tokio::test]
     async fn v1_lookup_not_found_means_gone_and_not_shut_down() {
-        let cloud = TestCloud::v1(false);
-        cloud.fail("instance_id", CloudError::InstanceNotFound);
+        let cloud = cloud(true);
+        cloud.fail(Method::InstanceID, FaultSpec::instance_not_found());
         assert!(!instance_exists(&cloud, &node(None)).await.unwrap());
         assert!(!instance_shutdown(&cloud, &node(None)).await.unwrap());
-        cloud.fail("instance_id", CloudError::other("api down"));
+        cloud.clear_faults();
+        cloud.fail(Method::InstanceID, FaultSpec::other("api down"));
         assert!(instance_exists(&cloud, &node(None)).await.is_err());
         assert!(instance_shutdown(&cloud, &node(None)).await.is_err());
     }
 
     #[tokio::test]
     async fn v1_shutdown_not_implemented_is_false() {
-        let cloud = TestCloud::v1(false);
+        let cloud = cloud(true);
+        let n = node(Some("fake://vm-1"));
+        cloud
+            .set_instance_state("n1", InstanceState::Shutdown)
+            .unwrap();
         cloud.fail(
-            "instance_shutdown_by_provider_id",
-            CloudError::NotImplemented,
+            Method::InstanceShutdownByProviderID,
+            FaultSpec::not_implemented(),
         );
-        assert!(
-            !instance_shutdown(&cloud, &node(Some("test://x")))
-                .await
-                .unwrap()
-        );
-        cloud.heal("instance_shutdown_by_provider_id");
-        *cloud.shutdown.lock() = true;
-        assert!(
-            instance_shutdown(&cloud, &node(Some("test://x")))
-                .await
-                .unwrap()
-        );
+        assert!(!instance_shutdown(&cloud, &n).await.unwrap());
+        cloud.clear_faults();
+        assert!(instance_shutdown(&cloud, &n).await.unwrap());
     }
 }

@@ -8,14 +8,13 @@ use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializ
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
 
-use super::{CONTROLLER_ALIAS, CONTROLLER_NAME, DeletionGuard, NodeLifecycleController};
+use super::{DeletionGuard, NodeLifecycleController};
 use crate::context::CloudContext;
-use crate::node::NodeControllerError;
+use crate::names::cloud_node_lifecycle::{
+    CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT,
+};
+use crate::node_errors::NodeControllerError;
 use crate::wiring::RecorderSink;
-
-/// The client name of this controller's API client (upstream `ClientName`): its user agent
-/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
-pub const CLIENT_NAME: &str = "node-controller";
 
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -39,7 +38,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         cloud,
         Api::all(client.clone()),
         Arc::new(informer.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(&client, CONTROLLER_NAME))),
+        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
         guard,
     )?;
     let period = Period::Sliding(options.node_monitor_period.get());

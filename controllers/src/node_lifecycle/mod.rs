@@ -47,7 +47,7 @@ pub mod grace;
 mod init;
 pub mod taints;
 
-pub use init::{CLIENT_NAME, initializer};
+pub use init::initializer;
 
 use std::sync::Arc;
 
@@ -61,17 +61,13 @@ pub use grace::{DeletionGuard, MissingTracker};
 pub use taints::{SHUTDOWN_TAINT_KEY, shutdown_taint};
 
 use crate::cloud::CloudProvider;
-use crate::event_sink::{EventSink, EventType};
+use crate::event_sink::{EventSink, EventType, node_reference};
 use crate::listers::NodeLister;
-use crate::node::{NodeControllerError, node_reference};
+use crate::names::cloud_node_lifecycle::CONTROLLER_NAME;
+use crate::node_errors::NodeControllerError;
 use crate::retry::is_not_found;
 use cloud_state::{instance_exists, instance_shutdown};
 use taints::{add_or_update_taint_on_node, remove_taint_off_node};
-
-/// Canonical controller name (for `--controllers`, the event source and logs), as upstream.
-pub const CONTROLLER_NAME: &str = "cloud-node-lifecycle-controller";
-/// Permanent short alias accepted by `--controllers`, as upstream.
-pub const CONTROLLER_ALIAS: &str = "cloud-node-lifecycle";
 
 /// The `Ready` condition's status, `Unknown` when the Node reports none (as upstream).
 pub fn ready_status(node: &Node) -> &str {
@@ -114,7 +110,7 @@ impl NodeLifecycleController {
 
     /// One tick (upstream `MonitorNodes`): every cached Node, one after the other. Errors are
     /// logged per Node; the next tick tries again.
-    #[tracing::instrument(skip(self), fields(controller = "cloud-node-lifecycle-controller"))]
+    #[tracing::instrument(skip(self), fields(controller = CONTROLLER_NAME))]
     pub async fn monitor_nodes(&self) {
         let nodes = self.lister.list();
         self.tracker.lock().retain(|name| {

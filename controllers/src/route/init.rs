@@ -11,16 +11,10 @@ use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WATCH_B
 
 use super::cidrs::parse_cluster_cidrs;
 use super::watch;
-use super::{CONTROLLER_NAME, EVENT_COMPONENT, RouteController, RouteMetrics};
+use super::{RouteController, RouteMetrics};
 use crate::context::CloudContext;
+use crate::names::node_route::{CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT};
 use crate::wiring::RecorderSink;
-
-/// Permanent short alias accepted by `--controllers`, as upstream.
-pub const CONTROLLER_ALIAS: &str = "route";
-
-/// The client name of this controller's API client (upstream `ClientName`): its user agent
-/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
-pub const CLIENT_NAME: &str = "route-controller";
 
 /// The `node-route-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {

@@ -66,16 +66,12 @@ pub mod plan;
 mod reconcile;
 pub mod watch;
 
-pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, initializer};
+pub use init::initializer;
 pub use metrics::RouteMetrics;
 pub use reconcile::{
     MAX_CONCURRENT_CONDITION_UPDATES, MAX_CONCURRENT_ROUTE_OPERATIONS, MIN_RECONCILIATION_PERIOD,
     RouteController, RouteError,
 };
 
-/// Canonical controller name; `route` stays a permanent alias.
-pub const CONTROLLER_NAME: &str = "node-route-controller";
-/// Event source component, as upstream's recorder names it.
-pub const EVENT_COMPONENT: &str = "route_controller";
 /// Default of `--route-reconciliation-period`.
 pub const DEFAULT_RECONCILIATION_PERIOD: Duration = Duration::from_secs(10);

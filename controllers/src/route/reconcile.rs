@@ -19,6 +19,7 @@ use super::plan::{RouteCreation, plan};
 use crate::cloud::{CloudError, CloudProvider, Route, Routes};
 use crate::event_sink::{EventSink, EventType};
 use crate::listers::NodeLister;
+use crate::names::node_route::CONTROLLER_NAME;
 
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
@@ -130,7 +131,7 @@ impl RouteController {
     /// [`MAX_CONCURRENT_ROUTE_OPERATIONS`] cloud calls in flight), then write NetworkUnavailable.
     /// Individual cloud and API failures are logged (creates also as `FailedToCreateRoute`
     /// events) and retried by the next pass; only a failed `ListRoutes` fails the pass.
-    #[tracing::instrument(skip_all, fields(controller = "node-route-controller"))]
+    #[tracing::instrument(skip_all, fields(controller = CONTROLLER_NAME))]
     pub async fn reconcile_node_routes(&self) -> Result<(), RouteError> {
         self.metrics.route_sync.inc();
         let routes_api = self.routes()?;

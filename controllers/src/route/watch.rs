@@ -17,7 +17,8 @@ use controller_manager::workqueue::{RateLimiter, TokenBucket, WithMaxWait, WorkQ
 use k8s_openapi::api::core::v1::Node;
 use tokio_util::sync::CancellationToken;
 
-use super::{CONTROLLER_NAME, RouteController};
+use super::RouteController;
+use crate::names::node_route::CONTROLLER_NAME;
 use crate::wiring::{RECONCILE_TIMEOUT, queue_error};
 
 /// Name of the queue (and its `workqueue_*` metrics), as upstream.

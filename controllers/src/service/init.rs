@@ -22,19 +22,8 @@ use super::{
     SERVICE_RESYNC_PERIOD, ServiceController, ServiceLister, ServiceMetrics, service_key,
 };
 use crate::context::CloudContext;
+use crate::names::service_lb::{CLIENT_NAME, CONTROLLER_ALIAS, NODE_SYNC_CONTROLLER};
 use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
-
-/// Permanent short alias accepted by `--controllers`, as upstream.
-pub const CONTROLLER_ALIAS: &str = "service";
-
-/// How logs, spans and `controller_runtime_*` metrics name the node-sync workers of this
-/// controller: the canonical name, qualified, so their numbers stay apart from the Service
-/// workers'.
-pub const NODE_SYNC_CONTROLLER: &str = "service-lb-controller/node-sync";
-
-/// The client name of this controller's API client (upstream `ClientName`): its user agent
-/// suffix, and with `--use-service-account-credentials` its ServiceAccount in `kube-system`.
-pub const CLIENT_NAME: &str = "service-controller";
 
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {

@@ -93,6 +93,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
 
+// The names `init.rs` registers the controller and records its events under.
+use crate::names::service_lb::{CONTROLLER_NAME, EVENT_COMPONENT};
+
 mod coalesce;
 mod error;
 mod init;
@@ -105,7 +108,7 @@ mod sync;
 
 pub use coalesce::{MAX_BURST_HOLD, NodeChanges};
 pub use error::{ServiceSyncError, UpdateHostsError};
-pub use init::{CLIENT_NAME, CONTROLLER_ALIAS, NODE_SYNC_CONTROLLER, initializer, run_node_sync};
+pub use init::{initializer, run_node_sync};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 
@@ -119,10 +122,6 @@ pub const NODE_RESYNC_PERIOD: Duration = Duration::from_secs(100);
 pub const MIN_RETRY_DELAY: Duration = Duration::from_secs(5);
 /// Cap of the per-item exponential retry of a Service key (upstream `maxRetryDelay`).
 pub const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
-/// Canonical controller name; `service` stays a permanent alias.
-pub const CONTROLLER_NAME: &str = "service-lb-controller";
-/// Event source component, as upstream's recorder names it.
-pub const EVENT_COMPONENT: &str = "service-controller";
 
 /// Read access to the Service cache, so the controller works on any informer store (and on a
 /// vector in tests) without knowing which.
@@ -132,4 +131,4 @@ pub trait ServiceLister: Send + Sync {
 }
 
 /// Read access to the Node cache; one trait for every controller that reads Nodes.
-pub use crate::node::NodeLister;
+pub use crate::listers::NodeLister;

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    ClientIPConfig, Node, NodeSpec, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
+    ClientIPConfig, Node, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -13,12 +13,6 @@ use super::*;
 
 fn lb_service() -> Service {
     Service {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some("web".into()),
-            namespace: Some("default".into()),
-            uid: Some("uid-1".into()),
-            ..Default::default()
-        },
         spec: Some(ServiceSpec {
             type_: Some("LoadBalancer".into()),
             ports: Some(vec![ServicePort {
@@ -31,7 +25,7 @@ fn lb_service() -> Service {
             }]),
             ..Default::default()
         }),
-        ..Default::default()
+        ..crate::test_support::service("web", "uid-1")
     }
 }
 
@@ -343,17 +337,7 @@ fn update_cause_table() {
 }
 
 fn node(name: &str) -> Node {
-    Node {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        spec: Some(NodeSpec {
-            provider_id: Some(format!("fake://{name}")),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    crate::test_support::node(name, Some(&format!("fake://{name}")))
 }
 
 fn labelled(name: &str, value: &str) -> Node {

@@ -15,6 +15,7 @@ use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load
 use super::{NodeLister, ServiceLister};
 use crate::cloud::{CloudError, CloudProvider, LoadBalancer};
 use crate::event_sink::{EventSink, EventType};
+use crate::names::service_lb::CONTROLLER_NAME;
 
 /// What `sync_load_balancer_if_needed` did, so the caller knows whether to forget the Service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +160,7 @@ impl ServiceController {
     }
 
     /// Reconciles the load balancer of the Service `key` (`namespace/name`) once.
-    #[tracing::instrument(skip_all, fields(controller = "service-lb-controller", object.ref = %key))]
+    #[tracing::instrument(skip_all, fields(controller = CONTROLLER_NAME, object.ref = %key))]
     pub async fn sync_service(&self, key: &str) -> Result<(), ServiceSyncError> {
         let (ns, name) = split_key(key)?;
         match self.services.get(ns, name) {

@@ -16,6 +16,7 @@ pub struct FakeCloudBuilder {
     provider_name: String,
     has_cluster_id: bool,
     adopt_unknown_nodes: bool,
+    metadata_without_provider_id: bool,
     facets: Facets,
     instances: Vec<FakeInstance>,
     pool_cidrs: Vec<String>,
@@ -31,6 +32,7 @@ impl Default for FakeCloudBuilder {
             provider_name: PROVIDER_NAME.to_owned(),
             has_cluster_id: true,
             adopt_unknown_nodes: false,
+            metadata_without_provider_id: false,
             facets: Facets::all(),
             instances: Vec::new(),
             pool_cidrs: Vec::new(),
@@ -62,6 +64,13 @@ impl FakeCloudBuilder {
     /// make one disappear.
     pub fn adopt_unknown_nodes(mut self, adopt: bool) -> Self {
         self.adopt_unknown_nodes = adopt;
+        self
+    }
+
+    /// Makes `InstanceMetadata` answer with an empty provider ID (default off), as InstancesV2
+    /// providers that leave it to the kubelet's `--provider-id` do; lookups still use it.
+    pub fn metadata_without_provider_id(mut self, omit: bool) -> Self {
+        self.metadata_without_provider_id = omit;
         self
     }
 
@@ -135,6 +144,7 @@ impl FakeCloudBuilder {
         };
         let mut world = World::new(&self.provider_name, pool);
         world.adopt_unknown_nodes = self.adopt_unknown_nodes;
+        world.metadata_without_provider_id = self.metadata_without_provider_id;
         for instance in self.instances {
             let instance = instance.with_default_provider_id(&self.provider_name);
             world::validate_instance(&instance)?;

@@ -83,21 +83,11 @@ fn full_config_sets_every_field() {
 #[tokio::test]
 async fn pool_from_config_hands_out_cidr_hosts_then_addresses() {
     use crate::cloud::LoadBalancer;
-    use k8s_openapi::api::core::v1::Service;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     let cloud = FakeCloud::from_config(FULL.as_bytes()).unwrap();
     let mut ips = Vec::new();
     for i in 0..3 {
-        let svc = Service {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some(format!("s{i}")),
-                uid: Some(format!("uid-{i}")),
-                ..ObjectMeta::default()
-            },
-            ..Service::default()
-        };
+        let svc = crate::test_support::service(&format!("s{i}"), &format!("uid-{i}"));
         cloud.ensure_load_balancer("k", &svc, &[]).await.unwrap();
         ips.push(cloud.lb_for(&format!("default/s{i}")).unwrap().ip);
     }
@@ -360,20 +350,10 @@ rateLimit:
 #[tokio::test(start_paused = true)]
 async fn latency_and_rate_limit_come_from_the_config() {
     use crate::cloud::fake::FakeInstance;
-    use k8s_openapi::api::core::v1::{Node, Service};
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     let cloud = FakeCloud::from_config(SLOW_AND_LIMITED.as_bytes()).unwrap();
     cloud.add_instance(FakeInstance::new("node-1")).unwrap();
-    let svc = Service {
-        metadata: ObjectMeta {
-            namespace: Some("default".into()),
-            name: Some("web".into()),
-            uid: Some("uid-1".into()),
-            ..ObjectMeta::default()
-        },
-        ..Service::default()
-    };
+    let svc = crate::test_support::service("web", "uid-1");
     let lb = cloud.load_balancer().unwrap();
     lb.ensure_load_balancer("k", &svc, &[]).await.unwrap();
 
@@ -396,13 +376,7 @@ async fn latency_and_rate_limit_come_from_the_config() {
     lb.update_load_balancer("k", &svc, &[]).await.unwrap();
 
     // Methods outside `methods` are never refused, but keep their own latency.
-    let node = Node {
-        metadata: ObjectMeta {
-            name: Some("node-1".into()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    };
+    let node = crate::test_support::node("node-1", None);
     let v2 = cloud.instances_v2().unwrap();
     let start = tokio::time::Instant::now();
     for _ in 0..5 {

@@ -128,21 +128,12 @@ mod tests {
     use std::time::Duration;
 
     use k8s_openapi::api::core::v1::Service;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
     use crate::cloud::LoadBalancer;
 
     fn svc() -> Service {
-        Service {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some("web".into()),
-                uid: Some("uid-1".into()),
-                ..ObjectMeta::default()
-            },
-            ..Service::default()
-        }
+        crate::test_support::service("web", "uid-1")
     }
 
     #[tokio::test]

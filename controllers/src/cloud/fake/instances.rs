@@ -54,12 +54,17 @@ impl InstancesV2 for FakeCloud {
     async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
         self.call(Method::InstanceMetadata, node_name(node), |w| {
             w.check_node(node)?;
+            let report_provider_id = !w.metadata_without_provider_id;
             let i = w.lookup_node(node)?.ok_or(CloudError::InstanceNotFound)?;
             if i.state == InstanceState::Pending {
                 return Ok(None);
             }
             Ok(Some(InstanceMetadata {
-                provider_id: i.provider_id.clone(),
+                provider_id: if report_provider_id {
+                    i.provider_id.clone()
+                } else {
+                    String::new()
+                },
                 instance_type: i.instance_type.clone(),
                 node_addresses: i.addresses.clone(),
                 zone: i.zone.clone(),
@@ -182,25 +187,9 @@ impl Zones for FakeCloud {
 
 #[cfg(test)]
 mod tests {
-    use k8s_openapi::api::core::v1::NodeSpec;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
     use super::*;
     use crate::cloud::fake::{CallOutcome, FakeInstance, FaultSpec};
-
-    fn node(name: &str, provider_id: Option<&str>) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some(name.to_owned()),
-                ..ObjectMeta::default()
-            },
-            spec: Some(NodeSpec {
-                provider_id: provider_id.map(str::to_owned),
-                ..NodeSpec::default()
-            }),
-            ..Node::default()
-        }
-    }
+    use crate::test_support::node;
 
     fn cloud() -> FakeCloud {
         FakeCloud::builder()

@@ -232,12 +232,6 @@ mod tests {
 
     fn svc(name: &str, uid: &str) -> Service {
         Service {
-            metadata: ObjectMeta {
-                namespace: Some("default".into()),
-                name: Some(name.into()),
-                uid: Some(uid.into()),
-                ..ObjectMeta::default()
-            },
             spec: Some(ServiceSpec {
                 type_: Some("LoadBalancer".into()),
                 ports: Some(vec![ServicePort {
@@ -246,7 +240,7 @@ mod tests {
                 }]),
                 ..ServiceSpec::default()
             }),
-            ..Service::default()
+            ..crate::test_support::service(name, uid)
         }
     }
 

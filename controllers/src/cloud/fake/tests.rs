@@ -3,20 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, NodeSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::api::core::v1::Node;
 
 use super::*;
 
 fn node(name: &str) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(NodeSpec::default()),
-        ..Node::default()
-    }
+    crate::test_support::node(name, None)
 }
 
 fn one_node_cloud() -> FakeCloud {

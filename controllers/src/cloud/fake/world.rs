@@ -239,6 +239,8 @@ pub(super) struct World {
     provider_name: String,
     /// Whether lookups of unknown node names create instances (see [`World::adopt`]).
     pub(super) adopt_unknown_nodes: bool,
+    /// Whether `InstanceMetadata` leaves the provider ID empty.
+    pub(super) metadata_without_provider_id: bool,
     instances: Vec<FakeInstance>,
     pub(super) load_balancers: BTreeMap<String, StoredLb>,
     /// The backend node sets the load balancers share.
@@ -259,6 +261,7 @@ impl World {
         Self {
             provider_name: provider_name.to_owned(),
             adopt_unknown_nodes: false,
+            metadata_without_provider_id: false,
             instances: Vec::new(),
             load_balancers: BTreeMap::new(),
             node_sets: NodeSets::default(),
