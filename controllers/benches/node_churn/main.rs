@@ -200,7 +200,7 @@ async fn run(
         "upstream" => (
             "0s",
             cloud_initializers()
-                .without(cloud_controllers::service::CONTROLLER_NAME)
+                .without(cloud_controllers::names::service_lb::CONTROLLER_NAME)
                 .with(upstream::initializer()),
         ),
         other => bail!("unknown mode {other:?}: use ours, ours-0s or upstream"),

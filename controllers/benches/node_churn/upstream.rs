@@ -27,13 +27,15 @@ use cloud_controllers::CloudContext;
 use cloud_controllers::cloud::{CloudError, CloudProvider};
 use cloud_controllers::event_sink::{EventSink, EventType};
 use cloud_controllers::listers::NodeLister;
+use cloud_controllers::names::service_lb::{
+    CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT, NODE_SYNC_CONTROLLER,
+};
 use cloud_controllers::service::predicates::{
     filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
 };
 use cloud_controllers::service::{
-    CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT, MAX_RETRY_DELAY,
-    MIN_RETRY_DELAY, NODE_RESYNC_PERIOD, SERVICE_RESYNC_PERIOD, ServiceController, ServiceLister,
-    service_key,
+    MAX_RETRY_DELAY, MIN_RETRY_DELAY, NODE_RESYNC_PERIOD, SERVICE_RESYNC_PERIOD, ServiceController,
+    ServiceLister, service_key,
 };
 use cloud_controllers::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 use controller_manager::controller::{Action, Controller, Request, layers};
@@ -229,18 +231,18 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             }
         },
     );
-    let pass = layers::standard("service-lb-controller/node-sync", &metrics, PASS_TIMEOUT)
-        .service_fn(move |_: Request<String>| {
+    let pass = layers::standard(NODE_SYNC_CONTROLLER, &metrics, PASS_TIMEOUT).service_fn(
+        move |_: Request<String>| {
             let n = node_sync.clone();
             async move {
                 n.sync_nodes().await;
                 Ok::<_, std::convert::Infallible>(Action::Done)
             }
-        });
+        },
+    );
     let service_workers =
         Controller::new(CONTROLLER_NAME, service_queue, sync_service).workers(workers);
-    let node_worker =
-        Controller::new("service-lb-controller/node-sync", node_queue, pass).workers(1);
+    let node_worker = Controller::new(NODE_SYNC_CONTROLLER, node_queue, pass).workers(1);
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
         tokio::join!(

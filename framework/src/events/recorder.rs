@@ -73,7 +73,8 @@ impl EventCounters {
     /// Registers `events_dropped_total` and `events_spam_filtered_total` labelled
     /// `component=<component>`.
     pub(crate) fn register(&self, component: &str, registry: &mut Registry) {
-        let sub = registry.sub_registry_with_label(("component".into(), component.to_string().into()));
+        let sub =
+            registry.sub_registry_with_label(("component".into(), component.to_string().into()));
         sub.register(
             "events_dropped",
             "Events lost: the recorder's queue (1000 distinct events) was full, the server rejected them, or 12 write attempts failed.",
