@@ -1,8 +1,8 @@
 //! The baseline of the node churn bench: upstream's service controller node sync
 //! (kubernetes/cloud-provider `controllers/service/controller.go`, 2026-06), written over our
-//! parts, registered as `service-lb-controller` in place of ours. The Service lane is ours
-//! (`ServiceController::sync_service`, the same 5 s → 300 s per-key backoff); the node lane is
-//! upstream's:
+//! parts, registered as `service-lb-controller` in place of ours. The Service lane is the stock one
+//! (`service_lane`: `ServiceController::sync_service`, the same 5 s → 300 s per-key backoff); the
+//! node lane is upstream's:
 //!
 //! - every Node Add and Delete, and every Update `shouldSyncUpdatedNode` lets through, adds the
 //!   **Node's name** to a node queue with **one worker** (upstream `nodeWorker`), so distinct
@@ -34,10 +34,10 @@ use cloud_controllers::service::predicates::{
     filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
 };
 use cloud_controllers::service::{
-    MAX_RETRY_DELAY, MIN_RETRY_DELAY, NODE_RESYNC_PERIOD, SERVICE_RESYNC_PERIOD, ServiceController,
-    ServiceLister, service_key,
+    MAX_RETRY_DELAY, MIN_RETRY_DELAY, NODE_RESYNC_PERIOD, ServiceController, ServiceLister,
+    service_lane,
 };
-use cloud_controllers::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
+use cloud_controllers::wiring::RecorderSink;
 use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::{Event, Store};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
@@ -150,35 +150,14 @@ impl NodeSync {
 }
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
-    let cloud = ctx.extra.cloud.clone();
+    let lane = service_lane(&ctx).await?;
     let options = &ctx.extra.options;
-    let workers = options.concurrent_service_syncs as usize;
-    let client = ctx.client_for(CLIENT_NAME).await?;
-    let services = ctx.factory.informer::<Service>();
-    let nodes = ctx.factory.informer::<Node>();
-    let limiter = || ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY);
-    let service_queue = ctx.queue::<String>(CONTROLLER_ALIAS, limiter());
-    let node_queue = ctx.queue::<String>("node", limiter());
-
-    let q = service_queue.clone();
-    services
-        .add_handler_with_resync(
-            move |event: &Event<Service>| {
-                let key = match event {
-                    Event::Added(new) => ServiceController::service_event_keys(None, new),
-                    Event::Updated { old, new } => {
-                        ServiceController::service_event_keys(Some(old), new)
-                    }
-                    Event::Deleted(old) => wants_load_balancer(old).then(|| service_key(old)),
-                };
-                if let Some(key) = key {
-                    q.add(key);
-                }
-            },
-            SERVICE_RESYNC_PERIOD,
-        )
-        .detach();
+    let node_queue = ctx.queue::<String>(
+        "node",
+        ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),
+    );
     let q = node_queue.clone();
+    let nodes = ctx.factory.informer::<Node>();
     nodes
         .add_handler_with_resync(
             move |event: &Event<Node>| {
@@ -192,62 +171,34 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             NODE_RESYNC_PERIOD,
         )
         .detach();
-
-    let events: Arc<dyn EventSink> =
-        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT)));
-    let controller = Arc::new(ServiceController::new(
-        cloud.clone(),
-        client,
-        options.cluster_name.clone(),
-        Arc::new(services.store()),
-        Arc::new(nodes.store()),
-        events.clone(),
-    )?);
+    let client = ctx.client_for(CLIENT_NAME).await?;
     let node_sync = Arc::new(NodeSync {
-        cloud,
+        cloud: ctx.extra.cloud.clone(),
         cluster_name: options.cluster_name.clone(),
-        controller: controller.clone(),
-        services: services.store(),
+        controller: lane.controller,
+        services: ctx.factory.informer::<Service>().store(),
         nodes: nodes.store(),
-        events,
+        events: Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
         last_synced: Mutex::default(),
-        workers,
-        retry: service_queue.clone(),
+        workers: options.concurrent_service_syncs as usize,
+        retry: lane.queue,
     });
-
-    let metrics = ctx.controller_metrics();
-    let c = controller.clone();
-    let sync_service = layers::standard(CONTROLLER_NAME, &metrics, RECONCILE_TIMEOUT).service_fn(
-        move |req: Request<String>| {
-            let c = c.clone();
-            async move {
-                c.sync_service(&req.key)
-                    .await
-                    .map(|()| Action::Done)
-                    .map_err(|e| {
-                        let after = e.retry_after();
-                        queue_error(e, after)
-                    })
-            }
-        },
-    );
-    let pass = layers::standard(NODE_SYNC_CONTROLLER, &metrics, PASS_TIMEOUT).service_fn(
-        move |_: Request<String>| {
-            let n = node_sync.clone();
-            async move {
-                n.sync_nodes().await;
-                Ok::<_, std::convert::Infallible>(Action::Done)
-            }
-        },
-    );
-    let service_workers =
-        Controller::new(CONTROLLER_NAME, service_queue, sync_service).workers(workers);
+    let pass = layers::standard(
+        NODE_SYNC_CONTROLLER,
+        &ctx.controller_metrics(),
+        PASS_TIMEOUT,
+    )
+    .service_fn(move |_: Request<String>| {
+        let n = node_sync.clone();
+        async move {
+            n.sync_nodes().await;
+            Ok::<_, std::convert::Infallible>(Action::Done)
+        }
+    });
     let node_worker = Controller::new(NODE_SYNC_CONTROLLER, node_queue, pass).workers(1);
     let shutdown = ctx.shutdown.clone();
+    let service_workers = lane.run;
     Ok(InitOutcome::Started(Box::pin(async move {
-        tokio::join!(
-            service_workers.run(shutdown.clone()),
-            node_worker.run(shutdown)
-        );
+        tokio::join!(service_workers, node_worker.run(shutdown));
     })))
 }

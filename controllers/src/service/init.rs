@@ -12,6 +12,7 @@ use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::{Event, Store};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio_util::sync::CancellationToken;
 
@@ -40,23 +41,77 @@ impl ServiceLister for Store<Service> {
 }
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
-    let cloud = ctx.extra.cloud.clone();
+    let cloud = &ctx.extra.cloud;
     if cloud.load_balancer().is_none() {
         return Ok(InitOutcome::NotStarted(format!(
             "cloud provider {:?} does not support load balancers",
             cloud.provider_name()
         )));
     }
+    let lane = service_lane(&ctx).await?;
     let options = &ctx.extra.options;
-    let workers = options.concurrent_service_syncs as usize;
+    let changes = NodeChanges::new(options.node_sync_batch_period.get());
+    let node_changes = changes.clone();
+    ctx.factory
+        .informer::<Node>()
+        .add_handler_with_resync(
+            move |event: &Event<Node>| {
+                let trigger = match event {
+                    Event::Added(n) => ServiceController::node_event_triggers(None, Some(n)),
+                    Event::Updated { old, new } => {
+                        ServiceController::node_event_triggers(Some(old), Some(new))
+                    }
+                    Event::Deleted(n) => ServiceController::node_event_triggers(Some(n), None),
+                };
+                if trigger {
+                    node_changes.changed();
+                }
+            },
+            NODE_RESYNC_PERIOD,
+        )
+        .detach();
+    let node_queue = ctx.queue::<String>(
+        "node",
+        ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),
+    );
+    let node_sync = run_node_sync(
+        lane.controller,
+        node_queue,
+        changes,
+        options.concurrent_service_syncs as usize,
+        ctx.controller_metrics(),
+        ctx.shutdown.clone(),
+    );
+    let service_workers = lane.run;
+    Ok(InitOutcome::Started(Box::pin(async move {
+        tokio::join!(service_workers, node_sync);
+    })))
+}
+
+/// The controller and its Service lane, as [`service_lane`] builds them.
+pub struct ServiceLane {
+    /// The controller, with its metrics registered and events recorded as `service-controller`.
+    pub controller: Arc<ServiceController>,
+    /// The `service` queue, for handing a Service a full sync.
+    pub queue: WorkQueue<String>,
+    /// Runs the `--concurrent-service-syncs` Service workers until the manager's shutdown.
+    pub run: BoxFuture<'static, ()>,
+}
+
+/// Builds the controller over the shared informers and its Service lane: Service handler
+/// (resync 30 s) → `service` queue → `sync_service` workers. The stock initializer adds the
+/// coalesced node sync beside it; public so a different node sync can run beside the same
+/// Service lane (the `node_churn` bench runs upstream's). Fails when the cloud has no load
+/// balancers.
+pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane, InitError> {
+    let options = &ctx.extra.options;
     let client = ctx.client_for(CLIENT_NAME).await?;
     let services = ctx.factory.informer::<Service>();
-    let nodes = ctx.factory.informer::<Node>();
-    let limiter = || ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY);
-    let service_queue = ctx.queue::<String>(CONTROLLER_ALIAS, limiter());
-    let node_queue = ctx.queue::<String>("node", limiter());
-
-    let q = service_queue.clone();
+    let queue = ctx.queue::<String>(
+        CONTROLLER_ALIAS,
+        ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),
+    );
+    let q = queue.clone();
     services
         .add_handler_with_resync(
             move |event: &Event<Service>| {
@@ -76,69 +131,44 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             SERVICE_RESYNC_PERIOD,
         )
         .detach();
-    let changes = NodeChanges::new(options.node_sync_batch_period.get());
-    let node_changes = changes.clone();
-    nodes
-        .add_handler_with_resync(
-            move |event: &Event<Node>| {
-                let trigger = match event {
-                    Event::Added(n) => ServiceController::node_event_triggers(None, Some(n)),
-                    Event::Updated { old, new } => {
-                        ServiceController::node_event_triggers(Some(old), Some(new))
-                    }
-                    Event::Deleted(n) => ServiceController::node_event_triggers(Some(n), None),
-                };
-                if trigger {
-                    node_changes.changed();
-                }
-            },
-            NODE_RESYNC_PERIOD,
-        )
-        .detach();
-
     let recorder = ctx.event_recorder(&client, EVENT_COMPONENT);
     let controller = Arc::new(
         ServiceController::new(
-            cloud,
-            client.clone(),
+            ctx.extra.cloud.clone(),
+            client,
             options.cluster_name.clone(),
             Arc::new(services.store()),
-            Arc::new(nodes.store()),
+            Arc::new(ctx.factory.informer::<Node>().store()),
             Arc::new(RecorderSink(recorder)),
         )?
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );
-
-    let metrics = ctx.controller_metrics();
     let c = controller.clone();
-    let sync_service = layers::standard(CONTROLLER_NAME, &metrics, RECONCILE_TIMEOUT).service_fn(
-        move |req: Request<String>| {
-            let c = c.clone();
-            async move {
-                c.sync_service(&req.key)
-                    .await
-                    .map(|()| Action::Done)
-                    .map_err(|e| {
-                        let after = e.retry_after();
-                        queue_error(e, after)
-                    })
-            }
-        },
-    );
-    let service_workers =
-        Controller::new(CONTROLLER_NAME, service_queue, sync_service).workers(workers);
+    let sync_service = layers::standard(
+        CONTROLLER_NAME,
+        &ctx.controller_metrics(),
+        RECONCILE_TIMEOUT,
+    )
+    .service_fn(move |req: Request<String>| {
+        let c = c.clone();
+        async move {
+            c.sync_service(&req.key)
+                .await
+                .map(|()| Action::Done)
+                .map_err(|e| {
+                    let after = e.retry_after();
+                    queue_error(e, after)
+                })
+        }
+    });
+    let workers = Controller::new(CONTROLLER_NAME, queue.clone(), sync_service)
+        .workers(options.concurrent_service_syncs as usize);
     let shutdown = ctx.shutdown.clone();
-    let node_sync = run_node_sync(
+    Ok(ServiceLane {
         controller,
-        node_queue,
-        changes,
-        workers,
-        metrics,
-        shutdown.clone(),
-    );
-    Ok(InitOutcome::Started(Box::pin(async move {
-        tokio::join!(service_workers.run(shutdown), node_sync);
-    })))
+        queue,
+        run: Box::pin(async move { workers.run(shutdown).await }),
+    })
 }
 
 /// Runs the node sync until `shutdown`: each burst [`NodeChanges`] answers puts every

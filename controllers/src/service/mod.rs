@@ -108,7 +108,7 @@ mod sync;
 
 pub use coalesce::{MAX_BURST_HOLD, NodeChanges};
 pub use error::{ServiceSyncError, UpdateHostsError};
-pub use init::{initializer, run_node_sync};
+pub use init::{ServiceLane, initializer, run_node_sync, service_lane};
 pub use metrics::ServiceMetrics;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 
