@@ -24,14 +24,21 @@ impl EventSink for RecorderSink {
     }
 }
 
+/// A controller error that can carry the cloud's `Retry { after }` (upstream `api.RetryError`)
+/// somewhere inside it: each error type knows where.
+pub trait RetryHint {
+    /// The delay the cloud asked for, if it asked.
+    fn retry_after(&self) -> Option<Duration>;
+}
+
 /// Turns a controller error into what the work queue understands: a cloud `Retry { after }`
 /// becomes [`RetryAfter`] (requeue after exactly that delay) wrapping the error, so its chain of
 /// sources reaches the logs; anything else backs off per key.
-pub fn queue_error<E>(err: E, retry_after: Option<Duration>) -> Box<dyn Error + Send + Sync>
+pub fn queue_error<E>(err: E) -> Box<dyn Error + Send + Sync>
 where
-    E: Error + Send + Sync + 'static,
+    E: Error + RetryHint + Send + Sync + 'static,
 {
-    match retry_after {
+    match err.retry_after() {
         Some(after) => Box::new(RetryAfter::caused_by(after, err)),
         None => Box::new(err),
     }
@@ -46,6 +53,12 @@ mod tests {
     #[error("syncing node n1")]
     struct SyncError(#[source] CloudError);
 
+    impl RetryHint for SyncError {
+        fn retry_after(&self) -> Option<Duration> {
+            self.0.retry_after()
+        }
+    }
+
     /// The queue's retry keeps the error that asked for it: the delay is found in the chain, and
     /// below it the controller's error and the cloud's.
     #[test]
@@ -54,7 +67,7 @@ mod tests {
             message: "throttled".into(),
             after: Duration::from_secs(7),
         };
-        let err = queue_error(SyncError(cloud), Some(Duration::from_secs(7)));
+        let err = queue_error(SyncError(cloud));
         let retry = RetryAfter::find(&*err).expect("a RetryAfter");
         assert_eq!(retry.after, Duration::from_secs(7));
         assert_eq!(err.to_string(), "syncing node n1 (retry after 7s)");
@@ -71,7 +84,7 @@ mod tests {
 
     #[test]
     fn other_errors_back_off_unchanged() {
-        let err = queue_error(SyncError(CloudError::other("boom")), None);
+        let err = queue_error(SyncError(CloudError::other("boom")));
         assert!(RetryAfter::find(&*err).is_none());
         assert!(err.downcast_ref::<SyncError>().is_some());
     }

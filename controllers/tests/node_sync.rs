@@ -23,6 +23,7 @@ use cloud_controllers::node::{
     NodeController, NodeLister, NodeMetrics, NodeSyncError, PROVIDED_NODE_IP_ANNOTATION,
     UNINITIALIZED_TAINT_KEY,
 };
+use cloud_controllers::wiring::RetryHint;
 use node_support::*;
 
 fn instance() -> FakeInstance {

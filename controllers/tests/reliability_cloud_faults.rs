@@ -133,10 +133,7 @@ fn pipeline(workers: usize, services: &[&str]) -> Pipeline {
                 c.sync_service(&req.key)
                     .await
                     .map(|()| Action::Done)
-                    .map_err(|e| {
-                        let after = e.retry_after();
-                        queue_error(e, after)
-                    })
+                    .map_err(queue_error)
             }
         },
     );

@@ -9,6 +9,7 @@ use cloud_controllers::cloud::fake::{FaultSpec, Method};
 use cloud_controllers::event_sink::EventType;
 use cloud_controllers::service::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
 use cloud_controllers::service::{ServiceController, ServiceLister, ServiceSyncError};
+use cloud_controllers::wiring::RetryHint;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use service_support::*;

@@ -10,6 +10,7 @@ use cloud_controllers::cloud::{CloudProvider, LoadBalancer};
 use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::service::predicates::EXCLUDE_FROM_LOAD_BALANCERS_LABEL;
 use cloud_controllers::service::{NodeLister, ServiceController};
+use cloud_controllers::wiring::RetryHint;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;

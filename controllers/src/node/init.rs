@@ -63,10 +63,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
             c.sync_node(&req.key)
                 .await
                 .map(|()| Action::Done)
-                .map_err(|e| {
-                    let after = e.retry_after();
-                    queue_error(e, after)
-                })
+                .map_err(queue_error)
         }
     });
     let workers = Controller::new(CONTROLLER_NAME, queue, service)

@@ -61,9 +61,8 @@ pub enum NodeSyncError {
     },
 }
 
-impl NodeSyncError {
-    /// The fixed delay the cloud asked for, which the work queue should honour.
-    pub fn retry_after(&self) -> Option<std::time::Duration> {
+impl crate::wiring::RetryHint for NodeSyncError {
+    fn retry_after(&self) -> Option<std::time::Duration> {
         match self {
             NodeSyncError::Metadata { source, .. } => source.retry_after(),
             _ => None,

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::RouteController;
 use crate::names::node_route::CONTROLLER_NAME;
-use crate::wiring::{RECONCILE_TIMEOUT, queue_error};
+use crate::wiring::RECONCILE_TIMEOUT;
 
 /// Name of the queue (and its `workqueue_*` metrics), as upstream.
 pub const QUEUE_NAME: &str = "Routes";
@@ -77,7 +77,7 @@ impl RouteController {
                     c.reconcile_node_routes()
                         .await
                         .map(|()| Action::Done)
-                        .map_err(|e| queue_error(e, None))
+                        .map_err(tower::BoxError::from)
                 }
             },
         );

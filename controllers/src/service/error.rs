@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use crate::cloud::CloudError;
+use crate::wiring::RetryHint;
 
-/// A failed `sync_service`; the caller requeues with [`ServiceSyncError::retry_after`] when set,
-/// else with exponential backoff.
+/// A failed `sync_service`; the caller requeues after the cloud's `Retry { after }`
+/// ([`RetryHint`]) when set, else with exponential backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceSyncError {
     /// The queue key is not `namespace/name`.
@@ -39,13 +40,13 @@ pub enum ServiceSyncError {
     UpdateStatus(#[source] kube::Error),
 }
 
-impl ServiceSyncError {
-    /// The delay the cloud asked for (upstream `api.RetryError`), so the queue requeues after
-    /// exactly that instead of backing off exponentially.
-    pub fn retry_after(&self) -> Option<Duration> {
+impl RetryHint for ServiceSyncError {
+    fn retry_after(&self) -> Option<Duration> {
         self.cloud_error().and_then(CloudError::retry_after)
     }
+}
 
+impl ServiceSyncError {
     /// The cloud error behind this failure, if the cloud caused it.
     pub fn cloud_error(&self) -> Option<&CloudError> {
         match self {
@@ -59,15 +60,14 @@ impl ServiceSyncError {
 }
 
 /// A node-triggered backend update the cloud did not accept; the node-sync lane retries the
-/// Service with [`UpdateHostsError::retry_after`] when set, else with exponential backoff, and
+/// Service after the cloud's `Retry { after }` when set, else with exponential backoff, and
 /// the Service's recorded node set stays what the cloud last accepted.
 #[derive(Debug, thiserror::Error)]
 #[error("failed to update load balancer hosts: {0}")]
 pub struct UpdateHostsError(#[source] pub CloudError);
 
-impl UpdateHostsError {
-    /// The delay the cloud asked for, as [`ServiceSyncError::retry_after`].
-    pub fn retry_after(&self) -> Option<Duration> {
+impl RetryHint for UpdateHostsError {
+    fn retry_after(&self) -> Option<Duration> {
         self.0.retry_after()
     }
 }

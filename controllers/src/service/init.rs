@@ -155,10 +155,7 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
             c.sync_service(&req.key)
                 .await
                 .map(|()| Action::Done)
-                .map_err(|e| {
-                    let after = e.retry_after();
-                    queue_error(e, after)
-                })
+                .map_err(queue_error)
         }
     });
     let workers = Controller::new(CONTROLLER_NAME, queue.clone(), sync_service)
@@ -193,10 +190,7 @@ pub async fn run_node_sync(
                 c.sync_load_balancer_hosts(&req.key)
                     .await
                     .map(|()| Action::Done)
-                    .map_err(|e| {
-                        let after = e.retry_after();
-                        queue_error(e, after)
-                    })
+                    .map_err(queue_error)
             }
         });
     let q = queue.clone();
