@@ -186,7 +186,8 @@ pub struct CloudOptions {
     )]
     pub cloud_api_max_in_flight: u32,
 
-    /// Pause a method for every caller after the cloud answers `Retry { after }`.
+    /// Pause a method for every caller after the cloud answers `Retry { after }`, then let its
+    /// callers take turns (not an upstream flag; false is upstream behaviour).
     #[arg(
         long,
         action = ArgAction::Set,
@@ -194,7 +195,7 @@ pub struct CloudOptions {
         default_value_t = false,
         default_missing_value = "true",
         help_heading = "Cloud call budget flags",
-        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer."
+        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer, and let them call one at a time until the cloud accepts calls again. For providers whose retry-after means the account's quota; false leaves each object to retry on its own, as upstream."
     )]
     pub cloud_api_pause_on_retry: bool,
 }
@@ -329,6 +330,12 @@ mod tests {
         let b = o.budget_options();
         assert_eq!((b.qps, b.burst, b.max_in_flight), (2.5, 5, 8));
         assert!(b.pause_on_retry);
+        assert!(
+            !parse(&["--cloud-provider=fake"])
+                .budget_options()
+                .pause_on_retry,
+            "off by default, as upstream"
+        );
         let errors = parse(&["--cloud-provider=fake", "--cloud-api-qps=-1"]).validate();
         assert_eq!(
             errors,

@@ -2,8 +2,9 @@
 //! LoadBalancer Services, on kube-testenv with the fake cloud at 100 ms per load-balancer call and
 //! an API quota of 20 load-balancer calls/s (answering `Retry { after }`). The stock cloud-node and
 //! service-lb controllers run in one `Manager`, side by side in one run: `ours` (the coalesced node
-//! sync, `--node-sync-batch-period=2s`, the default), `ours-0s` (the same code answering every node
-//! change at once) and `upstream` (upstream's node sync, a full pass per changed Node, in our own
+//! sync, `--node-sync-batch-period=2s`, the default), `ours-paused` (the same with
+//! `--cloud-api-pause-on-retry`), `ours-0s` (the default flags but answering every node change at
+//! once) and `upstream` (upstream's node sync, a full pass per changed Node, in our own
 //! code: [`upstream`]).
 //!
 //! Per mode: a fresh kube-testenv and fake cloud; 3 initialized Nodes; the 300 Services created and
@@ -13,7 +14,7 @@
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
 //! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-0s,upstream --join-per-second 50 --extra=--cloud-api-pause-on-retry]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-paused,ours-0s,upstream --join-per-second 50 --extra=--cloud-api-qps=20]`
 
 mod upstream;
 
@@ -51,7 +52,11 @@ struct Args {
     nodes: usize,
     #[arg(long, default_value_t = 300)]
     services: usize,
-    #[arg(long, value_delimiter = ',', default_value = "ours,ours-0s,upstream")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ours,ours-paused,ours-0s,upstream"
+    )]
     modes: Vec<String>,
     /// Nodes registering per second (a scale-up's shape: 50/s is 1,000 Nodes in 20 s); 0 creates
     /// them as fast as the API server takes them.
@@ -194,16 +199,18 @@ async fn run(
     rate: f64,
     extra: &[String],
 ) -> anyhow::Result<Row> {
-    let (period, initializers) = match mode {
-        "ours" => ("2s", cloud_initializers()),
-        "ours-0s" => ("0s", cloud_initializers()),
+    let (period, pause, initializers) = match mode {
+        "ours" => ("2s", false, cloud_initializers()),
+        "ours-paused" => ("2s", true, cloud_initializers()),
+        "ours-0s" => ("0s", false, cloud_initializers()),
         "upstream" => (
             "0s",
+            false,
             cloud_initializers()
                 .without(cloud_controllers::names::service_lb::CONTROLLER_NAME)
                 .with(upstream::initializer()),
         ),
-        other => bail!("unknown mode {other:?}: use ours, ours-0s or upstream"),
+        other => bail!("unknown mode {other:?}: use ours, ours-paused, ours-0s or upstream"),
     };
     let env = TestEnv::start().await?;
     let client = env.client();
@@ -250,6 +257,7 @@ async fn run(
     .map(String::from)
     .into();
     argv.push(format!("--node-sync-batch-period={period}"));
+    argv.push(format!("--cloud-api-pause-on-retry={pause}"));
     argv.extend(extra.iter().cloned());
     let opts = Flags::try_parse_from(argv)?.cloud;
     let stop = CancellationToken::new();

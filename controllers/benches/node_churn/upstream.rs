@@ -14,10 +14,6 @@
 //!   not sufficiently equal; on an error `GetLoadBalancer` checks the load balancer still exists,
 //!   then `UpdateLoadBalancerFailed` is recorded and, after the pass, the Service key is added
 //!   to the Service queue (plain `Add`), whose sync calls `EnsureLoadBalancer`.
-//!
-//! Kinder to the cloud than upstream in one way: the retried ensures go through our Service
-//! lane, whose workers take turns after a 429. So the calls counted for this baseline are, if
-//! anything, fewer than upstream's.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -36,6 +36,7 @@ use tracing::field::Empty;
 
 mod budget;
 mod metrics;
+mod pacer;
 
 pub use budget::{BudgetOptions, CallProvider, CloudBudget, CloudFuture, CloudRequest};
 pub use metrics::{

@@ -101,7 +101,6 @@ mod error;
 mod init;
 pub mod metrics;
 mod node_sync;
-mod pacer;
 pub mod patch;
 pub mod predicates;
 mod sync;

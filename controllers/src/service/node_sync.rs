@@ -95,12 +95,6 @@ impl ServiceController {
         }
         let lock = self.lb_lock(key);
         let _serialized = lock.lock().await;
-        if self.hosts_to_sync(key).is_none() {
-            self.node_sync_done(key);
-            return Ok(());
-        }
-        // After a 429 the workers take turns; the node set is read once it is this one's turn.
-        self.pacer.wait().await;
         let Some(new_nodes) = self.hosts_to_sync(key) else {
             self.node_sync_done(key);
             return Ok(());
@@ -111,7 +105,6 @@ impl ServiceController {
             .map_err(|_| UpdateHostsError(CloudError::NotImplemented))?;
         match self.update_load_balancer_hosts(lb, &svc, &new_nodes).await {
             Ok(HostsUpdate::Accepted | HostsUpdate::Gone) => {
-                self.pacer.accepted();
                 // Gone: any later ensure passes the node set of its own time and records it.
                 self.last_synced_nodes
                     .lock()
@@ -122,9 +115,6 @@ impl ServiceController {
             Err(err) => {
                 tracing::warn!(service = key, error = %err, "failed to update load balancer hosts");
                 self.metrics.nodesync_error.inc();
-                if let Some(after) = err.retry_after() {
-                    self.pacer.refused(after);
-                }
                 Err(UpdateHostsError(err))
             }
         }

@@ -9,7 +9,6 @@ use parking_lot::Mutex;
 
 use super::error::ServiceSyncError;
 use super::metrics::ServiceMetrics;
-use super::pacer::RetryPacer;
 use super::patch;
 use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load_balancer};
 use super::{NodeLister, ServiceLister};
@@ -47,9 +46,6 @@ pub struct ServiceController {
     lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     /// Key → earliest node change its load balancer has not caught up with yet (latency metric).
     pub(super) node_change_since: Mutex<HashMap<String, tokio::time::Instant>>,
-    /// Turns of the calls that set backends (ensure and host updates) after the cloud answered
-    /// `Retry { after }`.
-    pub(super) pacer: RetryPacer,
 }
 
 /// Why a [`ServiceController`] cannot be built.
@@ -119,7 +115,6 @@ impl ServiceController {
             last_synced_nodes: Mutex::default(),
             lb_locks: Mutex::default(),
             node_change_since: Mutex::default(),
-            pacer: RetryPacer::default(),
         })
     }
 
@@ -348,15 +343,9 @@ impl ServiceController {
                 "There are no available nodes for LoadBalancer",
             );
         }
-        self.pacer.wait().await;
         let result = lb
             .ensure_load_balancer(&self.cluster_name, svc, &nodes)
             .await;
-        match result.as_ref().map_err(CloudError::retry_after) {
-            Ok(_) => self.pacer.accepted(),
-            Err(Some(after)) => self.pacer.refused(after),
-            Err(None) => {}
-        }
         if matches!(result, Ok(_) | Err(CloudError::ImplementedElsewhere)) {
             // Recorded only once the cloud took it (upstream records before the call, so a
             // failed ensure could hide a node change from the next node sync).

@@ -1,20 +1,23 @@
 //! The cloud call budget, a tower layer every call of an [`super::InstrumentedCloud`] passes:
 //! a process-wide rate limit and concurrency limit (`--cloud-api-qps`, `--cloud-api-burst`,
-//! `--cloud-api-max-in-flight`), and with `--cloud-api-pause-on-retry` a pause of one method for
-//! every caller once the cloud answers it with `Retry { after }` (a 429 with `Retry-After`).
+//! `--cloud-api-max-in-flight`, off by default as upstream), and with `--cloud-api-pause-on-retry`
+//! (on by default) a pause of one method for every caller once the cloud answers it with
+//! `Retry { after }` (a 429 with `Retry-After`), after which its callers take turns ([`pacer`]).
 //!
 //! Upstream has no budget: each controller calls the cloud as fast as its workers go, and a cloud
-//! quota shared by all of them is found out one 429 at a time, per key. Everything is off by
-//! default, as upstream. A call waits, in order: until its method is not paused, for an in-flight
-//! slot, until its method is still not paused, for a rate token; then it runs. Waiting is on
-//! tokio's clock (paused-clock tests are exact) and is measured in
-//! `cloud_provider_budget_wait_seconds` (every call, zero without limits); pauses are the
-//! `retry` outcomes of `cloud_provider_requests_total`. A call cancelled while it waits gives its slot back; a
-//! rate token it had reserved is spent, as with a Go `rate.Limiter` reservation dropped late.
+//! quota shared by all of them is found out one 429 at a time, per key. A call waits, in order:
+//! for its method's turn, for an in-flight slot, for a fresh turn if the cloud refused the method
+//! meanwhile, for a rate token; then it runs. Waiting is on tokio's clock (paused-clock tests are
+//! exact) and is measured in `cloud_provider_budget_wait_seconds` (every call, zero without
+//! limits); pauses are the `retry` outcomes of `cloud_provider_requests_total`. A call cancelled
+//! while it waits gives its slot back; a rate token it had reserved is spent, as with a Go
+//! `rate.Limiter` reservation dropped late.
 //!
 //! The pause is per method, not per key: a quota is the account's, so the next caller of the
 //! same method would get the same 429. The caller that got the answer still returns it, so its
 //! key is requeued after `after` as before; callers already in flight are not recalled.
+//!
+//! [`pacer`]: super::pacer
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,6 +32,7 @@ use tokio::time::Instant;
 use tower::{Layer, Service};
 
 use super::metrics::CloudMetrics;
+use super::pacer::RetryPacer;
 use crate::cloud::CloudError;
 
 /// The future of one cloud call on its way through the stack.
@@ -69,7 +73,9 @@ pub struct BudgetOptions {
     pub burst: u32,
     /// Cloud calls in flight at once; 0 is unlimited.
     pub max_in_flight: usize,
-    /// Pause a method for every caller once the cloud answers it with `Retry { after }`.
+    /// Pause a method for every caller once the cloud answers it with `Retry { after }`, then
+    /// let its callers take turns. (`--cloud-api-pause-on-retry` defaults to on; this type's
+    /// `Default` is the upstream budget, nothing at all.)
     pub pause_on_retry: bool,
 }
 
@@ -89,7 +95,8 @@ struct State {
     bucket: Option<Mutex<Bucket>>,
     in_flight: Option<Semaphore>,
     pause_on_retry: bool,
-    paused: Mutex<HashMap<&'static str, Instant>>,
+    /// Per method, created on its first call when pausing is on.
+    pacers: Mutex<HashMap<&'static str, Arc<RetryPacer>>>,
     metrics: Option<(CloudMetrics, String)>,
 }
 
@@ -155,7 +162,7 @@ impl CloudBudget {
                 bucket,
                 in_flight,
                 pause_on_retry: options.pause_on_retry,
-                paused: Mutex::new(HashMap::new()),
+                pacers: Mutex::new(HashMap::new()),
                 metrics,
             })),
         }
@@ -163,36 +170,26 @@ impl CloudBudget {
 }
 
 impl State {
-    /// Waits until `method` is not paused (a pause can be extended while waiting).
-    async fn wait_unpaused(&self, method: &'static str) {
-        loop {
-            let until = self.paused.lock().get(method).copied();
-            match until {
-                Some(until) if until > Instant::now() => tokio::time::sleep_until(until).await,
-                _ => return,
-            }
-        }
+    /// The turns of `method`'s callers, when pausing is on.
+    fn pacer(&self, method: &'static str) -> Option<Arc<RetryPacer>> {
+        self.pause_on_retry
+            .then(|| self.pacers.lock().entry(method).or_default().clone())
     }
+}
 
-    fn after_call<T>(&self, method: &'static str, result: &Result<T, CloudError>) {
-        let Some(after) = result.as_ref().err().and_then(CloudError::retry_after) else {
-            return;
-        };
-        if !self.pause_on_retry {
-            return;
+/// Tells the method's pacer what the cloud answered.
+fn after_call<T>(pacer: &RetryPacer, method: &'static str, result: &Result<T, CloudError>) {
+    match result.as_ref().map_err(CloudError::retry_after) {
+        Ok(_) => pacer.accepted(),
+        Err(Some(after)) => {
+            pacer.refused(after);
+            tracing::info!(
+                cloud.method = method,
+                pause = ?after,
+                "cloud asked to retry later: pausing this method for every caller"
+            );
         }
-        let until = Instant::now() + after;
-        let mut paused = self.paused.lock();
-        let entry = paused.entry(method).or_insert(until);
-        if *entry < until {
-            *entry = until;
-        }
-        drop(paused);
-        tracing::info!(
-            cloud.method = method,
-            pause = ?after,
-            "cloud asked to retry later: pausing this method for every caller"
-        );
+        Err(None) => {}
     }
 }
 
@@ -247,13 +244,19 @@ where
     F: Future<Output = Result<T, CloudError>>,
 {
     let started = Instant::now();
-    state.wait_unpaused(method).await;
+    let pacer = state.pacer(method);
+    let seen = match &pacer {
+        Some(p) => Some(p.wait().await),
+        None => None,
+    };
     let _slot = match &state.in_flight {
         // The semaphore is never closed: acquiring cannot fail.
         Some(slots) => slots.acquire().await.ok(),
         None => None,
     };
-    state.wait_unpaused(method).await;
+    if let (Some(p), Some(seen)) = (&pacer, seen) {
+        p.wait_if_refused_since(seen).await;
+    }
     if let Some(bucket) = &state.bucket {
         let wait = bucket.lock().reserve();
         if !wait.is_zero() {
@@ -272,7 +275,9 @@ where
         );
     }
     let result = call.await;
-    state.after_call(method, &result);
+    if let Some(p) = &pacer {
+        after_call(p, method, &result);
+    }
     result
 }
 

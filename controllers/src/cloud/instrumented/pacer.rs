@@ -1,8 +1,7 @@
-//! Pacing of the service controller's `EnsureLoadBalancer` and `UpdateLoadBalancer` calls after
-//! the cloud answered `Retry { after }` (a 429): the answer is about the cloud's quota, not one
-//! load balancer, so instead of every worker calling again at once (and all but one being
-//! refused, each refusal an event and a retry), the workers of both lanes take turns until the
-//! turns run out, then call freely again. The spacing of turns adapts to the quota without
+//! Pacing of one cloud method's callers after the cloud answered it with `Retry { after }` (a
+//! 429): the answer is about the cloud's quota, not one object, so instead of every caller
+//! calling again at once (and all but one being refused, each refusal an event and a retry),
+//! the callers of every controller take turns until the turns run out, then call freely again. The spacing of turns adapts to the quota without
 //! knowing it: at least the cloud's `after`, doubled on each refusal while pacing, shrunk by a
 //! quarter on each accepted call (additive back-off, multiplicative recovery, bounded).
 
@@ -22,9 +21,11 @@ struct Turns {
     spacing: Duration,
     /// When the spacing was last widened: refusals of calls made together widen it once.
     widened: Option<Instant>,
+    /// Refusals so far, so a caller can tell whether pacing began while it waited elsewhere.
+    refusals: u64,
 }
 
-/// Shared by the service and node-sync workers of one controller.
+/// Shared by every caller of one method through the budget.
 #[derive(Debug, Default)]
 pub(super) struct RetryPacer {
     turns: Mutex<Turns>,
@@ -46,12 +47,22 @@ impl RetryPacer {
         }
     }
 
-    /// Waits for the caller's turn (returns at once when not pacing).
-    pub(super) async fn wait(&self) {
+    /// Waits for the caller's turn (returns at once when not pacing); returns the refusals seen
+    /// so far, for [`Self::wait_if_refused_since`].
+    pub(super) async fn wait(&self) -> u64 {
         let now = Instant::now();
         let at = self.claim(now);
         if at > now {
             tokio::time::sleep_until(at).await;
+        }
+        self.turns.lock().refusals
+    }
+
+    /// Waits for a turn only if the cloud refused a call since `seen` (pacing began while the
+    /// caller waited for something else), so no call goes out in the middle of a fresh pause.
+    pub(super) async fn wait_if_refused_since(&self, seen: u64) {
+        if self.turns.lock().refusals != seen {
+            self.wait().await;
         }
     }
 
@@ -60,6 +71,7 @@ impl RetryPacer {
     pub(super) fn refused(&self, after: Duration) {
         let now = Instant::now();
         let mut turns = self.turns.lock();
+        turns.refusals += 1;
         let pacing = turns.next.is_some_and(|n| n > now);
         let recently = turns
             .widened
