@@ -158,7 +158,7 @@ pub struct CloudOptions {
     )]
     pub concurrent_node_status_updates: u32,
 
-    // ---- The cloud call budget (not upstream; all off by default, as upstream) ----
+    // ---- The cloud call budget (not upstream; limits off by default, as upstream) ----
     /// Process-wide cloud call rate; 0 is unlimited.
     #[arg(
         long,
@@ -192,10 +192,10 @@ pub struct CloudOptions {
         long,
         action = ArgAction::Set,
         num_args = 0..=1,
-        default_value_t = false,
+        default_value_t = true,
         default_missing_value = "true",
         help_heading = "Cloud call budget flags",
-        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer, and let them call one at a time until the cloud accepts calls again. For providers whose retry-after means the account's quota; false leaves each object to retry on its own, as upstream."
+        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer, and let them call one at a time until the cloud accepts calls again. Set it to false for a provider whose retry-after is about one object (a load balancer still provisioning), as upstream leaves each object to retry on its own."
     )]
     pub cloud_api_pause_on_retry: bool,
 }
@@ -331,10 +331,15 @@ mod tests {
         assert_eq!((b.qps, b.burst, b.max_in_flight), (2.5, 5, 8));
         assert!(b.pause_on_retry);
         assert!(
-            !parse(&["--cloud-provider=fake"])
+            parse(&["--cloud-provider=fake"])
                 .budget_options()
                 .pause_on_retry,
-            "off by default, as upstream"
+            "on by default"
+        );
+        assert!(
+            !parse(&["--cloud-provider=fake", "--cloud-api-pause-on-retry=false"])
+                .budget_options()
+                .pause_on_retry
         );
         let errors = parse(&["--cloud-provider=fake", "--cloud-api-qps=-1"]).validate();
         assert_eq!(
