@@ -313,7 +313,14 @@ mod tests {
         assert_eq!(o.concurrent_node_syncs, 1);
         assert_eq!(o.concurrent_node_status_updates, 0);
         assert_eq!(o.node_status_update_workers(), 1);
-        assert_eq!(o.budget_options(), BudgetOptions::default(), "no budget");
+        assert_eq!(
+            o.budget_options(),
+            BudgetOptions {
+                pause_on_retry: true,
+                ..BudgetOptions::default()
+            },
+            "no rate or in-flight limit (upstream); the 429 pause is ours, on by default"
+        );
         assert!(o.validate().is_empty());
     }
 
