@@ -37,6 +37,13 @@ fn instance() -> FakeInstance {
 
 fn controller(
     cluster: &Cluster,
+    cloud: &FakeCloud,
+) -> (NodeController, RecordedEvents, NodeMetrics) {
+    controller_with(cluster, Arc::new(cloud.clone()), cluster.lister.clone())
+}
+
+fn controller_with(
+    cluster: &Cluster,
     cloud: Arc<dyn CloudProvider>,
     lister: Arc<dyn NodeLister>,
 ) -> (NodeController, RecordedEvents, NodeMetrics) {
@@ -53,23 +60,19 @@ fn controller(
     (c, events, metrics)
 }
 
-fn fake(instances: Vec<FakeInstance>) -> FakeCloud {
-    let mut b = FakeCloud::builder();
-    for i in instances {
-        b = b.instance(i);
-    }
-    b.build().expect("valid fake cloud")
+/// node-1 as kubelet registers it, in the API and the cache, with the request log cleared.
+async fn registered(cluster: &Cluster) {
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
 }
 
 #[tokio::test]
 async fn initializes_node_end_to_end() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
-    let (c, events, metrics) =
-        controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cloud = fake([instance()]);
+    registered(&cluster).await;
+    let (c, events, metrics) = controller(&cluster, &cloud);
 
     c.sync_node("node-1").await.expect("sync succeeds");
 
@@ -106,8 +109,8 @@ async fn initializes_node_end_to_end() {
 #[tokio::test]
 async fn missing_node_is_done() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cloud = fake([instance()]);
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("nope")
         .await
         .expect("missing node is not an error");
@@ -119,7 +122,7 @@ async fn missing_node_is_done() {
 #[tokio::test]
 async fn initialized_node_gets_ga_labels_only() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     let node = with_label(
         with_label(
             initialized_node("node-1", "fake://node-1"),
@@ -133,7 +136,7 @@ async fn initialized_node_gets_ga_labels_only() {
     cluster.create(node).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
 
     c.sync_node("node-1").await.expect("sync succeeds");
 
@@ -157,12 +160,10 @@ async fn initialized_node_gets_ga_labels_only() {
 #[tokio::test]
 async fn nil_metadata_leaves_taint() {
     let cluster = Cluster::start().await;
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
+    registered(&cluster).await;
     // A pending instance has no metadata yet (InstancesV2 answers `None`).
-    let cloud = fake(vec![instance().state(InstanceState::Pending)]);
-    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
+    let cloud = fake([instance().state(InstanceState::Pending)]);
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1")
         .await
         .expect("nil metadata is not an error");
@@ -173,15 +174,13 @@ async fn nil_metadata_leaves_taint() {
 #[tokio::test]
 async fn node_that_never_gets_a_provider_id_keeps_taint() {
     let cluster = Cluster::start().await;
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
+    registered(&cluster).await;
     // A cloud whose metadata carries no provider ID (not re-validated by the fake).
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     cloud
         .update_instance("node-1", |i| i.provider_id.clear())
         .expect("node-1 exists");
-    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     for _ in 0..3 {
         let err = c.sync_node("node-1").await.expect_err("no provider ID");
         assert!(
@@ -202,7 +201,7 @@ async fn node_that_never_gets_a_provider_id_keeps_taint() {
 #[tokio::test]
 async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance().internal_ip("10.0.0.2")]);
+    let cloud = fake([instance().internal_ip("10.0.0.2")]);
     cluster
         .create(with_annotation(
             kubelet_node("node-1"),
@@ -212,7 +211,7 @@ async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
         .await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, _, _) = controller(&cluster, &cloud);
 
     let err = c
         .sync_node("node-1")
@@ -277,7 +276,7 @@ impl NodeLister for StaleThenFresh {
 #[tokio::test]
 async fn conflict_is_retried_with_a_fresh_cache_read() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     let stale = cluster.create(kubelet_node("node-1")).await;
     // Someone else writes the Node after our cache saw it.
     let fresh = cluster
@@ -295,7 +294,7 @@ async fn conflict_is_retried_with_a_fresh_cache_read() {
         calls: Default::default(),
     });
     cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), lister.clone());
+    let (c, events, _) = controller_with(&cluster, Arc::new(cloud.clone()), lister.clone());
 
     c.sync_node("node-1").await.expect("conflict retried");
 
@@ -324,7 +323,7 @@ async fn conflict_is_retried_with_a_fresh_cache_read() {
 #[tokio::test]
 async fn node_deleted_mid_sync_ends_quietly() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
     // Deleted in the API; the cache has not caught up yet.
@@ -333,7 +332,7 @@ async fn node_deleted_mid_sync_ends_quietly() {
         .delete("node-1", &DeleteParams::default())
         .await
         .unwrap();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1").await.expect("deleted node is done");
     assert!(events.reasons().is_empty());
     assert!(cluster.get_opt("node-1").await.is_none());
@@ -342,11 +341,9 @@ async fn node_deleted_mid_sync_ends_quietly() {
 #[tokio::test]
 async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cloud = fake([instance()]);
+    registered(&cluster).await;
+    let (c, events, _) = controller(&cluster, &cloud);
 
     cloud.fail(
         Method::InstanceMetadata,
@@ -377,18 +374,10 @@ async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
 #[tokio::test]
 async fn legacy_instances_and_zones_path() {
     let cluster = Cluster::start().await;
-    let facets = Facets {
-        instances_v2: false,
-        ..Facets::all()
-    };
-    let cloud = FakeCloud::builder()
-        .facets(facets)
-        .instance(instance())
-        .build()
-        .unwrap();
+    let cloud = legacy_fake([instance()]);
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1").await.expect("sync succeeds");
     let node = cluster.get("node-1").await;
     assert_eq!(provider_id(&node).as_deref(), Some("fake://node-1"));
@@ -402,7 +391,7 @@ async fn legacy_instances_and_zones_path() {
 #[tokio::test]
 async fn periodic_refresh_updates_addresses() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![
+    let cloud = fake([
         instance(),
         FakeInstance::new("node-2").internal_ip("10.0.0.2"),
     ]);
@@ -417,7 +406,7 @@ async fn periodic_refresh_updates_addresses() {
     cluster.create(kubelet_node("node-2")).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, _, _) = controller(&cluster, &cloud);
 
     c.update_node_status(2).await;
 
