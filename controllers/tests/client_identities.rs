@@ -33,19 +33,15 @@ async fn seed(env: &TestEnv) {
             {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
         ]}
     });
+    let node: Node = serde_json::from_value(node).unwrap();
     Api::<Node>::all(env.client())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(node).unwrap(),
-        )
+        .create(&PostParams::default(), &node)
         .await
         .unwrap();
     let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+    let svc: Service = serde_json::from_value(svc).unwrap();
     Api::<Service>::namespaced(env.client(), "default")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(svc).unwrap(),
-        )
+        .create(&PostParams::default(), &svc)
         .await
         .unwrap();
 }
