@@ -6,7 +6,7 @@ mod node_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -35,6 +35,17 @@ fn instance() -> FakeInstance {
         .label("node.kubernetes.io/sneaky", "x")
 }
 
+/// The addresses of a synced node-1: `internal` first, the instance's ExternalIP, kubelet's
+/// hostname.
+fn synced_addresses(internal: &str) -> Vec<NodeAddress> {
+    let external = addr("ExternalIP", "203.0.113.1");
+    vec![
+        addr("InternalIP", internal),
+        external,
+        addr("Hostname", "kubelet-host"),
+    ]
+}
+
 fn controller(
     cluster: &Cluster,
     cloud: &FakeCloud,
@@ -60,18 +71,20 @@ fn controller_with(
     (c, events, metrics)
 }
 
-/// node-1 as kubelet registers it, in the API and the cache, with the request log cleared.
-async fn registered(cluster: &Cluster) {
+/// A cluster with node-1 as kubelet registers it, in the API and the cache, and the request log
+/// cleared.
+async fn registered() -> Cluster {
+    let cluster = Cluster::start().await;
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
+    cluster
 }
 
 #[tokio::test]
 async fn initializes_node_end_to_end() {
-    let cluster = Cluster::start().await;
+    let cluster = registered().await;
     let cloud = fake([instance()]);
-    registered(&cluster).await;
     let (c, events, metrics) = controller(&cluster, &cloud);
 
     c.sync_node("node-1").await.expect("sync succeeds");
@@ -88,14 +101,7 @@ async fn initializes_node_end_to_end() {
     assert_eq!(l["pool.example.com/name"], "blue");
     assert!(!l.contains_key("node.kubernetes.io/sneaky"));
     assert_eq!(taints(&node), vec![taint("example.com/keep", "NoExecute")]);
-    assert_eq!(
-        addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.1"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ]
-    );
+    assert_eq!(addresses(&node), synced_addresses("10.0.0.1"));
     assert_eq!(events.reasons(), vec!["Synced"]);
     assert_eq!(events.all()[0].object, "node-1");
     assert_eq!(cluster.node_writes(), vec!["update", "patch status"]);
@@ -159,8 +165,7 @@ async fn initialized_node_gets_ga_labels_only() {
 
 #[tokio::test]
 async fn nil_metadata_leaves_taint() {
-    let cluster = Cluster::start().await;
-    registered(&cluster).await;
+    let cluster = registered().await;
     // A pending instance has no metadata yet (InstancesV2 answers `None`).
     let cloud = fake([instance().state(InstanceState::Pending)]);
     let (c, events, _) = controller(&cluster, &cloud);
@@ -173,8 +178,7 @@ async fn nil_metadata_leaves_taint() {
 
 #[tokio::test]
 async fn node_that_never_gets_a_provider_id_keeps_taint() {
-    let cluster = Cluster::start().await;
-    registered(&cluster).await;
+    let cluster = registered().await;
     // A cloud whose metadata carries no provider ID (not re-validated by the fake).
     let cloud = fake([instance()]);
     cloud
@@ -240,14 +244,7 @@ async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
     cluster.refresh().await;
     c.sync_node("node-1").await.expect("sync succeeds");
     let node = cluster.get("node-1").await;
-    assert_eq!(
-        addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.2"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ]
-    );
+    assert_eq!(addresses(&node), synced_addresses("10.0.0.2"));
 }
 
 /// A cache that serves a stale copy first, as an informer that has not yet seen the latest
@@ -340,9 +337,8 @@ async fn node_deleted_mid_sync_ends_quietly() {
 
 #[tokio::test]
 async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
-    let cluster = Cluster::start().await;
+    let cluster = registered().await;
     let cloud = fake([instance()]);
-    registered(&cluster).await;
     let (c, events, _) = controller(&cluster, &cloud);
 
     cloud.fail(
@@ -413,11 +409,7 @@ async fn periodic_refresh_updates_addresses() {
     let node = cluster.get("node-1").await;
     assert_eq!(
         addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.1"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ],
+        synced_addresses("10.0.0.1"),
         "the whole list is replaced, not merged"
     );
     assert_eq!(cluster.node_writes(), vec!["patch status"]);
