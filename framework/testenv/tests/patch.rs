@@ -41,12 +41,16 @@ async fn setup() -> (TestEnv, Api<Node>) {
     (env, nodes)
 }
 
+/// Patches Node `n` on the main endpoint.
+async fn patch_n(nodes: &Api<Node>, patch: Patch<Value>) -> kube::Result<Node> {
+    nodes.patch("n", &PatchParams::default(), &patch).await
+}
+
 #[tokio::test]
 async fn strategic_patch_replaces_taints_and_merges_conditions_by_type() {
     let (_env, nodes) = setup().await;
     let pp = PatchParams::default();
-    let patched = nodes
-        .patch("n", &pp, &Patch::Strategic(json!({"spec": {"providerID": "fake://n", "taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}})))
+    let patched = patch_n(&nodes, Patch::Strategic(json!({"spec": {"providerID": "fake://n", "taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}})))
         .await
         .unwrap();
     let spec = serde_json::to_value(patched.spec.unwrap()).unwrap();
@@ -86,14 +90,12 @@ async fn strategic_patch_replaces_taints_and_merges_conditions_by_type() {
 async fn merge_and_json_patches_and_their_errors() {
     let (env, nodes) = setup().await;
     let pp = PatchParams::default();
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(json!({"metadata": {"labels": {"role": null, "zone": "a"}}})),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"metadata": {"labels": {"role": null, "zone": "a"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         serde_json::to_value(n.metadata.labels).unwrap(),
         json!({"zone": "a"})
@@ -116,16 +118,14 @@ async fn merge_and_json_patches_and_their_errors() {
 
     // A patch carrying a stale resourceVersion conflicts, like an update.
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(
-                    json!({"metadata": {"resourceVersion": "1"}, "spec": {"unschedulable": false}}),
-                ),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(
+                json!({"metadata": {"resourceVersion": "1"}, "spec": {"unschedulable": false}}),
+            ),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
 
@@ -143,16 +143,12 @@ async fn status_subresource_split() {
     let (_env, nodes) = setup().await;
     let pp = PatchParams::default();
     // The main endpoint ignores status.
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(
-                json!({"spec": {"podCIDR": "10.0.0.0/24"}, "status": {"phase": "Running"}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"spec": {"podCIDR": "10.0.0.0/24"}, "status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(n.spec.unwrap().pod_cidr.as_deref(), Some("10.0.0.0/24"));
     assert_eq!(n.status.unwrap().phase, None);
     // /status ignores spec but keeps metadata changes.
@@ -262,15 +258,12 @@ async fn delete_preconditions() {
 #[tokio::test]
 async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
     let (_env, nodes) = setup().await;
-    let pp = PatchParams::default();
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(json!({"spec": {"providerID": "fake://n", "podCIDR": "10.244.1.0/24"}})),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"spec": {"providerID": "fake://n", "podCIDR": "10.244.1.0/24"}})),
+    )
+    .await
+    .unwrap();
     let spec = n.spec.unwrap();
     assert_eq!(
         spec.pod_cidrs.unwrap(),
@@ -278,14 +271,12 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
         "podCIDR is mirrored into podCIDRs"
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"spec": {"providerID": "fake://other"}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"spec": {"providerID": "fake://other"}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(
         (err.code, err.message.as_str()),
@@ -295,14 +286,12 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
         )
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"spec": {"podCIDRs": ["10.244.2.0/24"]}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"spec": {"podCIDRs": ["10.244.2.0/24"]}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert!(
         err.message
@@ -315,18 +304,13 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
 #[tokio::test]
 async fn invalid_taints_and_labels_are_rejected() {
     let (_env, nodes) = setup().await;
-    let pp = PatchParams::default();
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Strategic(
-                    json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}}),
-                ),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Strategic(json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(err.code, 422);
     assert_eq!(
@@ -334,14 +318,12 @@ async fn invalid_taints_and_labels_are_rejected() {
         "Node \"n\" is invalid: spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert!(err.message.starts_with("Node \"n\" is invalid: metadata.labels: Invalid value: \"us east\": a valid label must be"), "{}", err.message);
 }
