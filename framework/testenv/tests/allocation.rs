@@ -2,23 +2,15 @@
 //! really gone (delete, finalizer removal, namespace deletion, deletecollection), freed by a type
 //! change that drops nodePorts, and a taken explicit value refused with upstream's message.
 
+mod support;
+
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
-
-fn svc(name: &str, spec: Value) -> Service {
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use support::{api_err, svc};
 
 fn cluster_ip(s: &Service) -> String {
     s.spec.as_ref().unwrap().cluster_ip.clone().unwrap()

@@ -3,6 +3,8 @@
 //! applier stops sending, map-lists merged by key, `/status` applies, and resetting
 //! managedFields with `[{}]`.
 
+mod support;
+
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -10,13 +12,7 @@ use kube::core::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use support::api_err;
 
 /// `(manager, operation, subresource)` of each managedFields entry.
 fn managers<K: Resource>(obj: &K) -> Vec<(String, String, String)> {

@@ -1,21 +1,17 @@
 //! Patches (merge, JSON, strategic), the status subresource split, and finalizers
 //! holding a deleted object, all through kube::Client.
 
+mod support;
+
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
+use support::api_err;
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": "worker"}}}))
         .unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// kube's JSON patch support is behind a feature this workspace does not enable: send it raw.

@@ -1,20 +1,12 @@
 //! Service defaulting, allocation and immutability as kube-apiserver does them.
 
+mod support;
+
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
-use serde_json::{Value, json};
-
-fn svc(name: &str, spec: Value) -> Service {
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use serde_json::json;
+use support::{api_err, svc};
 
 #[tokio::test]
 async fn load_balancer_defaults_match_the_captured_create() {
