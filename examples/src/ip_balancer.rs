@@ -13,14 +13,13 @@ use cloud_controllers::service::service_key;
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
 use parking_lot::Mutex;
 
+/// Which address each Service holds: Service key → address.
+pub type Assignments = BTreeMap<String, IpAddr>;
+
 /// Where a balancer's addresses come from.
 pub trait IpSource: Send + Sync {
-    /// The address `svc` should hold, given this process's assignments (Service key → address).
-    fn choose(
-        &self,
-        svc: &Service,
-        assigned: &BTreeMap<String, IpAddr>,
-    ) -> Result<IpAddr, CloudError>;
+    /// The address `svc` should hold, given this process's assignments.
+    fn choose(&self, svc: &Service, assigned: &Assignments) -> Result<IpAddr, CloudError>;
 
     /// The address `svc`'s load balancer has although this process assigned none (after a
     /// restart), if the source still hands it out.
@@ -33,7 +32,7 @@ pub trait IpSource: Send + Sync {
 #[derive(Default)]
 pub struct IpBalancer<S> {
     source: S,
-    assigned: Mutex<BTreeMap<String, IpAddr>>,
+    assigned: Mutex<Assignments>,
 }
 
 impl<S> IpBalancer<S> {

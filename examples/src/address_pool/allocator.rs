@@ -10,7 +10,7 @@
 //! pool. "Free" means no other Service holds it, in this process's assignments or in any
 //! Service's status, so assignments survive restarts without a database.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
@@ -21,7 +21,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
 
 use super::resource::{AddressPool, AddressRange, POOL_ANNOTATION, usable};
-use crate::ip_balancer::{IpBalancer, IpSource, ingress_ips, requested_ips};
+use crate::ip_balancer::{Assignments, IpBalancer, IpSource, ingress_ips, requested_ips};
 
 /// Shared between the provider (which allocates) and the address-pool controller (which attaches
 /// the informer stores and reports the counts). Cheap to clone.
@@ -45,11 +45,7 @@ impl IpBalancer<PoolStores> {
 }
 
 impl IpSource for PoolStores {
-    fn choose(
-        &self,
-        svc: &Service,
-        assigned: &BTreeMap<String, IpAddr>,
-    ) -> Result<IpAddr, CloudError> {
+    fn choose(&self, svc: &Service, assigned: &Assignments) -> Result<IpAddr, CloudError> {
         let Some((pools, services)) = self.0.get() else {
             return Err(CloudError::other(
                 "the address-pool controller is not running: add it to --controllers",
@@ -74,7 +70,7 @@ fn choose(
     svc: &Service,
     pools: &[Arc<AddressPool>],
     services: &[Arc<Service>],
-    assigned: &BTreeMap<String, IpAddr>,
+    assigned: &Assignments,
 ) -> Result<IpAddr, CloudError> {
     let key = service_key(svc);
     let eligible = eligible(svc, &key, pools)?;
@@ -185,7 +181,7 @@ mod tests {
     }
 
     fn pick(s: &Arc<Service>, services: &[Arc<Service>]) -> Result<String, String> {
-        choose(s, &pools(), services, &BTreeMap::new())
+        choose(s, &pools(), services, &Assignments::new())
             .map(|ip| ip.to_string())
             .map_err(|e| e.to_string())
     }
@@ -230,7 +226,7 @@ mod tests {
             refused.contains("hands out no addresses") && refused.contains("Overlapping"),
             "{refused}"
         );
-        let none = choose(&svc("s", None, None), &[], &[], &BTreeMap::new()).unwrap_err();
+        let none = choose(&svc("s", None, None), &[], &[], &Assignments::new()).unwrap_err();
         assert!(
             none.to_string()
                 .contains("no usable AddressPool with autoAssign: true"),

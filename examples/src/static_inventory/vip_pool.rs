@@ -3,14 +3,13 @@
 //! assignments live in memory ([`IpBalancer`]); after a restart each Service keeps the VIP already
 //! in its status, so assignments survive restarts without a database.
 
-use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use cloud_controllers::cloud::CloudError;
 use cloud_controllers::service::service_key;
 use k8s_openapi::api::core::v1::Service;
 
-use crate::ip_balancer::{IpBalancer, IpSource, requested_ips};
+use crate::ip_balancer::{Assignments, IpBalancer, IpSource, requested_ips};
 
 /// Which VIP each Service holds.
 pub type VipPool = IpBalancer<Vips>;
@@ -21,11 +20,7 @@ pub struct Vips(pub Vec<IpAddr>);
 impl IpSource for Vips {
     /// The VIP it holds; else one its status or its `spec.loadBalancerIP` names, if in the pool
     /// and free; else the first free.
-    fn choose(
-        &self,
-        svc: &Service,
-        assigned: &BTreeMap<String, IpAddr>,
-    ) -> Result<IpAddr, CloudError> {
+    fn choose(&self, svc: &Service, assigned: &Assignments) -> Result<IpAddr, CloudError> {
         if let Some(vip) = assigned.get(&service_key(svc)) {
             return Ok(*vip);
         }
