@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::json;
-use support::api_err;
+use support::{api_err, cluster_with};
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": "worker"}}}))
@@ -122,12 +122,7 @@ async fn node_create_get_update_delete_with_global_resource_version() {
 
 #[tokio::test]
 async fn create_errors_match_upstream_statuses() {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("golden-n1"))
-        .await
-        .unwrap();
+    let (env, nodes) = cluster_with(node("golden-n1")).await;
     let err = api_err(
         nodes
             .create(&PostParams::default(), &node("golden-n1"))

@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
-use support::api_err;
+use support::{api_err, cluster_with};
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": "worker"}}}))
@@ -28,13 +28,7 @@ async fn json_patch(env: &TestEnv, path: &str, ops: &Value) -> (u16, Value) {
 }
 
 async fn setup() -> (TestEnv, Api<Node>) {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("n"))
-        .await
-        .unwrap();
-    (env, nodes)
+    cluster_with(node("n")).await
 }
 
 /// Patches Node `n` on the main endpoint.

@@ -3,8 +3,19 @@
 pub mod capture;
 pub mod kubectl;
 
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::api::{Api, PostParams};
+use kube_testenv::TestEnv;
 use serde_json::{Value, json};
+
+/// A fresh cluster holding `node`, and its Node API.
+#[allow(dead_code)] // only the Node test binaries start with a Node
+pub async fn cluster_with(node: Node) -> (TestEnv, Api<Node>) {
+    let env = TestEnv::start().await.unwrap();
+    let nodes: Api<Node> = Api::all(env.client());
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    (env, nodes)
+}
 
 /// The Status of an API error; any other error fails the test.
 #[allow(dead_code)] // not every test binary checks API errors
