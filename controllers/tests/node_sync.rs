@@ -441,14 +441,12 @@ async fn periodic_refresh_updates_addresses() {
 #[tokio::test]
 async fn controllers_refuse_a_cloud_without_instances() {
     let cluster = Cluster::start().await;
-    let cloud = FakeCloud::builder()
-        .facets(Facets {
-            instances_v2: false,
-            instances: false,
-            ..Facets::all()
-        })
-        .build()
-        .unwrap();
+    let no_instances = Facets {
+        instances_v2: false,
+        instances: false,
+        ..Facets::all()
+    };
+    let cloud = fake_with(no_instances, []);
     let err = NodeController::new(
         Arc::new(cloud.clone()),
         cluster.api.clone(),

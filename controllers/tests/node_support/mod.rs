@@ -102,7 +102,8 @@ pub fn legacy_fake(instances: impl IntoIterator<Item = FakeInstance>) -> FakeClo
     fake_with(facets, instances)
 }
 
-fn fake_with(facets: Facets, instances: impl IntoIterator<Item = FakeInstance>) -> FakeCloud {
+/// A fake cloud with `facets`, holding `instances`.
+pub fn fake_with(facets: Facets, instances: impl IntoIterator<Item = FakeInstance>) -> FakeCloud {
     let builder = FakeCloud::builder().facets(facets);
     let builder = instances.into_iter().fold(builder, |b, i| b.instance(i));
     builder.build().expect("valid fake cloud")
