@@ -26,6 +26,12 @@ pub fn api_err(e: kube::Error) -> kube::core::Status {
     }
 }
 
+/// Creates Service `name` with `spec` through `api`.
+#[allow(dead_code)] // only the Service test binaries build Services
+pub async fn create_svc(api: &Api<Service>, name: &str, spec: Value) -> kube::Result<Service> {
+    api.create(&PostParams::default(), &svc(name, spec)).await
+}
+
 /// A Service `name` in the client's namespace with `spec`.
 #[allow(dead_code)] // only the Service test binaries build Services
 pub fn svc(name: &str, spec: Value) -> Service {
