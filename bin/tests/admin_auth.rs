@@ -100,6 +100,26 @@ fn reviews(env: &TestEnv, resource: &str) -> usize {
         .count()
 }
 
+/// Starts the CCM delegating authentication and authorization to `env` through the admin
+/// kubeconfig, with `extra` flags; returns it with the tokens of "scraper", who may GET /metrics,
+/// and "nobody", who may not.
+async fn delegating(
+    env: &TestEnv,
+    dir: &Path,
+    extra: &[String],
+) -> anyhow::Result<(Ccm, String, String)> {
+    let scraper = env.token_for_service_account("default", "scraper")?;
+    let nobody = env.token_for_service_account("default", "nobody")?;
+    grant_metrics(env, "scraper").await?;
+    let kubeconfig = dir.join("kubeconfig").display().to_string();
+    let mut args = vec![
+        format!("--authentication-kubeconfig={kubeconfig}"),
+        format!("--authorization-kubeconfig={kubeconfig}"),
+    ];
+    args.extend_from_slice(extra);
+    Ok((Ccm::start(env, dir, &args).await?, scraper, nobody))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_callers_the_api_server_vouches_for_read_metrics() -> anyhow::Result<()> {
     let env = cluster().await?;
@@ -113,19 +133,7 @@ async fn only_callers_the_api_server_vouches_for_read_metrics() -> anyhow::Resul
     Api::<ConfigMap>::namespaced(env.client(), "kube-system")
         .create(&PostParams::default(), &cm)
         .await?;
-    let scraper = env.token_for_service_account("default", "scraper")?;
-    let nobody = env.token_for_service_account("default", "nobody")?;
-    grant_metrics(&env, "scraper").await?;
-    let kubeconfig = dir.join("kubeconfig").display().to_string();
-    let ccm = Ccm::start(
-        &env,
-        &dir,
-        &[
-            format!("--authentication-kubeconfig={kubeconfig}"),
-            format!("--authorization-kubeconfig={kubeconfig}"),
-        ],
-    )
-    .await?;
+    let (ccm, scraper, nobody) = delegating(&env, &dir, &[]).await?;
 
     let anonymous = Credentials::None;
     let healthz = ccm.get("/healthz", &anonymous).await?;
@@ -214,16 +222,10 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
     let ca_file = write(&dir, "client-ca.crt", &ca.pem)?;
     let proxy_ca = ClientCa::new()?;
     let proxy_ca_file = write(&dir, "front-proxy-ca.crt", &proxy_ca.pem)?;
-    let scraper = env.token_for_service_account("default", "scraper")?;
-    let nobody = env.token_for_service_account("default", "nobody")?;
-    grant_metrics(&env, "scraper").await?;
-    let kubeconfig = dir.join("kubeconfig").display().to_string();
-    let ccm = Ccm::start(
+    let (ccm, scraper, nobody) = delegating(
         &env,
         &dir,
         &[
-            format!("--authentication-kubeconfig={kubeconfig}"),
-            format!("--authorization-kubeconfig={kubeconfig}"),
             format!("--client-ca-file={ca_file}"),
             format!("--requestheader-client-ca-file={proxy_ca_file}"),
             "--requestheader-allowed-names=front-proxy-client".into(),
@@ -243,41 +245,28 @@ async fn reviews_are_cached_for_their_ttls() -> anyhow::Result<()> {
         "--authentication-skip-lookup reads no ConfigMap"
     );
 
-    let (tokens, sars) = (
-        reviews(&env, "tokenreviews"),
-        reviews(&env, "subjectaccessreviews"),
-    );
-    for _ in 0..3 {
-        let r = ccm
-            .get("/metrics", &Credentials::Token(scraper.clone()))
-            .await?;
-        assert_eq!(r.status, 200, "{}", r.body);
-    }
+    // (TokenReviews, SubjectAccessReviews) sent while `token` GETs /metrics three times.
+    let three_gets = async |token: &String, status: u16| -> anyhow::Result<(usize, usize)> {
+        let (tokens, sars) = ("tokenreviews", "subjectaccessreviews");
+        let before = (reviews(&env, tokens), reviews(&env, sars));
+        for _ in 0..3 {
+            let r = ccm
+                .get("/metrics", &Credentials::Token(token.clone()))
+                .await?;
+            assert_eq!(r.status, status, "{}", r.body);
+        }
+        Ok((
+            reviews(&env, tokens) - before.0,
+            reviews(&env, sars) - before.1,
+        ))
+    };
+    let (tokens, sars) = three_gets(&scraper, 200).await?;
+    assert_eq!(tokens, 1, "one TokenReview per token per hour");
+    assert_eq!(sars, 1, "an allowed answer is kept for the authorized TTL");
+    let (tokens, sars) = three_gets(&nobody, 403).await?;
+    assert_eq!(tokens, 1);
     assert_eq!(
-        reviews(&env, "tokenreviews") - tokens,
-        1,
-        "one TokenReview per token per hour"
-    );
-    assert_eq!(
-        reviews(&env, "subjectaccessreviews") - sars,
-        1,
-        "an allowed answer is kept for the authorized TTL"
-    );
-
-    let (tokens, sars) = (
-        reviews(&env, "tokenreviews"),
-        reviews(&env, "subjectaccessreviews"),
-    );
-    for _ in 0..3 {
-        let r = ccm
-            .get("/metrics", &Credentials::Token(nobody.clone()))
-            .await?;
-        assert_eq!(r.status, 403, "{}", r.body);
-    }
-    assert_eq!(reviews(&env, "tokenreviews") - tokens, 1);
-    assert_eq!(
-        reviews(&env, "subjectaccessreviews") - sars,
-        3,
+        sars, 3,
         "a denied answer is kept for the unauthorized TTL, here 0s"
     );
 

@@ -66,19 +66,9 @@ struct Replica {
 }
 
 impl Replica {
+    /// Starts replica `id`, talking to the API server through `kube_config` (`env.config()`, or a
+    /// [`Partition`]'s).
     fn start(
-        env: &TestEnv,
-        cloud: &FakeCloud,
-        id: &str,
-        t: Timing,
-        release_on_cancel: bool,
-        graceful: Duration,
-    ) -> Replica {
-        Self::start_via(env.config(), cloud, id, t, release_on_cancel, graceful)
-    }
-
-    /// As [`Self::start`], talking to the API server through `kube_config` (e.g. a [`Partition`]).
-    fn start_via(
         kube_config: kube::Config,
         cloud: &FakeCloud,
         id: &str,
@@ -222,6 +212,31 @@ async fn holder(env: &TestEnv) -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
+/// Replicas a and b on `t` (a 2 s drain): a leads and calls the cloud, and b has watched a's
+/// Lease for three retry periods.
+async fn leader_and_standby(
+    env: &TestEnv,
+    cloud: &FakeCloud,
+    t: Timing,
+    release_on_cancel: bool,
+) -> (Replica, Replica) {
+    let graceful = Duration::from_secs(2);
+    let a = Replica::start(env.config(), cloud, "a", t, release_on_cancel, graceful);
+    let (first, _) = wait_new_holder(env, None, Duration::from_secs(20)).await;
+    assert_eq!(first, "a");
+    wait_acting(cloud, "a").await;
+    let b = Replica::start(env.config(), cloud, "b", t, release_on_cancel, graceful);
+    // b must have seen a's lease as valid before a goes, or it could win on its first try.
+    tokio::time::sleep(t.retry * 3).await;
+    (a, b)
+}
+
+/// Stops replica `id` gracefully; it must stop cleanly.
+async fn stop_replica(replicas: &mut BTreeMap<String, Replica>, id: &str) {
+    let replica = replicas.get_mut(id).expect("leader");
+    replica.stop().await.expect("clean stop");
+}
+
 /// Waits (polling the Lease, the only place leadership is visible from outside) until a holder
 /// other than `not` holds it; returns who and how long it took.
 async fn wait_new_holder(env: &TestEnv, not: Option<&str>, within: Duration) -> (String, Duration) {
@@ -303,7 +318,7 @@ async fn killed_leader_is_replaced_by_exactly_one_standby_within_the_lease_durat
         .map(|id| {
             (
                 id.to_string(),
-                Replica::start(&env, &cloud, id, FAST, false, graceful),
+                Replica::start(env.config(), &cloud, id, FAST, false, graceful),
             )
         })
         .collect();
@@ -313,12 +328,7 @@ async fn killed_leader_is_replaced_by_exactly_one_standby_within_the_lease_durat
     wait_acting(&cloud, &first).await;
 
     // 1. Cancelled without release: the lease must run out before anyone else takes over.
-    replicas
-        .get_mut(&first)
-        .expect("leader")
-        .stop()
-        .await
-        .expect("clean stop");
+    stop_replica(&mut replicas, &first).await;
     let (second, took) = wait_new_holder(&env, Some(&first), bound).await;
     println!("failover: cancel-without-release {first} -> {second} in {took:?} (bound {bound:?})");
     wait_acting(&cloud, &second).await;
@@ -330,12 +340,7 @@ async fn killed_leader_is_replaced_by_exactly_one_standby_within_the_lease_durat
     assert_ne!(third, first, "a stopped replica came back");
     wait_acting(&cloud, &third).await;
 
-    replicas
-        .get_mut(&third)
-        .expect("leader")
-        .stop()
-        .await
-        .expect("clean stop");
+    stop_replica(&mut replicas, &third).await;
 
     // Exactly one leader at a time: the call log splits into one run per leader, in order.
     let calls = cloud.calls();
@@ -354,13 +359,7 @@ async fn killed_leader_is_replaced_by_exactly_one_standby_within_the_lease_durat
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_run_future_stops_the_replica_so_leaders_never_overlap() {
     let (env, cloud) = cluster(2).await;
-    let graceful = Duration::from_secs(2);
-    let mut a = Replica::start(&env, &cloud, "a", FAST, false, graceful);
-    let (first, _) = wait_new_holder(&env, None, Duration::from_secs(20)).await;
-    assert_eq!(first, "a");
-    wait_acting(&cloud, "a").await;
-    let mut b = Replica::start(&env, &cloud, "b", FAST, false, graceful);
-    tokio::time::sleep(FAST.retry * 3).await;
+    let (mut a, mut b) = leader_and_standby(&env, &cloud, FAST, false).await;
 
     a.drop_future();
     let bound = takeover_bound(FAST);
@@ -387,14 +386,7 @@ async fn graceful_stop_releases_the_lease_and_the_standby_leads_within_a_retry_p
         retry: Duration::from_millis(200),
     };
     let (env, cloud) = cluster(2).await;
-    let graceful = Duration::from_secs(2);
-    let mut a = Replica::start(&env, &cloud, "a", t, true, graceful);
-    let (first, _) = wait_new_holder(&env, None, Duration::from_secs(20)).await;
-    assert_eq!(first, "a");
-    wait_acting(&cloud, "a").await;
-    let mut b = Replica::start(&env, &cloud, "b", t, true, graceful);
-    // b must have seen a's lease as valid before a goes, or it could win on its first try.
-    tokio::time::sleep(t.retry * 3).await;
+    let (mut a, mut b) = leader_and_standby(&env, &cloud, t, true).await;
 
     a.stop().await.expect("clean stop");
     let (second, took) = wait_new_holder(&env, Some("a"), t.lease).await;
@@ -418,13 +410,18 @@ async fn graceful_stop_releases_the_lease_and_the_standby_leads_within_a_retry_p
     assert_eq!(runs(&cloud.calls()), vec!["a".to_string(), "b".to_string()]);
 }
 
-fn lb_service() -> Service {
-    serde_json::from_value(json!({
+/// Creates Service default/web of type LoadBalancer; returns the Services API.
+async fn create_lb_service(env: &TestEnv) -> Api<Service> {
+    let services: Api<Service> = Api::namespaced(env.client(), "default");
+    let svc: Service = serde_json::from_value(json!({
         "metadata": { "name": "web", "namespace": "default" },
         "spec": { "type": "LoadBalancer", "selector": { "app": "web" },
                   "ports": [{ "port": 80, "protocol": "TCP" }] }
     }))
-    .expect("service")
+    .expect("service");
+    let created = services.create(&PostParams::default(), &svc).await;
+    created.expect("create service");
+    services
 }
 
 fn ingress(svc: &Service) -> bool {
@@ -439,13 +436,16 @@ fn ingress(svc: &Service) -> bool {
 async fn graceful_shutdown_finishes_an_in_flight_reconcile_then_releases_the_lease() {
     let (env, cloud) = cluster(1).await;
     let held = cloud.hold(Method::EnsureLoadBalancer);
-    let mut a = Replica::start(&env, &cloud, "a", FAST, true, Duration::from_secs(10));
+    let mut a = Replica::start(
+        env.config(),
+        &cloud,
+        "a",
+        FAST,
+        true,
+        Duration::from_secs(10),
+    );
     wait_new_holder(&env, None, Duration::from_secs(20)).await;
-    let services: Api<Service> = Api::namespaced(env.client(), "default");
-    services
-        .create(&PostParams::default(), &lb_service())
-        .await
-        .expect("create service");
+    let services = create_lb_service(&env).await;
     held.wait_for_calls(1).await;
 
     a.stop.cancel();
@@ -474,13 +474,9 @@ async fn graceful_shutdown_abandons_a_stuck_reconcile_at_the_deadline_and_it_nev
     let (env, cloud) = cluster(1).await;
     let held = cloud.hold(Method::EnsureLoadBalancer);
     let deadline = Duration::from_millis(500);
-    let mut a = Replica::start(&env, &cloud, "a", FAST, true, deadline);
+    let mut a = Replica::start(env.config(), &cloud, "a", FAST, true, deadline);
     wait_new_holder(&env, None, Duration::from_secs(20)).await;
-    let services: Api<Service> = Api::namespaced(env.client(), "default");
-    services
-        .create(&PostParams::default(), &lb_service())
-        .await
-        .expect("create service");
+    let services = create_lb_service(&env).await;
     held.wait_for_calls(1).await;
 
     let started = Instant::now();
@@ -515,17 +511,13 @@ async fn a_partitioned_leader_drops_its_in_flight_reconcile_before_run_returns()
     let partition = Partition::start(&env).await;
     // A long drain deadline: draining would keep A's reconcile alive past the takeover.
     let graceful = Duration::from_secs(30);
-    let mut a = Replica::start_via(partition.config(&env), &cloud, "a", FAST, true, graceful);
+    let mut a = Replica::start(partition.config(&env), &cloud, "a", FAST, true, graceful);
     let (first, _) = wait_new_holder(&env, None, Duration::from_secs(20)).await;
     assert_eq!(first, "a");
-    let services: Api<Service> = Api::namespaced(env.client(), "default");
-    services
-        .create(&PostParams::default(), &lb_service())
-        .await
-        .expect("create service");
+    create_lb_service(&env).await;
     // A's reconcile is now in flight, parked inside the cloud call.
     held.wait_for_calls(1).await;
-    let mut b = Replica::start(&env, &cloud, "b", FAST, true, graceful);
+    let mut b = Replica::start(env.config(), &cloud, "b", FAST, true, graceful);
     tokio::time::sleep(FAST.retry * 3).await;
 
     // A can no longer renew; its Lease expires and B takes it.

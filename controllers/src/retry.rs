@@ -5,6 +5,10 @@
 use std::future::Future;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Node;
+use kube::Api;
+use kube::api::{GetParams, Patch, PatchParams};
+
 /// How often and how far apart a conflicting write is retried (client-go `wait.Backoff` with a
 /// factor of 1: a constant base delay plus up to `jitter × base` of random extra).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -71,6 +75,36 @@ where
             Err(err) => return Err(err),
         }
     }
+}
+
+/// Patches Node `name` as upstream's taint and label helpers do: `change` sees the Node (from the
+/// API server's cache on the first try, a fresh read on retries) and returns the strategic-merge
+/// patch to send, or `None` when nothing is to change; conflicts are retried with
+/// [`UPDATE_TAINT_BACKOFF`].
+pub async fn patch_node_on_conflict(
+    api: &Api<Node>,
+    name: &str,
+    change: impl Fn(&Node) -> Option<serde_json::Value>,
+) -> Result<(), kube::Error> {
+    let mut first_try = true;
+    retry_on_conflict(UPDATE_TAINT_BACKOFF, is_conflict, || {
+        let params = if std::mem::take(&mut first_try) {
+            GetParams::any()
+        } else {
+            GetParams::default()
+        };
+        let change = &change;
+        async move {
+            let node = api.get_with(name, &params).await?;
+            let Some(patch) = change(&node) else {
+                return Ok(());
+            };
+            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
+                .await
+                .map(drop)
+        }
+    })
+    .await
 }
 
 /// Whether a kube error is an HTTP 409 Conflict, the only error `retry_on_conflict` retries.

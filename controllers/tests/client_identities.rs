@@ -7,13 +7,15 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions};
+use cloud_controllers::app::{AppError, CloudControllerManager, CloudManagerOptions};
+use cloud_controllers::cloud::CloudProvider;
 use cloud_controllers::cloud::fake::FakeCloud;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;
 use kube_testenv::{RequestRecord, TestEnv};
 use serde_json::json;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const NAME: &str = "ccm-test";
@@ -26,28 +28,40 @@ instances:
 loadBalancerPool: {cidr: 203.0.113.0/29}
 "#;
 
-async fn seed(env: &TestEnv) {
+/// Runs the manager on `cloud` against `env` until the token is cancelled.
+fn start(
+    env: &TestEnv,
+    options: CloudManagerOptions,
+    cloud: Arc<dyn CloudProvider>,
+) -> (CancellationToken, JoinHandle<Result<(), AppError>>) {
+    let stop = CancellationToken::new();
+    let manager = CloudControllerManager::new(NAME, options).with_cloud(cloud);
+    let manager = manager.with_client_config(env.config()).without_telemetry();
+    (stop.clone(), tokio::spawn(manager.run(stop)))
+}
+
+/// A cluster with node-1 and Service web, and the request log cleared.
+async fn seeded() -> TestEnv {
+    let env = TestEnv::start().await.unwrap();
     let node = json!({
         "metadata": {"name": "node-1"},
         "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"], "taints": [
             {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"}
         ]}
     });
+    let node: Node = serde_json::from_value(node).unwrap();
     Api::<Node>::all(env.client())
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(node).unwrap(),
-        )
+        .create(&PostParams::default(), &node)
         .await
         .unwrap();
     let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
+    let svc: Service = serde_json::from_value(svc).unwrap();
     Api::<Service>::namespaced(env.client(), "default")
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(svc).unwrap(),
-        )
+        .create(&PostParams::default(), &svc)
         .await
         .unwrap();
+    env.clear_requests();
+    env
 }
 
 /// Runs the stock controllers until the Node is initialized, its route reported and the
@@ -62,13 +76,7 @@ async fn converge(env: &TestEnv, extra_args: &[&str]) {
     args.extend_from_slice(extra_args);
     let options = CloudManagerOptions::from_args(args).unwrap();
     let cloud = FakeCloud::from_config(CLOUD.as_bytes()).unwrap();
-    let stop = CancellationToken::new();
-    let run = CloudControllerManager::new(NAME, options)
-        .with_cloud(Arc::new(cloud))
-        .with_client_config(env.config())
-        .without_telemetry()
-        .run(stop.clone());
-    let task = tokio::spawn(run);
+    let (stop, task) = start(env, options, Arc::new(cloud));
 
     let nodes: Api<Node> = Api::all(env.client());
     let routed = |n: Option<&Node>| {
@@ -102,18 +110,25 @@ async fn converge(env: &TestEnv, extra_args: &[&str]) {
     task.await.unwrap().unwrap();
 }
 
+/// The successful requests of `verb` on `resource` (`resource/subresource` for a subresource).
+fn requests_to<'a>(
+    log: &'a [RequestRecord],
+    verb: &'a str,
+    resource: &'a str,
+) -> impl Iterator<Item = &'a RequestRecord> {
+    log.iter().filter(move |r| {
+        let res = match &r.subresource {
+            Some(sub) => format!("{}/{sub}", r.resource),
+            None => r.resource.clone(),
+        };
+        r.verb == verb && res == resource && r.status < 400
+    })
+}
+
 /// (verb, resource/subresource) → user agents that made such a request.
 fn agents_of(log: &[RequestRecord], verb: &str, resource: &str) -> BTreeSet<String> {
-    log.iter()
-        .filter(|r| {
-            let res = match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
-            };
-            r.verb == verb && res == resource && r.status < 400
-        })
-        .filter_map(|r| r.user_agent.clone())
-        .collect()
+    let requests = requests_to(log, verb, resource);
+    requests.filter_map(|r| r.user_agent.clone()).collect()
 }
 
 fn set(items: &[&str]) -> BTreeSet<String> {
@@ -122,9 +137,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn each_controller_writes_under_its_own_user_agent() {
-    let env = TestEnv::start().await.unwrap();
-    seed(&env).await;
-    env.clear_requests();
+    let env = seeded().await;
     converge(&env, &[]).await;
     let log = env.requests();
 
@@ -170,14 +183,7 @@ async fn each_controller_writes_under_its_own_user_agent() {
 
 /// (verb, resource/subresource) → authenticated users that made such a request.
 fn users_of(log: &[RequestRecord], verb: &str, resource: &str) -> BTreeSet<String> {
-    log.iter()
-        .filter(|r| {
-            let res = match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
-            };
-            r.verb == verb && res == resource && r.status < 400
-        })
+    requests_to(log, verb, resource)
         .map(|r| r.user.clone())
         .collect()
 }
@@ -188,9 +194,7 @@ fn sa(name: &str) -> String {
 
 #[tokio::test]
 async fn without_service_account_credentials_everything_is_one_identity() {
-    let env = TestEnv::start().await.unwrap();
-    seed(&env).await;
-    env.clear_requests();
+    let env = seeded().await;
     converge(&env, &[]).await;
     let users: BTreeSet<String> = env.requests().into_iter().map(|r| r.user).collect();
     assert_eq!(users.len(), 1, "{users:?}");
@@ -198,9 +202,7 @@ async fn without_service_account_credentials_everything_is_one_identity() {
 
 #[tokio::test]
 async fn with_service_account_credentials_each_controller_is_its_service_account() {
-    let env = TestEnv::start().await.unwrap();
-    seed(&env).await;
-    env.clear_requests();
+    let env = seeded().await;
     converge(&env, &["--use-service-account-credentials"]).await;
     let log = env.requests();
     let root = log
@@ -255,7 +257,7 @@ async fn with_service_account_credentials_each_controller_is_its_service_account
 struct ProviderWithItsOwnController;
 
 #[async_trait::async_trait]
-impl cloud_controllers::cloud::CloudProvider for ProviderWithItsOwnController {
+impl CloudProvider for ProviderWithItsOwnController {
     async fn initialize(
         &self,
         ctx: cloud_controllers::cloud::InitializeContext,
@@ -290,13 +292,7 @@ async fn a_providers_own_controllers_get_their_own_identity() {
         "--use-service-account-credentials",
     ])
     .unwrap();
-    let stop = CancellationToken::new();
-    let run = CloudControllerManager::new(NAME, options)
-        .with_cloud(Arc::new(ProviderWithItsOwnController))
-        .with_client_config(env.config())
-        .without_telemetry()
-        .run(stop.clone());
-    let task = tokio::spawn(run);
+    let (stop, task) = start(&env, options, Arc::new(ProviderWithItsOwnController));
     let read = || {
         env.requests()
             .into_iter()

@@ -12,6 +12,7 @@ use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::manager::{ControllerSelection, Manager, ManagerConfig, ManagerError};
 use kube_testenv::TestEnv;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
@@ -55,6 +56,13 @@ fn upstream_names_and_aliases_are_registered_and_all_on_by_default() {
     assert!(cloud_initializers().check().is_ok());
 }
 
+/// Cancels `stop`; the manager task `run` must then return `Ok` within 20 s.
+async fn shut_down(stop: &CancellationToken, run: JoinHandle<Result<(), ManagerError>>) {
+    stop.cancel();
+    let stopped = tokio::time::timeout(Duration::from_secs(20), run).await;
+    stopped.unwrap().unwrap().unwrap();
+}
+
 #[tokio::test]
 async fn controllers_without_their_facet_are_not_started() {
     let env = TestEnv::start().await.unwrap();
@@ -75,12 +83,7 @@ async fn controllers_without_their_facet_are_not_started() {
         "no controller started, so nothing is watched: {:?}",
         env.requests()
     );
-    stop.cancel();
-    tokio::time::timeout(Duration::from_secs(20), run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run).await;
 }
 
 #[tokio::test]
@@ -109,10 +112,5 @@ async fn route_controller_without_cluster_cidr_stops_start_up_with_what_to_set()
     let stop = CancellationToken::new();
     let run = tokio::spawn(manager.run(stop.clone()));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    stop.cancel();
-    tokio::time::timeout(Duration::from_secs(20), run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run).await;
 }

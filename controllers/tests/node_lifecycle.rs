@@ -9,13 +9,11 @@ mod node_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Taint;
+use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use cloud_controllers::cloud::fake::{
-    Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method,
-};
+use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::node_lifecycle::{
     DeletionGuard, NodeLifecycleController, SHUTDOWN_TAINT_KEY, shutdown_taint,
@@ -25,6 +23,10 @@ use node_support::*;
 const TWO_TICKS: DeletionGuard = DeletionGuard {
     missing_checks: 2,
     grace_period: Duration::ZERO,
+};
+const ONE_TICK: DeletionGuard = DeletionGuard {
+    missing_checks: 1,
+    ..TWO_TICKS
 };
 
 fn controller(
@@ -45,11 +47,16 @@ fn controller(
 }
 
 fn cloud_with(names: &[&str]) -> FakeCloud {
-    let mut b = FakeCloud::builder();
-    for n in names {
-        b = b.instance(FakeInstance::new(*n));
-    }
-    b.build().unwrap()
+    fake(names.iter().map(|n| FakeInstance::new(*n)))
+}
+
+/// An initialized Node backed by the fake cloud's instance `name`, its Ready condition `ready`.
+fn cloud_node(name: &str, ready: &str) -> Node {
+    with_ready(initialized_node(name, &format!("fake://{name}")), ready)
+}
+
+fn set_state(cloud: &FakeCloud, name: &str, state: InstanceState) {
+    cloud.set_instance_state(name, state).unwrap();
 }
 
 async fn tick(cluster: &Cluster, c: &NodeLifecycleController) {
@@ -61,22 +68,10 @@ async fn tick(cluster: &Cluster, c: &NodeLifecycleController) {
 async fn gone_instance_is_deleted_after_the_grace_period() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1", "node-2"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
-    cluster
-        .create(with_ready(
-            initialized_node("node-2", "fake://node-2"),
-            "Unknown",
-        ))
-        .await;
+    cluster.create(cloud_node("node-1", "False")).await;
+    cluster.create(cloud_node("node-2", "Unknown")).await;
     let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
-    cloud
-        .set_instance_state("node-1", InstanceState::Gone)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Gone);
 
     tick(&cluster, &c).await;
     assert!(
@@ -105,12 +100,7 @@ async fn gone_instance_is_deleted_after_the_grace_period() {
 async fn grace_period_holds_back_deletion() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
+    cluster.create(cloud_node("node-1", "False")).await;
     let guard = DeletionGuard {
         missing_checks: 1,
         grace_period: Duration::from_secs(3600),
@@ -135,19 +125,13 @@ async fn uninitialized_node_is_guarded_too_and_a_blip_resets_the_count() {
     let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
 
     // An eventually consistent cloud briefly misses the fresh instance...
-    cloud
-        .set_instance_state("node-1", InstanceState::Gone)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Gone);
     tick(&cluster, &c).await;
     // ...then sees it again...
-    cloud
-        .set_instance_state("node-1", InstanceState::Running)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Running);
     tick(&cluster, &c).await;
     // ...and misses it once more: still only one consecutive answer.
-    cloud
-        .set_instance_state("node-1", InstanceState::Gone)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Gone);
     tick(&cluster, &c).await;
     assert!(cluster.get_opt("node-1").await.is_some());
     assert!(events.reasons().is_empty());
@@ -162,18 +146,13 @@ async fn uninitialized_node_is_guarded_too_and_a_blip_resets_the_count() {
 async fn ready_node_loses_shutdown_taint_and_is_never_deleted() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1", "node-2"]);
-    let mut tainted = with_ready(initialized_node("node-1", "fake://node-1"), "True");
+    let mut tainted = cloud_node("node-1", "True");
     tainted.spec.as_mut().unwrap().taints = Some(vec![
         shutdown_taint(),
         taint("example.com/keep", "NoExecute"),
     ]);
     cluster.create(tainted).await;
-    cluster
-        .create(with_ready(
-            initialized_node("node-2", "fake://node-2"),
-            "True",
-        ))
-        .await;
+    cluster.create(cloud_node("node-2", "True")).await;
     cloud.remove_instance("node-1");
     let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
     cluster.refresh().await;
@@ -202,25 +181,16 @@ async fn ready_node_loses_shutdown_taint_and_is_never_deleted() {
 async fn shutdown_instance_gets_taint() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1", "node-2"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
+    cluster.create(cloud_node("node-1", "False")).await;
     // A same key+effect taint with a value is replaced by the upstream one.
-    let mut odd = with_ready(initialized_node("node-2", "fake://node-2"), "Unknown");
+    let mut odd = cloud_node("node-2", "Unknown");
     odd.spec.as_mut().unwrap().taints = Some(vec![Taint {
         value: Some("manual".into()),
         ..shutdown_taint()
     }]);
     cluster.create(odd).await;
-    cloud
-        .set_instance_state("node-1", InstanceState::Shutdown)
-        .unwrap();
-    cloud
-        .set_instance_state("node-2", InstanceState::Shutdown)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Shutdown);
+    set_state(&cloud, "node-2", InstanceState::Shutdown);
     let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
 
     tick(&cluster, &c).await;
@@ -236,9 +206,7 @@ async fn shutdown_instance_gets_taint() {
     assert!(cluster.node_writes().is_empty());
 
     // Running again but still NotReady: the taint stays until the Node is Ready.
-    cloud
-        .set_instance_state("node-1", InstanceState::Running)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Running);
     tick(&cluster, &c).await;
     assert_eq!(taints(&cluster.get("node-1").await), vec![shutdown_taint()]);
     cluster
@@ -262,15 +230,8 @@ async fn shutdown_instance_gets_taint() {
 async fn taint_write_retries_conflicts_five_times() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
-    cloud
-        .set_instance_state("node-1", InstanceState::Shutdown)
-        .unwrap();
+    cluster.create(cloud_node("node-1", "False")).await;
+    set_state(&cloud, "node-1", InstanceState::Shutdown);
     let (c, _) = controller(&cluster, &cloud, TWO_TICKS);
     cluster.refresh().await;
 
@@ -297,15 +258,8 @@ async fn taint_write_retries_conflicts_five_times() {
 async fn cloud_errors_skip_the_node() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
-    cloud
-        .set_instance_state("node-1", InstanceState::Gone)
-        .unwrap();
+    cluster.create(cloud_node("node-1", "False")).await;
+    set_state(&cloud, "node-1", InstanceState::Gone);
     let (c, events) = controller(&cluster, &cloud, TWO_TICKS);
     cloud.fail(Method::InstanceExists, FaultSpec::other("cloud API down"));
     for _ in 0..3 {
@@ -317,9 +271,7 @@ async fn cloud_errors_skip_the_node() {
 
     // Shutdown check failing: no taint.
     cloud.clear_faults();
-    cloud
-        .set_instance_state("node-1", InstanceState::Shutdown)
-        .unwrap();
+    set_state(&cloud, "node-1", InstanceState::Shutdown);
     cloud.fail(Method::InstanceShutdown, FaultSpec::other("flaky"));
     tick(&cluster, &c).await;
     assert!(taints(&cluster.get("node-1").await).is_empty());
@@ -329,18 +281,9 @@ async fn cloud_errors_skip_the_node() {
 async fn failed_delete_is_reported() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1"]);
-    cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
+    cluster.create(cloud_node("node-1", "False")).await;
     cloud.remove_instance("node-1");
-    let guard = DeletionGuard {
-        missing_checks: 1,
-        grace_period: Duration::ZERO,
-    };
-    let (c, events) = controller(&cluster, &cloud, guard);
+    let (c, events) = controller(&cluster, &cloud, ONE_TICK);
     cluster.refresh().await;
     // The only API request of this tick is the DELETE.
     cluster.env.faults().fail_next(1, 500, None);
@@ -358,18 +301,9 @@ async fn failed_delete_is_reported() {
 async fn node_recreated_under_the_same_name_is_not_deleted() {
     let cluster = Cluster::start().await;
     let cloud = cloud_with(&["node-1"]);
-    let old = cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
+    let old = cluster.create(cloud_node("node-1", "False")).await;
     cloud.remove_instance("node-1");
-    let guard = DeletionGuard {
-        missing_checks: 1,
-        grace_period: Duration::ZERO,
-    };
-    let (c, events) = controller(&cluster, &cloud, guard);
+    let (c, events) = controller(&cluster, &cloud, ONE_TICK);
     // The cache still has the old Node; the API already has a new one with a new UID.
     cluster.lister.insert(old);
     cluster
@@ -377,12 +311,7 @@ async fn node_recreated_under_the_same_name_is_not_deleted() {
         .delete("node-1", &Default::default())
         .await
         .unwrap();
-    let new = cluster
-        .create(with_ready(
-            initialized_node("node-1", "fake://node-1"),
-            "False",
-        ))
-        .await;
+    let new = cluster.create(cloud_node("node-1", "False")).await;
     c.monitor_nodes().await;
     let still = cluster.get("node-1").await;
     assert_eq!(
@@ -395,15 +324,7 @@ async fn node_recreated_under_the_same_name_is_not_deleted() {
 #[tokio::test]
 async fn legacy_instances_path_deletes_by_provider_id() {
     let cluster = Cluster::start().await;
-    let facets = Facets {
-        instances_v2: false,
-        ..Facets::all()
-    };
-    let cloud = FakeCloud::builder()
-        .facets(facets)
-        .instance(FakeInstance::new("node-1"))
-        .build()
-        .unwrap();
+    let cloud = legacy_fake([FakeInstance::new("node-1")]);
     // No provider ID on the Node: the lookup by name says "not found" once the instance is gone.
     cluster
         .create(with_ready(kubelet_node("node-1"), "False"))
@@ -432,8 +353,7 @@ async fn cloud_calls_per_tick_follow_the_not_ready_nodes_only() {
     let cloud = cloud_with(&refs);
     for (i, name) in names.iter().enumerate() {
         let ready = if i % 8 == 0 { "False" } else { "True" };
-        let node = initialized_node(name, &format!("fake://{name}"));
-        cluster.create(with_ready(node, ready)).await;
+        cluster.create(cloud_node(name, ready)).await;
     }
     let (c, _events) = controller(&cluster, &cloud, TWO_TICKS);
     tick(&cluster, &c).await;

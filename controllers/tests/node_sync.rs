@@ -6,7 +6,7 @@ mod node_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
@@ -36,7 +36,25 @@ fn instance() -> FakeInstance {
         .label("node.kubernetes.io/sneaky", "x")
 }
 
+/// The addresses of a synced node-1: `internal` first, the instance's ExternalIP, kubelet's
+/// hostname.
+fn synced_addresses(internal: &str) -> Vec<NodeAddress> {
+    let external = addr("ExternalIP", "203.0.113.1");
+    vec![
+        addr("InternalIP", internal),
+        external,
+        addr("Hostname", "kubelet-host"),
+    ]
+}
+
 fn controller(
+    cluster: &Cluster,
+    cloud: &FakeCloud,
+) -> (NodeController, RecordedEvents, NodeMetrics) {
+    controller_with(cluster, Arc::new(cloud.clone()), cluster.lister.clone())
+}
+
+fn controller_with(
     cluster: &Cluster,
     cloud: Arc<dyn CloudProvider>,
     lister: Arc<dyn NodeLister>,
@@ -54,23 +72,21 @@ fn controller(
     (c, events, metrics)
 }
 
-fn fake(instances: Vec<FakeInstance>) -> FakeCloud {
-    let mut b = FakeCloud::builder();
-    for i in instances {
-        b = b.instance(i);
-    }
-    b.build().expect("valid fake cloud")
+/// A cluster with node-1 as kubelet registers it, in the API and the cache, and the request log
+/// cleared.
+async fn registered() -> Cluster {
+    let cluster = Cluster::start().await;
+    cluster.create(kubelet_node("node-1")).await;
+    cluster.refresh().await;
+    cluster.env.clear_requests();
+    cluster
 }
 
 #[tokio::test]
 async fn initializes_node_end_to_end() {
-    let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
-    let (c, events, metrics) =
-        controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cluster = registered().await;
+    let cloud = fake([instance()]);
+    let (c, events, metrics) = controller(&cluster, &cloud);
 
     c.sync_node("node-1").await.expect("sync succeeds");
 
@@ -86,14 +102,7 @@ async fn initializes_node_end_to_end() {
     assert_eq!(l["pool.example.com/name"], "blue");
     assert!(!l.contains_key("node.kubernetes.io/sneaky"));
     assert_eq!(taints(&node), vec![taint("example.com/keep", "NoExecute")]);
-    assert_eq!(
-        addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.1"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ]
-    );
+    assert_eq!(addresses(&node), synced_addresses("10.0.0.1"));
     assert_eq!(events.reasons(), vec!["Synced"]);
     assert_eq!(events.all()[0].object, "node-1");
     assert_eq!(cluster.node_writes(), vec!["update", "patch status"]);
@@ -107,8 +116,8 @@ async fn initializes_node_end_to_end() {
 #[tokio::test]
 async fn missing_node_is_done() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cloud = fake([instance()]);
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("nope")
         .await
         .expect("missing node is not an error");
@@ -120,7 +129,7 @@ async fn missing_node_is_done() {
 #[tokio::test]
 async fn initialized_node_gets_ga_labels_only() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     let node = with_label(
         with_label(
             initialized_node("node-1", "fake://node-1"),
@@ -134,7 +143,7 @@ async fn initialized_node_gets_ga_labels_only() {
     cluster.create(node).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
 
     c.sync_node("node-1").await.expect("sync succeeds");
 
@@ -157,13 +166,10 @@ async fn initialized_node_gets_ga_labels_only() {
 
 #[tokio::test]
 async fn nil_metadata_leaves_taint() {
-    let cluster = Cluster::start().await;
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
+    let cluster = registered().await;
     // A pending instance has no metadata yet (InstancesV2 answers `None`).
-    let cloud = fake(vec![instance().state(InstanceState::Pending)]);
-    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
+    let cloud = fake([instance().state(InstanceState::Pending)]);
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1")
         .await
         .expect("nil metadata is not an error");
@@ -173,16 +179,13 @@ async fn nil_metadata_leaves_taint() {
 
 #[tokio::test]
 async fn node_that_never_gets_a_provider_id_keeps_taint() {
-    let cluster = Cluster::start().await;
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
+    let cluster = registered().await;
     // A cloud whose metadata carries no provider ID (not re-validated by the fake).
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     cloud
         .update_instance("node-1", |i| i.provider_id.clear())
         .expect("node-1 exists");
-    let (c, events, _) = controller(&cluster, Arc::new(cloud), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     for _ in 0..3 {
         let err = c.sync_node("node-1").await.expect_err("no provider ID");
         assert!(
@@ -203,7 +206,7 @@ async fn node_that_never_gets_a_provider_id_keeps_taint() {
 #[tokio::test]
 async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance().internal_ip("10.0.0.2")]);
+    let cloud = fake([instance().internal_ip("10.0.0.2")]);
     cluster
         .create(with_annotation(
             kubelet_node("node-1"),
@@ -213,7 +216,7 @@ async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
         .await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, _, _) = controller(&cluster, &cloud);
 
     let err = c
         .sync_node("node-1")
@@ -242,14 +245,7 @@ async fn invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses() {
     cluster.refresh().await;
     c.sync_node("node-1").await.expect("sync succeeds");
     let node = cluster.get("node-1").await;
-    assert_eq!(
-        addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.2"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ]
-    );
+    assert_eq!(addresses(&node), synced_addresses("10.0.0.2"));
 }
 
 /// A cache that serves a stale copy first, as an informer that has not yet seen the latest
@@ -278,7 +274,7 @@ impl NodeLister for StaleThenFresh {
 #[tokio::test]
 async fn conflict_is_retried_with_a_fresh_cache_read() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     let stale = cluster.create(kubelet_node("node-1")).await;
     // Someone else writes the Node after our cache saw it.
     let fresh = cluster
@@ -296,7 +292,7 @@ async fn conflict_is_retried_with_a_fresh_cache_read() {
         calls: Default::default(),
     });
     cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), lister.clone());
+    let (c, events, _) = controller_with(&cluster, Arc::new(cloud.clone()), lister.clone());
 
     c.sync_node("node-1").await.expect("conflict retried");
 
@@ -325,7 +321,7 @@ async fn conflict_is_retried_with_a_fresh_cache_read() {
 #[tokio::test]
 async fn node_deleted_mid_sync_ends_quietly() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
+    let cloud = fake([instance()]);
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
     // Deleted in the API; the cache has not caught up yet.
@@ -334,7 +330,7 @@ async fn node_deleted_mid_sync_ends_quietly() {
         .delete("node-1", &DeleteParams::default())
         .await
         .unwrap();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1").await.expect("deleted node is done");
     assert!(events.reasons().is_empty());
     assert!(cluster.get_opt("node-1").await.is_none());
@@ -342,12 +338,9 @@ async fn node_deleted_mid_sync_ends_quietly() {
 
 #[tokio::test]
 async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
-    let cluster = Cluster::start().await;
-    let cloud = fake(vec![instance()]);
-    cluster.create(kubelet_node("node-1")).await;
-    cluster.refresh().await;
-    cluster.env.clear_requests();
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let cluster = registered().await;
+    let cloud = fake([instance()]);
+    let (c, events, _) = controller(&cluster, &cloud);
 
     cloud.fail(
         Method::InstanceMetadata,
@@ -378,18 +371,10 @@ async fn cloud_errors_keep_the_taint_and_carry_retry_after() {
 #[tokio::test]
 async fn legacy_instances_and_zones_path() {
     let cluster = Cluster::start().await;
-    let facets = Facets {
-        instances_v2: false,
-        ..Facets::all()
-    };
-    let cloud = FakeCloud::builder()
-        .facets(facets)
-        .instance(instance())
-        .build()
-        .unwrap();
+    let cloud = legacy_fake([instance()]);
     cluster.create(kubelet_node("node-1")).await;
     cluster.refresh().await;
-    let (c, events, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, events, _) = controller(&cluster, &cloud);
     c.sync_node("node-1").await.expect("sync succeeds");
     let node = cluster.get("node-1").await;
     assert_eq!(provider_id(&node).as_deref(), Some("fake://node-1"));
@@ -403,7 +388,7 @@ async fn legacy_instances_and_zones_path() {
 #[tokio::test]
 async fn periodic_refresh_updates_addresses() {
     let cluster = Cluster::start().await;
-    let cloud = fake(vec![
+    let cloud = fake([
         instance(),
         FakeInstance::new("node-2").internal_ip("10.0.0.2"),
     ]);
@@ -418,18 +403,14 @@ async fn periodic_refresh_updates_addresses() {
     cluster.create(kubelet_node("node-2")).await;
     cluster.refresh().await;
     cluster.env.clear_requests();
-    let (c, _, _) = controller(&cluster, Arc::new(cloud.clone()), cluster.lister.clone());
+    let (c, _, _) = controller(&cluster, &cloud);
 
     c.update_node_status(2).await;
 
     let node = cluster.get("node-1").await;
     assert_eq!(
         addresses(&node),
-        vec![
-            addr("InternalIP", "10.0.0.1"),
-            addr("ExternalIP", "203.0.113.1"),
-            addr("Hostname", "kubelet-host"),
-        ],
+        synced_addresses("10.0.0.1"),
         "the whole list is replaced, not merged"
     );
     assert_eq!(cluster.node_writes(), vec!["patch status"]);
@@ -461,14 +442,12 @@ async fn periodic_refresh_updates_addresses() {
 #[tokio::test]
 async fn controllers_refuse_a_cloud_without_instances() {
     let cluster = Cluster::start().await;
-    let cloud = FakeCloud::builder()
-        .facets(Facets {
-            instances_v2: false,
-            instances: false,
-            ..Facets::all()
-        })
-        .build()
-        .unwrap();
+    let no_instances = Facets {
+        instances_v2: false,
+        instances: false,
+        ..Facets::all()
+    };
+    let cloud = fake_with(no_instances, []);
     let err = NodeController::new(
         Arc::new(cloud.clone()),
         cluster.api.clone(),

@@ -119,6 +119,14 @@ impl Harness {
             .find(|c| c.type_ == "NetworkUnavailable")
     }
 
+    /// Asserts that `name` has a NetworkUnavailable condition with `status` and `reason`.
+    async fn assert_condition(&self, name: &str, status: &str, reason: &str) -> NodeCondition {
+        let c = self.condition(name).await.expect("condition written");
+        let got = (c.status.as_str(), c.reason.as_deref());
+        assert_eq!(got, (status, Some(reason)), "{name}");
+        c
+    }
+
     fn node_status_patches(&self) -> usize {
         self.env
             .requests()
@@ -182,12 +190,7 @@ async fn creates_dual_stack_routes_and_reports_route_created() {
         "node UID is the name hint"
     );
     for n in ["n1", "n2"] {
-        let c = h.condition(n).await.expect("condition written");
-        assert_eq!(
-            (c.status.as_str(), c.reason.as_deref()),
-            ("False", Some("RouteCreated")),
-            "{n}"
-        );
+        let c = h.assert_condition(n, "False", "RouteCreated").await;
         assert_eq!(
             c.message.as_deref(),
             Some("RouteController created a route")
@@ -249,11 +252,7 @@ async fn failed_create_emits_event_and_marks_network_unavailable() {
         "{}",
         events[0].message
     );
-    let c = h.condition("n1").await.unwrap();
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_deref()),
-        ("True", Some("NoRouteCreated"))
-    );
+    let c = h.assert_condition("n1", "True", "NoRouteCreated").await;
     assert_eq!(
         c.message.as_deref(),
         Some("RouteController failed to create a route")
@@ -263,11 +262,7 @@ async fn failed_create_emits_event_and_marks_network_unavailable() {
 
     h.cloud.clear_faults();
     h.pass().await;
-    let c = h.condition("n1").await.unwrap();
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_deref()),
-        ("False", Some("RouteCreated"))
-    );
+    h.assert_condition("n1", "False", "RouteCreated").await;
 }
 
 #[tokio::test]
@@ -283,11 +278,7 @@ async fn cni_condition_with_another_reason_is_overwritten() {
         .await
         .unwrap();
     h.pass().await;
-    let c = h.condition("n1").await.unwrap();
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_deref()),
-        ("False", Some("RouteCreated"))
-    );
+    h.assert_condition("n1", "False", "RouteCreated").await;
 }
 
 #[tokio::test]
@@ -298,11 +289,7 @@ async fn nodes_without_pod_cidrs() {
     h.cloud.add_route(CLUSTER, route("n3", "10.244.3.0/24"));
     h.pass().await;
     assert!(h.cidrs().is_empty());
-    let c = h.condition("n3").await.unwrap();
-    assert_eq!(
-        (c.status.as_str(), c.reason.as_deref()),
-        ("True", Some("NoRouteCreated"))
-    );
+    h.assert_condition("n3", "True", "NoRouteCreated").await;
     assert!(h.condition("n4").await.is_none());
 }
 

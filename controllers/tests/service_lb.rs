@@ -14,6 +14,24 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use service_support::*;
 
+/// Deletes Service web through the API.
+async fn delete_web(h: &Harness) {
+    let services = h.services();
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+}
+
+/// Merge-patches Service web through the API.
+async fn merge_web(h: &Harness, patch: &serde_json::Value) {
+    let services = h.services();
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn creates_lb_with_finalizer_first_then_ingress_status() {
     let h = harness(&["n1", "n2"]).await;
@@ -128,10 +146,7 @@ async fn no_eligible_nodes_warns_but_still_ensures() {
 async fn delete_runs_cloud_delete_then_removes_finalizer() {
     let h = harness(&["n1"]).await;
     let old = h.provision().await;
-    h.services()
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    delete_web(&h).await;
     let deleting = h.get("web").await.expect("held by the finalizer");
     assert!(deleting.metadata.deletion_timestamp.is_some());
     assert_eq!(
@@ -164,10 +179,7 @@ async fn delete_runs_cloud_delete_then_removes_finalizer() {
 async fn delete_cloud_errors_keep_the_finalizer() {
     let h = harness(&["n1"]).await;
     h.provision().await;
-    h.services()
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    delete_web(&h).await;
 
     h.cloud.fail(
         Method::GetLoadBalancer,
@@ -210,10 +222,7 @@ async fn type_change_deletes_lb_and_clears_status() {
     let h = harness(&["n1"]).await;
     let old = h.provision().await;
     let patch = json!({"spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP", "nodePort": null}]}});
-    h.services()
-        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .unwrap();
+    merge_web(&h, &patch).await;
     h.cache.refresh(&h.client).await;
     let new = h.cache.get("default", "web").unwrap();
     assert_eq!(
@@ -244,14 +253,8 @@ async fn deleting_service_never_regains_the_finalizer() {
     h.create(&svc).await;
     h.ctl.sync_service(KEY).await.unwrap();
     let remove_ours = json!({"metadata": {"finalizers": ["example.com/hold"]}});
-    h.services()
-        .patch("web", &PatchParams::default(), &Patch::Merge(&remove_ours))
-        .await
-        .unwrap();
-    h.services()
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    merge_web(&h, &remove_ours).await;
+    delete_web(&h).await;
     h.clear();
 
     h.sync().await.unwrap();
@@ -267,10 +270,7 @@ async fn deleting_service_never_regains_the_finalizer() {
 async fn service_deleted_mid_reconcile_cleans_up_from_the_cache() {
     let h = harness(&["n1"]).await;
     h.create(&lb_service("web")).await; // the cache sees it...
-    h.services()
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap(); // ...but it is gone before the controller acts.
+    delete_web(&h).await; // ...but it is gone before the controller acts.
 
     let err = h.ctl.sync_service(KEY).await.unwrap_err();
     assert!(matches!(err, ServiceSyncError::AddFinalizer(_)), "{err}");
@@ -300,14 +300,8 @@ async fn recreated_service_deletes_the_old_load_balancer_first() {
     let old_uid = h.cloud.lb_for(KEY).unwrap().service_uid;
     // Strip the finalizer so delete + create happen before the controller notices.
     let strip = json!({"metadata": {"finalizers": null}});
-    h.services()
-        .patch("web", &PatchParams::default(), &Patch::Merge(&strip))
-        .await
-        .unwrap();
-    h.services()
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap();
+    merge_web(&h, &strip).await;
+    delete_web(&h).await;
     h.services()
         .create(&PostParams::default(), &lb_service("web"))
         .await

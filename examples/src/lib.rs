@@ -8,6 +8,7 @@
 //!   framework alone, wired with the controller builder.
 
 pub mod address_pool;
+pub mod ip_balancer;
 pub mod node_inventory;
 pub mod ready_labeler;
 pub mod static_inventory;

@@ -148,17 +148,10 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     create(&services, load_balancer("web", None)).await;
     create(&services, load_balancer("api", Some("green"))).await;
 
-    let inventory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("inventory.example.yaml");
-    let ccm = Example::start(
-        env!("CARGO_BIN_EXE_metal-ccm"),
+    let ccm = Example::metal_ccm(
         &env,
         &scratch,
-        &[
-            "--cloud-provider=static-inventory",
-            &format!("--cloud-config={}", inventory.display()),
-            "--controllers=*,-route,address-pool",
-            "--secure-port=0",
-        ],
+        &["--controllers=*,-route,address-pool", "--secure-port=0"],
     );
 
     // Auto-assigned from blue (the inventory's static VIPs are not used), and from green by name.

@@ -55,14 +55,10 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
     .unwrap();
     services.create(&PostParams::default(), &svc).await.unwrap();
 
-    let inventory = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("inventory.example.yaml");
-    let ccm = Example::start(
-        env!("CARGO_BIN_EXE_metal-ccm"),
+    let ccm = Example::metal_ccm(
         &env,
         &scratch,
         &[
-            "--cloud-provider=static-inventory",
-            &format!("--cloud-config={}", inventory.display()),
             "--controllers=*,-route,node-inventory",
             "--node-inventory-configmap=kube-system/node-inventory",
             "--node-deletion-grace-period=0s",

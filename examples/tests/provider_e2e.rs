@@ -28,21 +28,11 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
     let services: Api<Service> = Api::namespaced(env.client(), "default");
     let taint = json!({"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true", "effect": "NoSchedule"});
     let node = json!({"metadata": {"name": "n1"}, "spec": {"taints": [taint]}});
-    nodes
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(node).unwrap(),
-        )
-        .await
-        .unwrap();
+    let node: Node = serde_json::from_value(node).unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
     let svc = json!({"metadata": {"name": "web"}, "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}});
-    services
-        .create(
-            &PostParams::default(),
-            &serde_json::from_value(svc).unwrap(),
-        )
-        .await
-        .unwrap();
+    let svc: Service = serde_json::from_value(svc).unwrap();
+    services.create(&PostParams::default(), &svc).await.unwrap();
 
     let config = std::env::temp_dir().join(format!("provider-e2e-{}.yaml", std::process::id()));
     std::fs::write(&config, INVENTORY).unwrap();

@@ -3,6 +3,8 @@
 //! drops the primary updates it rejects, and a builder-made controller shares every informer
 //! with a hand-wired one (one LIST and one WATCH per kind for the process).
 
+mod support;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +20,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, ResourceExt};
 use kube_testenv::TestEnv;
 use parking_lot::Mutex;
 use serde_json::json;
+use support::shut_down;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -229,12 +232,7 @@ async fn owned_watched_and_filtered_events_reach_the_owner_through_shared_inform
     })
     .await;
 
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
 
     // Two controllers, three kinds: one LIST and one WATCH each for the whole process.
     for resource in ["services", "configmaps", "nodes"] {

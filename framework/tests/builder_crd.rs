@@ -3,6 +3,8 @@
 //! by its finalizer going on, is woken by spec changes, keeps a `Ready` condition with the
 //! observedGeneration it judged, and runs its cleanup before the object goes.
 
+mod support;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,7 @@ use kube_testenv::TestEnv;
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use support::shut_down;
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -236,10 +239,5 @@ async fn generation_filter_finalizer_and_conditions_on_a_custom_resource() {
     eventually(&log, "w1 cleaned up and deleted", gone).await;
     assert_eq!(log.has("cleanup w1"), 1);
 
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
 }

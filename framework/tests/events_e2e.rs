@@ -41,6 +41,17 @@ async fn events_about(env: &TestEnv, namespace: &str, object: &str) -> Vec<Event
     items
 }
 
+/// How many Events were created or patched.
+fn event_writes(env: &TestEnv) -> usize {
+    let writes = env
+        .requests()
+        .into_iter()
+        .filter(|r| r.resource == "events");
+    writes
+        .filter(|r| r.verb == "create" || r.verb == "patch")
+        .count()
+}
+
 #[tokio::test]
 async fn identical_events_are_one_event_with_a_count() {
     let env = TestEnv::start().await.unwrap();
@@ -174,11 +185,7 @@ async fn the_spam_filter_caps_one_object_at_25_writes() {
         // One at a time, so no repeat is folded into a waiting one.
         rec.flush().await;
     }
-    let writes = env
-        .requests()
-        .into_iter()
-        .filter(|r| r.resource == "events" && (r.verb == "create" || r.verb == "patch"))
-        .count();
+    let writes = event_writes(&env);
     assert_eq!(writes, 25);
     let total: i32 = events_about(&env, "default", "n3")
         .await
@@ -205,11 +212,7 @@ async fn a_burst_of_repeats_is_a_bounded_number_of_writes() {
         }
     }
     rec.flush().await;
-    let writes = env
-        .requests()
-        .into_iter()
-        .filter(|r| r.resource == "events" && (r.verb == "create" || r.verb == "patch"))
-        .count();
+    let writes = event_writes(&env);
     assert_eq!(writes, 300, "one write per load balancer");
     let events = Api::<Event>::namespaced(env.client(), "default")
         .list(&ListParams::default())

@@ -2,6 +2,8 @@
 //! kinds cost one LIST and one WATCH per kind, and every handler sees adds, updates and deletes,
 //! including deletes it can only learn from a relist after a 410 Gone.
 
+mod support;
+
 use std::time::Duration;
 
 use controller_manager::informer::{
@@ -12,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Resource};
 use kube_testenv::TestEnv;
+use support::count;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -89,13 +92,6 @@ fn service(name: &str) -> Service {
         }),
         ..Default::default()
     }
-}
-
-fn count(env: &TestEnv, verb: &str, resource: &str) -> usize {
-    env.requests()
-        .iter()
-        .filter(|r| r.verb == verb && r.resource == resource)
-        .count()
 }
 
 fn label_patch() -> Patch<serde_json::Value> {

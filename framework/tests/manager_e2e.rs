@@ -2,6 +2,8 @@
 //! share one LIST and one WATCH per type, "not started" is skipped, an initializer error aborts
 //! start-up before any worker runs, and shutdown drains in-flight reconciles.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use kube::api::{Api, PostParams, ResourceExt};
 use kube_testenv::TestEnv;
 use parking_lot::Mutex;
 use serde_json::json;
+use support::{count, shut_down};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -96,13 +99,6 @@ async fn create_service(env: &TestEnv, name: &str) {
         .unwrap();
 }
 
-fn count(env: &TestEnv, verb: &str, resource: &str) -> usize {
-    env.requests()
-        .iter()
-        .filter(|r| r.verb == verb && r.resource == resource)
-        .count()
-}
-
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
     let deadline = tokio::time::Instant::now() + WAIT;
     while !cond() {
@@ -155,12 +151,7 @@ async fn selected_controllers_share_one_list_and_watch_per_type() {
     assert_eq!(count(&env, "list", "services"), 1);
     assert_eq!(count(&env, "watch", "services"), 1);
 
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
 }
 
 #[tokio::test]
@@ -218,12 +209,7 @@ async fn not_started_is_skipped_and_an_init_error_aborts_start_up() {
         seen.keys("node-a").contains("n1")
     })
     .await;
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
 
     let failing = Initializer::new("broken", |_ctx: InitContext<Arc<Seen>>| async {
         Err("--cluster-cidr is empty; set it to the pod network CIDR".into())
@@ -306,12 +292,7 @@ async fn shutdown_waits_for_in_flight_reconciles() {
     let stop = CancellationToken::new();
     let run = tokio::spawn(manager.run(stop.clone()));
     tokio::time::timeout(WAIT, started).await.unwrap().unwrap();
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
     assert!(
         *finished.lock(),
         "the in-flight reconcile finished before run returned"
@@ -344,11 +325,6 @@ async fn reconciles_past_the_graceful_deadline_are_abandoned() {
     let stop = CancellationToken::new();
     let run = tokio::spawn(manager.run(stop.clone()));
     tokio::time::timeout(WAIT, started).await.unwrap().unwrap();
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
     eventually("the stuck reconcile was dropped", || *dropped.lock()).await;
 }

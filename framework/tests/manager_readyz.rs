@@ -2,6 +2,8 @@
 //! while the API server refuses to list, ready (with a health check per started controller) once
 //! the shared cache has synced.
 
+mod support;
+
 use std::convert::Infallible;
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
@@ -15,6 +17,7 @@ use controller_manager::workqueue::ItemExponential;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube_testenv::TestEnv;
+use support::shut_down;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
@@ -108,10 +111,5 @@ async fn readyz_fails_until_the_cache_syncs_and_healthz_then_lists_the_controlle
     .await;
     assert!(body.contains("healthz check passed"), "{body}");
 
-    stop.cancel();
-    tokio::time::timeout(WAIT, run)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    shut_down(&stop, run, WAIT).await;
 }

@@ -91,21 +91,29 @@ fn gaps(times: &[Instant]) -> Vec<Duration> {
     times.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
+/// A factory with a Node informer on `stub`, synced within `within` (else the test fails); it runs until the
+/// token is cancelled.
+async fn synced_nodes(
+    stub: &Arc<Mutex<Stub>>,
+    within: Duration,
+) -> (SharedInformerFactory, CancellationToken) {
+    let factory = SharedInformerFactory::new(client(stub.clone()));
+    let _nodes = factory.informer::<Node>();
+    let stop = CancellationToken::new();
+    factory.start(stop.clone());
+    let synced = factory.wait_for_sync(within).await;
+    synced.expect("the informer syncs");
+    (factory, stop)
+}
+
 async fn failing_lists_back_off(status: u16) {
     let stub = Arc::new(Mutex::new(Stub {
         fail_lists: 6,
         fail_status: status,
         ..Stub::default()
     }));
-    let factory = SharedInformerFactory::new(client(stub.clone()));
-    let _nodes = factory.informer::<Node>();
-    let stop = CancellationToken::new();
     let started = Instant::now();
-    factory.start(stop.clone());
-    factory
-        .wait_for_sync(Duration::from_secs(600))
-        .await
-        .expect("syncs once the API server recovers");
+    let (_factory, stop) = synced_nodes(&stub, Duration::from_secs(600)).await;
     let took = started.elapsed();
     let lists = stub.lock().lists.clone();
     println!("watch_backoff: {status} gaps {:?}", gaps(&lists));
@@ -139,14 +147,7 @@ async fn failing_lists_are_retried_with_exponential_backoff_on_429() {
 #[tokio::test(start_paused = true)]
 async fn an_open_watch_is_not_reconnected() {
     let stub = Arc::new(Mutex::new(Stub::default()));
-    let factory = SharedInformerFactory::new(client(stub.clone()));
-    let _nodes = factory.informer::<Node>();
-    let stop = CancellationToken::new();
-    factory.start(stop.clone());
-    factory
-        .wait_for_sync(Duration::from_secs(10))
-        .await
-        .expect("sync");
+    let (_factory, stop) = synced_nodes(&stub, Duration::from_secs(10)).await;
     tokio::time::sleep(Duration::from_secs(60)).await;
     let s = stub.lock();
     assert_eq!((s.lists.len(), s.watches.len()), (1, 1));
@@ -160,14 +161,7 @@ async fn watches_cut_at_once_do_not_hot_loop_the_api_server() {
         cut_watches: true,
         ..Stub::default()
     }));
-    let factory = SharedInformerFactory::new(client(stub.clone()));
-    let _nodes = factory.informer::<Node>();
-    let stop = CancellationToken::new();
-    factory.start(stop.clone());
-    factory
-        .wait_for_sync(Duration::from_secs(10))
-        .await
-        .expect("sync");
+    let (_factory, stop) = synced_nodes(&stub, Duration::from_secs(10)).await;
     // Step the clock by hand: a hot loop never lets the runtime idle, so auto-advance would
     // never fire and the test would hang instead of failing.
     for _ in 0..600 {

@@ -6,14 +6,13 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use kube::api::{GetParams, Patch, PatchParams};
 use serde_json::json;
 
 use super::modifiers::{
     LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE,
     LABEL_ZONE_BETA,
 };
-use crate::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
+use crate::retry::patch_node_on_conflict;
 
 /// (beta, GA) pairs; the beta label's value is copied to the GA label.
 pub const BETA_TO_GA: [(&str, &str); 3] = [
@@ -44,29 +43,13 @@ pub async fn reconcile_node_labels(api: &Api<Node>, node: &Node) -> Result<(), k
         return Ok(());
     }
     let name = node.metadata.name.clone().unwrap_or_default();
-    let mut first_try = true;
-    retry_on_conflict(UPDATE_TAINT_BACKOFF, is_conflict, || {
-        let params = if std::mem::take(&mut first_try) {
-            GetParams::any()
-        } else {
-            GetParams::default()
-        };
-        let (name, wanted) = (&name, &wanted);
-        async move {
-            let current = api.get_with(name, &params).await?;
-            let current_labels = current.metadata.labels.unwrap_or_default();
-            let changed: BTreeMap<&String, &String> = wanted
-                .iter()
-                .filter(|(k, v)| current_labels.get(*k) != Some(*v))
-                .collect();
-            if changed.is_empty() {
-                return Ok(());
-            }
-            let patch = json!({ "metadata": { "labels": changed } });
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-                .map(drop)
-        }
+    patch_node_on_conflict(api, &name, |current| {
+        let current = current.metadata.labels.as_ref();
+        let changed: BTreeMap<&String, &String> = wanted
+            .iter()
+            .filter(|(k, v)| current.and_then(|l| l.get(*k)) != Some(*v))
+            .collect();
+        (!changed.is_empty()).then(|| json!({ "metadata": { "labels": changed } }))
     })
     .await
 }

@@ -6,10 +6,9 @@
 
 use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::Api;
-use kube::api::{GetParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::retry::{UPDATE_TAINT_BACKOFF, is_conflict, retry_on_conflict};
+use crate::retry::patch_node_on_conflict;
 
 /// Taint the lifecycle controller puts on Nodes whose instance is shut down, so nothing new is
 /// scheduled there until it is Ready again.
@@ -95,29 +94,14 @@ async fn change_taints(
     name: &str,
     change: impl Fn(&[Taint]) -> Option<Vec<Taint>>,
 ) -> Result<(), kube::Error> {
-    let mut first_try = true;
-    retry_on_conflict(UPDATE_TAINT_BACKOFF, is_conflict, || {
-        let params = if std::mem::take(&mut first_try) {
-            GetParams::any()
-        } else {
-            GetParams::default()
-        };
-        let change = &change;
-        async move {
-            let node = api.get_with(name, &params).await?;
-            let Some(new_taints) = change(taints_of(&node)) else {
-                return Ok(());
-            };
-            let rv = node
-                .metadata
-                .resource_version
-                .as_deref()
-                .unwrap_or_default();
-            let patch = taints_patch(rv, &new_taints);
-            api.patch(name, &PatchParams::default(), &Patch::Strategic(patch))
-                .await
-                .map(drop)
-        }
+    patch_node_on_conflict(api, name, |node| {
+        let new_taints = change(taints_of(node))?;
+        let rv = node
+            .metadata
+            .resource_version
+            .as_deref()
+            .unwrap_or_default();
+        Some(taints_patch(rv, &new_taints))
     })
     .await
 }

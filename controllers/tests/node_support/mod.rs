@@ -13,6 +13,7 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::json;
 
+use cloud_controllers::cloud::fake::{Facets, FakeCloud, FakeInstance};
 use cloud_controllers::node::{MemoryNodeLister, UNINITIALIZED_TAINT_KEY};
 
 pub struct Cluster {
@@ -85,6 +86,27 @@ impl Cluster {
             })
             .collect()
     }
+}
+
+/// A fake cloud with every facet, holding `instances`.
+pub fn fake(instances: impl IntoIterator<Item = FakeInstance>) -> FakeCloud {
+    fake_with(Facets::all(), instances)
+}
+
+/// A fake cloud on the legacy `Instances` facet (no `InstancesV2`), holding `instances`.
+pub fn legacy_fake(instances: impl IntoIterator<Item = FakeInstance>) -> FakeCloud {
+    let facets = Facets {
+        instances_v2: false,
+        ..Facets::all()
+    };
+    fake_with(facets, instances)
+}
+
+/// A fake cloud with `facets`, holding `instances`.
+pub fn fake_with(facets: Facets, instances: impl IntoIterator<Item = FakeInstance>) -> FakeCloud {
+    let builder = FakeCloud::builder().facets(facets);
+    let builder = instances.into_iter().fold(builder, |b, i| b.instance(i));
+    builder.build().expect("valid fake cloud")
 }
 
 pub fn taint(key: &str, effect: &str) -> Taint {

@@ -10,55 +10,58 @@
 //! pool. "Free" means no other Service holds it, in this process's assignments or in any
 //! Service's status, so assignments survive restarts without a database.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 
-use async_trait::async_trait;
-use cloud_controllers::cloud::{CloudError, LoadBalancer};
+use cloud_controllers::cloud::CloudError;
 use cloud_controllers::service::service_key;
 use controller_manager::informer::Store;
-use k8s_openapi::api::core::v1::{LoadBalancerIngress, LoadBalancerStatus, Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::ResourceExt;
-use parking_lot::Mutex;
 
 use super::resource::{AddressPool, AddressRange, POOL_ANNOTATION, usable};
+use crate::ip_balancer::{Assignments, IpBalancer, IpSource, ingress_ips, requested_ips};
 
 /// Shared between the provider (which allocates) and the address-pool controller (which attaches
 /// the informer stores and reports the counts). Cheap to clone.
-#[derive(Clone, Default)]
-pub struct AddressPools {
-    inner: Arc<Inner>,
-}
+pub type AddressPools = Arc<IpBalancer<PoolStores>>;
 
+/// The informer stores an [`AddressPools`] allocates from, once the controller attached them.
 #[derive(Default)]
-struct Inner {
-    stores: OnceLock<(Store<AddressPool>, Store<Service>)>,
-    assigned: Mutex<BTreeMap<String, IpAddr>>,
-}
+pub struct PoolStores(OnceLock<(Store<AddressPool>, Store<Service>)>);
 
-impl AddressPools {
+impl IpBalancer<PoolStores> {
     /// Starts allocating from the pools in `pools`, with `services` telling which addresses are
     /// taken. Called once by the controller's initializer; later calls are ignored.
     pub fn attach(&self, pools: Store<AddressPool>, services: Store<Service>) {
-        let _ = self.inner.stores.set((pools, services));
+        let _ = self.source().0.set((pools, services));
     }
 
     /// Whether the address-pool controller attached the stores (it runs in this process).
     pub fn is_attached(&self) -> bool {
-        self.inner.stores.get().is_some()
+        self.source().0.get().is_some()
     }
+}
 
-    fn assign(&self, svc: &Service) -> Result<IpAddr, CloudError> {
-        let Some((pools, services)) = self.inner.stores.get() else {
+impl IpSource for PoolStores {
+    fn choose(&self, svc: &Service, assigned: &Assignments) -> Result<IpAddr, CloudError> {
+        let Some((pools, services)) = self.0.get() else {
             return Err(CloudError::other(
                 "the address-pool controller is not running: add it to --controllers",
             ));
         };
-        let mut assigned = self.inner.assigned.lock();
-        let ip = choose(svc, &pools.list(), &services.list(), &assigned)?;
-        assigned.insert(service_key(svc), ip);
-        Ok(ip)
+        choose(svc, &pools.list(), &services.list(), assigned)
+    }
+
+    /// The address in the Service's status, if a usable pool holds it.
+    fn adopt(&self, svc: &Service) -> Option<IpAddr> {
+        let all = self.0.get()?.0.list();
+        let in_a_pool = |ip: &IpAddr| {
+            all.iter()
+                .any(|p| usable(p, &all).is_ok_and(|ranges| ranges.iter().any(|r| r.contains(*ip))))
+        };
+        ingress_ips(svc).into_iter().find(in_a_pool)
     }
 }
 
@@ -67,7 +70,7 @@ fn choose(
     svc: &Service,
     pools: &[Arc<AddressPool>],
     services: &[Arc<Service>],
-    assigned: &BTreeMap<String, IpAddr>,
+    assigned: &Assignments,
 ) -> Result<IpAddr, CloudError> {
     let key = service_key(svc);
     let eligible = eligible(svc, &key, pools)?;
@@ -87,14 +90,7 @@ fn choose(
         )
         .collect();
     let free = |ip: &IpAddr| !taken.contains(ip) && eligible.iter().any(|(_, r)| r.contains(*ip));
-    let requested = svc
-        .spec
-        .iter()
-        .filter_map(|s| s.load_balancer_ip.as_deref());
-    let wanted = ingress_ips(svc)
-        .into_iter()
-        .chain(requested.filter_map(|ip| ip.parse().ok()))
-        .find(|ip| free(ip));
+    let wanted = requested_ips(svc).find(|ip| free(ip));
     wanted
         .or_else(|| eligible.iter().flat_map(|(_, r)| r.iter()).find(|ip| free(ip)))
         .ok_or_else(|| {
@@ -146,84 +142,9 @@ fn eligible(
     Ok(out)
 }
 
-/// The ingress IPs in a Service's status.
-pub fn ingress_ips(svc: &Service) -> Vec<IpAddr> {
-    svc.status
-        .iter()
-        .flat_map(|s| s.load_balancer.iter())
-        .flat_map(|lb| lb.ingress.iter().flatten())
-        .filter_map(|i| i.ip.as_deref()?.parse().ok())
-        .collect()
-}
-
-/// The LoadBalancer status announcing `ip`.
-pub(crate) fn status(ip: IpAddr) -> LoadBalancerStatus {
-    LoadBalancerStatus {
-        ingress: Some(vec![LoadBalancerIngress {
-            ip: Some(ip.to_string()),
-            ..Default::default()
-        }]),
-    }
-}
-
-#[async_trait]
-impl LoadBalancer for AddressPools {
-    async fn get_load_balancer(
-        &self,
-        _cluster_name: &str,
-        svc: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        // After a restart nothing is in memory, yet the load balancer exists: the address in the
-        // Service's status, if a usable pool holds it. (The service controller only calls
-        // `ensure_load_balancer_deleted` for load balancers this reports.)
-        let held = self.inner.assigned.lock().get(&service_key(svc)).copied();
-        let in_a_pool = |ip: &IpAddr| {
-            self.inner.stores.get().is_some_and(|(pools, _)| {
-                let all = pools.list();
-                all.iter().any(|p| {
-                    usable(p, &all).is_ok_and(|ranges| ranges.iter().any(|r| r.contains(*ip)))
-                })
-            })
-        };
-        let adopted = || ingress_ips(svc).into_iter().find(in_a_pool);
-        Ok(held.or_else(adopted).map(status))
-    }
-
-    fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
-        format!("{cluster_name}/{}", service_key(svc))
-    }
-
-    async fn ensure_load_balancer(
-        &self,
-        _cluster_name: &str,
-        svc: &Service,
-        _nodes: &[Arc<Node>],
-    ) -> Result<LoadBalancerStatus, CloudError> {
-        self.assign(svc).map(status)
-    }
-
-    async fn update_load_balancer(
-        &self,
-        _cluster_name: &str,
-        _svc: &Service,
-        _nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        // The address is announced (ARP, BGP) independently of which Nodes back it.
-        Ok(())
-    }
-
-    async fn ensure_load_balancer_deleted(
-        &self,
-        _cluster_name: &str,
-        svc: &Service,
-    ) -> Result<(), CloudError> {
-        self.inner.assigned.lock().remove(&service_key(svc));
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use cloud_controllers::cloud::LoadBalancer;
     use serde_json::json;
 
     use super::*;
@@ -260,7 +181,7 @@ mod tests {
     }
 
     fn pick(s: &Arc<Service>, services: &[Arc<Service>]) -> Result<String, String> {
-        choose(s, &pools(), services, &BTreeMap::new())
+        choose(s, &pools(), services, &Assignments::new())
             .map(|ip| ip.to_string())
             .map_err(|e| e.to_string())
     }
@@ -305,7 +226,7 @@ mod tests {
             refused.contains("hands out no addresses") && refused.contains("Overlapping"),
             "{refused}"
         );
-        let none = choose(&svc("s", None, None), &[], &[], &BTreeMap::new()).unwrap_err();
+        let none = choose(&svc("s", None, None), &[], &[], &Assignments::new()).unwrap_err();
         assert!(
             none.to_string()
                 .contains("no usable AddressPool with autoAssign: true"),

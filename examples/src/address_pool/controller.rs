@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::api::Api;
 
-use super::allocator::ingress_ips;
 use super::resource::{AddressPool, Refusal, usable};
+use crate::ip_balancer::ingress_ips;
 
 /// What a reconcile reads and writes.
 #[derive(Clone)]

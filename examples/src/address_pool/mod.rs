@@ -62,7 +62,7 @@ async fn init<C: Send + Sync + 'static>(
 
 /// Whether an event may change which addresses Services hold.
 fn holds_address(event: &Event<Service>) -> bool {
-    let ips = |s: &Service| allocator::ingress_ips(s);
+    let ips = |s: &Service| crate::ip_balancer::ingress_ips(s);
     match event {
         Event::Updated { old, new } => ips(old) != ips(new),
         Event::Added(s) | Event::Deleted(s) => !ips(s).is_empty(),

@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::Node;
 use crate::address_pool::AddressPools;
 
 pub use inventory::{Inventory, InventoryError, Machine};
-pub use vip_pool::VipPool;
+pub use vip_pool::{VipPool, Vips};
 
 /// The `--cloud-provider` name, also the provider-ID scheme (`static-inventory://ID`).
 pub const NAME: &str = "static-inventory";
@@ -42,7 +42,7 @@ impl StaticInventory {
     pub fn new(inventory: Inventory) -> Self {
         let machines: Vec<Arc<Machine>> = inventory.machines.into_iter().map(Arc::new).collect();
         let vips = (!inventory.load_balancer_vips.is_empty())
-            .then(|| VipPool::new(inventory.load_balancer_vips));
+            .then(|| VipPool::new(Vips(inventory.load_balancer_vips)));
         StaticInventory {
             region: inventory.region,
             by_name: machines
@@ -115,7 +115,7 @@ impl CloudProvider for StaticInventory {
     fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
         match (&self.pools, &self.vips) {
             // Without static VIPs the pools answer, if only to say their controller is off.
-            (Some(pools), vips) if pools.is_attached() || vips.is_none() => Some(pools),
+            (Some(pools), vips) if pools.is_attached() || vips.is_none() => Some(pools.as_ref()),
             (_, vips) => vips.as_ref().map(|v| v as &dyn LoadBalancer),
         }
     }

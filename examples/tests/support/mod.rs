@@ -56,6 +56,17 @@ impl Example {
         Example { child, log }
     }
 
+    /// Starts `metal-ccm` on the static-inventory provider with `inventory.example.yaml`, and
+    /// `args`.
+    #[allow(dead_code)] // not every test binary runs metal-ccm
+    pub fn metal_ccm(env: &TestEnv, scratch: &Scratch, args: &[&str]) -> Self {
+        let inventory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("inventory.example.yaml");
+        let config = format!("--cloud-config={}", inventory.display());
+        let provider = ["--cloud-provider=static-inventory", &config];
+        let exe = env!("CARGO_BIN_EXE_metal-ccm");
+        Example::start(exe, env, scratch, &[&provider[..], args].concat())
+    }
+
     /// The example's output so far, for failure messages.
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()

@@ -106,50 +106,41 @@ mod tests {
 
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn sliding_waits_after_each_run() {
+    /// How many 5 s runs `period` starts in the first 31 s.
+    async fn runs_in_31s(period: Period) -> u32 {
         let runs = Arc::new(AtomicU32::new(0));
         let stop = CancellationToken::new();
         let r = runs.clone();
-        let task = tokio::spawn(run_periodically(
-            Period::Sliding(Duration::from_secs(10)),
-            stop.clone(),
-            move || {
-                let r = r.clone();
-                async move {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                }
-            },
-        ));
-        // Runs start at 0 s, 15 s, 30 s: each 5 s run is followed by a 10 s pause.
+        let task = tokio::spawn(run_periodically(period, stop.clone(), move || {
+            let r = r.clone();
+            async move {
+                r.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        }));
         tokio::time::sleep(Duration::from_secs(31)).await;
-        assert_eq!(runs.load(Ordering::SeqCst), 3);
+        let started = runs.load(Ordering::SeqCst);
         stop.cancel();
         task.await.unwrap();
+        started
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn sliding_waits_after_each_run() {
+        // Runs start at 0 s, 15 s, 30 s: each 5 s run is followed by a 10 s pause.
+        assert_eq!(
+            runs_in_31s(Period::Sliding(Duration::from_secs(10))).await,
+            3
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn non_sliding_keeps_the_start_schedule() {
-        let runs = Arc::new(AtomicU32::new(0));
-        let stop = CancellationToken::new();
-        let r = runs.clone();
-        let task = tokio::spawn(run_periodically(
-            Period::NonSliding(Duration::from_secs(10)),
-            stop.clone(),
-            move || {
-                let r = r.clone();
-                async move {
-                    r.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(Duration::from_secs(5)).await;
-                }
-            },
-        ));
         // Runs start at 0 s, 10 s, 20 s, 30 s.
-        tokio::time::sleep(Duration::from_secs(31)).await;
-        assert_eq!(runs.load(Ordering::SeqCst), 4);
-        stop.cancel();
-        task.await.unwrap();
+        assert_eq!(
+            runs_in_31s(Period::NonSliding(Duration::from_secs(10))).await,
+            4
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -35,10 +35,18 @@ impl FakeStore {
 
     /// Another process writes the lease (bumps the resourceVersion).
     fn put(&self, record: LeaderRecord) {
-        let mut lease = record.new_lease("kube-system", "ccm");
-        lease.metadata.resource_version =
-            Some((self.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string());
-        *self.lease.lock() = Some(lease);
+        self.write(
+            &mut self.lease.lock(),
+            record.new_lease("kube-system", "ccm"),
+        );
+    }
+
+    /// Stores `lease` in `slot` under the next resourceVersion, as the API server does.
+    fn write(&self, slot: &mut Option<Lease>, mut lease: Lease) -> Lease {
+        let rv = self.rv.fetch_add(1, Ordering::SeqCst) + 1;
+        lease.metadata.resource_version = Some(rv.to_string());
+        *slot = Some(lease.clone());
+        lease
     }
 
     fn record(&self) -> LeaderRecord {
@@ -62,11 +70,7 @@ impl LeaseStore for FakeStore {
         let result = if slot.is_some() {
             Err(api_error(409, "AlreadyExists"))
         } else {
-            let mut lease = lease;
-            lease.metadata.resource_version =
-                Some((self.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string());
-            *slot = Some(lease.clone());
-            Ok(lease)
+            Ok(self.write(&mut slot, lease))
         };
         async move { result }.boxed()
     }
@@ -85,11 +89,7 @@ impl LeaseStore for FakeStore {
         } else if current_rv != lease.metadata.resource_version {
             Err(api_error(409, "Conflict"))
         } else {
-            let mut lease = lease;
-            lease.metadata.resource_version =
-                Some((self.rv.fetch_add(1, Ordering::SeqCst) + 1).to_string());
-            *slot = Some(lease.clone());
-            Ok(lease)
+            Ok(self.write(&mut slot, lease))
         };
         async move { result }.boxed()
     }

@@ -2,33 +2,14 @@
 //! `{"v":"meta.k8s.io/v1","rv":N,"start":"KEY\u0000"}`, so a token names both the list's
 //! resourceVersion (pages come from that snapshot) and the key to resume after.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 use crate::status::ApiError;
 use crate::store::ObjKey;
 
-const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn b64_encode(data: &[u8]) -> String {
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
+/// Lenient on purpose, as tokens come from clients: either alphabet, padding optional.
 fn b64_decode(s: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(s.len() / 4 * 3);
     let mut buf = 0u32;
@@ -60,7 +41,8 @@ pub fn encode(rv: u64, last: &ObjKey, namespaced: bool) -> String {
         format!("{}\u{0}", last.1)
     };
     let start = serde_json::to_string(&start).unwrap_or_default();
-    b64_encode(format!("{{\"v\":\"meta.k8s.io/v1\",\"rv\":{rv},\"start\":{start}}}").as_bytes())
+    STANDARD
+        .encode(format!("{{\"v\":\"meta.k8s.io/v1\",\"rv\":{rv},\"start\":{start}}}").as_bytes())
 }
 
 /// (resourceVersion, key to resume after) from a token.

@@ -188,15 +188,16 @@ fn json_response<T: Serialize>(code: u16, value: &T, pretty: bool) -> Response<B
     };
     let mut resp = Response::new(full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    resp.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, private"),
-    );
+    json_headers(resp.headers_mut());
     resp
+}
+
+/// The headers of upstream's JSON answers, watches included.
+fn json_headers(headers: &mut http::HeaderMap) {
+    let json = HeaderValue::from_static("application/json");
+    headers.insert(header::CONTENT_TYPE, json);
+    let no_cache = HeaderValue::from_static("no-cache, private");
+    headers.insert(header::CACHE_CONTROL, no_cache);
 }
 
 fn error_response(e: &ApiError, pretty: bool) -> Response<Body> {
@@ -572,40 +573,20 @@ fn resource(
                     .map(|o| o.map(|b| Ok::<_, Infallible>(Frame::data(b))))
             });
             let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
-            resp.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            );
-            resp.headers_mut().insert(
-                header::CACHE_CONTROL,
-                HeaderValue::from_static("no-cache, private"),
-            );
+            json_headers(resp.headers_mut());
             Ok(resp)
         }
-        "create" => {
+        "create" | "update" => {
+            let (options, write_fn): (_, fn(&mut _, _, _, _, _) -> _) = if verb == "create" {
+                ("CreateOptions", handlers::create)
+            } else {
+                ("UpdateOptions", handlers::update)
+            };
             let obj = decode_body(content_type, body)?;
-            let fv = Directive::of_request(
-                q("fieldValidation").as_deref(),
-                "CreateOptions",
-                t.sub.as_deref(),
-            )?;
+            let fv =
+                Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
-            let (code, v) = shared
-                .store
-                .with(|s| handlers::create(s, cfg, t, obj, &write))?;
-            Ok(with_warnings(json_response(code, &v, pretty), &warnings))
-        }
-        "update" => {
-            let obj = decode_body(content_type, body)?;
-            let fv = Directive::of_request(
-                q("fieldValidation").as_deref(),
-                "UpdateOptions",
-                t.sub.as_deref(),
-            )?;
-            let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
-            let (code, v) = shared
-                .store
-                .with(|s| handlers::update(s, cfg, t, obj, &write))?;
+            let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
             Ok(with_warnings(json_response(code, &v, pretty), &warnings))
         }
         "patch" => {

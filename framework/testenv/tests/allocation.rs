@@ -2,23 +2,15 @@
 //! really gone (delete, finalizer removal, namespace deletion, deletecollection), freed by a type
 //! change that drops nodePorts, and a taken explicit value refused with upstream's message.
 
+mod support;
+
 use std::collections::HashSet;
 
 use k8s_openapi::api::core::v1::{Namespace, Service};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
-
-fn svc(name: &str, spec: Value) -> Service {
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use support::{api_err, create_svc};
 
 fn cluster_ip(s: &Service) -> String {
     s.spec.as_ref().unwrap().cluster_ip.clone().unwrap()
@@ -31,10 +23,6 @@ fn node_ports(s: &Service) -> Vec<i32> {
         .flatten()
         .filter_map(|p| p.node_port)
         .collect()
-}
-
-async fn create(api: &Api<Service>, name: &str, spec: Value) -> Result<Service, kube::Error> {
-    api.create(&PostParams::default(), &svc(name, spec)).await
 }
 
 fn one_port() -> Value {
@@ -52,17 +40,19 @@ async fn cluster_ips_are_unique_until_the_range_is_full_and_freed_on_delete() {
     let svcs: Api<Service> = Api::default_namespaced(env.client());
     let mut ips = HashSet::new();
     for i in 0..29 {
-        let s = create(&svcs, &format!("s{i}"), one_port()).await.unwrap();
+        let s = create_svc(&svcs, &format!("s{i}"), one_port())
+            .await
+            .unwrap();
         let ip: std::net::Ipv4Addr = cluster_ip(&s).parse().unwrap();
         assert!((2..=30).contains(&ip.octets()[3]), "{ip} in range");
         assert!(ips.insert(ip), "{ip} handed out twice");
     }
-    let err = api_err(create(&svcs, "full", one_port()).await.unwrap_err());
+    let err = api_err(create_svc(&svcs, "full", one_port()).await.unwrap_err());
     assert_eq!(err.code, 500);
     assert!(err.message.contains("range is full"), "{}", err.message);
     // Headless Services hold no address, so they still fit, and any number share "None".
     for name in ["h1", "h2"] {
-        create(
+        create_svc(
             &svcs,
             name,
             json!({"clusterIP": "None", "ports": [{"port": 80}]}),
@@ -73,14 +63,14 @@ async fn cluster_ips_are_unique_until_the_range_is_full_and_freed_on_delete() {
 
     let freed = cluster_ip(&svcs.get("s7").await.unwrap());
     svcs.delete("s7", &DeleteParams::default()).await.unwrap();
-    let again = create(&svcs, "reuse", one_port()).await.unwrap();
+    let again = create_svc(&svcs, "reuse", one_port()).await.unwrap();
     assert_eq!(cluster_ip(&again), freed, "the only free address is reused");
 
     // A restart keeps the data and so what is allocated.
     env.restart().await;
     let svcs: Api<Service> = Api::default_namespaced(env.client());
     assert_eq!(
-        api_err(create(&svcs, "full", one_port()).await.unwrap_err()).code,
+        api_err(create_svc(&svcs, "full", one_port()).await.unwrap_err()).code,
         500
     );
 
@@ -88,7 +78,9 @@ async fn cluster_ips_are_unique_until_the_range_is_full_and_freed_on_delete() {
         .await
         .unwrap();
     for i in 0..29 {
-        create(&svcs, &format!("t{i}"), one_port()).await.unwrap();
+        create_svc(&svcs, &format!("t{i}"), one_port())
+            .await
+            .unwrap();
     }
 }
 
@@ -108,7 +100,7 @@ async fn addresses_are_held_until_finalizers_are_removed_and_freed_by_namespace_
     .unwrap();
     svcs.create(&PostParams::default(), &held).await.unwrap();
     svcs.delete("held", &DeleteParams::default()).await.unwrap();
-    let err = api_err(create(&svcs, "next", one_port()).await.unwrap_err());
+    let err = api_err(create_svc(&svcs, "next", one_port()).await.unwrap_err());
     assert!(
         err.message.contains("range is full"),
         "terminating still holds it"
@@ -120,7 +112,7 @@ async fn addresses_are_held_until_finalizers_are_removed_and_freed_by_namespace_
     )
     .await
     .unwrap();
-    create(&svcs, "next", one_port()).await.unwrap();
+    create_svc(&svcs, "next", one_port()).await.unwrap();
     svcs.delete("next", &DeleteParams::default()).await.unwrap();
 
     let nss: Api<Namespace> = Api::all(env.client());
@@ -131,10 +123,10 @@ async fn addresses_are_held_until_finalizers_are_removed_and_freed_by_namespace_
     .await
     .unwrap();
     let team: Api<Service> = Api::namespaced(env.client(), "team");
-    create(&team, "in-team", one_port()).await.unwrap();
-    assert!(create(&svcs, "blocked", one_port()).await.is_err());
+    create_svc(&team, "in-team", one_port()).await.unwrap();
+    assert!(create_svc(&svcs, "blocked", one_port()).await.is_err());
     nss.delete("team", &DeleteParams::default()).await.unwrap();
-    create(&svcs, "after-ns", one_port()).await.unwrap();
+    create_svc(&svcs, "after-ns", one_port()).await.unwrap();
 }
 
 #[tokio::test]
@@ -146,12 +138,12 @@ async fn node_ports_are_unique_and_freed_on_delete_and_type_change() {
         .unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
     let two = |ty: &str| json!({"type": ty, "ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}]});
-    let lb = create(&svcs, "lb", two("LoadBalancer")).await.unwrap();
-    let np = create(&svcs, "np", two("NodePort")).await.unwrap();
+    let lb = create_svc(&svcs, "lb", two("LoadBalancer")).await.unwrap();
+    let np = create_svc(&svcs, "np", two("NodePort")).await.unwrap();
     let all: HashSet<i32> = node_ports(&lb).into_iter().chain(node_ports(&np)).collect();
     assert_eq!(all, HashSet::from([30000, 30001, 30002, 30003]));
     let err = api_err(
-        create(
+        create_svc(
             &svcs,
             "full",
             json!({"type": "NodePort", "ports": [{"port": 80}]}),
@@ -177,7 +169,7 @@ async fn node_ports_are_unique_and_freed_on_delete_and_type_change() {
         .await
         .unwrap();
     assert!(node_ports(&changed).is_empty());
-    let reused = create(&svcs, "reused", two("NodePort")).await.unwrap();
+    let reused = create_svc(&svcs, "reused", two("NodePort")).await.unwrap();
     let mut got = node_ports(&reused);
     let mut want = node_ports(&lb);
     got.sort();
@@ -187,7 +179,7 @@ async fn node_ports_are_unique_and_freed_on_delete_and_type_change() {
     // Deleting frees them for an explicit request too.
     let port = node_ports(&np)[0];
     svcs.delete("np", &DeleteParams::default()).await.unwrap();
-    let explicit = create(
+    let explicit = create_svc(
         &svcs,
         "explicit",
         json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": port}]}),
@@ -201,7 +193,7 @@ async fn node_ports_are_unique_and_freed_on_delete_and_type_change() {
 async fn a_taken_explicit_cluster_ip_or_node_port_is_refused_with_upstream_messages() {
     let env = TestEnv::start().await.unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
-    create(
+    create_svc(
         &svcs,
         "a",
         json!({"type": "NodePort", "clusterIP": "10.96.0.50",
@@ -211,7 +203,7 @@ async fn a_taken_explicit_cluster_ip_or_node_port_is_refused_with_upstream_messa
     .unwrap();
 
     let err = api_err(
-        create(
+        create_svc(
             &svcs,
             "b",
             json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}),
@@ -225,7 +217,7 @@ async fn a_taken_explicit_cluster_ip_or_node_port_is_refused_with_upstream_messa
         "Service \"b\" is invalid: spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated"
     );
     let err = api_err(
-        create(
+        create_svc(
             &svcs,
             "c",
             json!({"clusterIP": "10.96.0.50", "ports": [{"port": 80}]}),
@@ -251,7 +243,7 @@ async fn a_taken_explicit_cluster_ip_or_node_port_is_refused_with_upstream_messa
     )
     .await
     .unwrap();
-    let dual = create(
+    let dual = create_svc(
         &svcs,
         "dual",
         json!({"type": "NodePort", "ports": [

@@ -3,6 +3,8 @@
 //! applier stops sending, map-lists merged by key, `/status` applies, and resetting
 //! managedFields with `[{}]`.
 
+mod support;
+
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -10,13 +12,7 @@ use kube::core::ObjectMeta;
 use kube::{Resource, ResourceExt};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
-}
+use support::api_err;
 
 /// `(manager, operation, subresource)` of each managedFields entry.
 fn managers<K: Resource>(obj: &K) -> Vec<(String, String, String)> {
@@ -55,14 +51,13 @@ async fn nodes_apply_create_update_conflict_force_and_drop() {
     let env = TestEnv::start().await.unwrap();
     let nodes: Api<Node> = Api::all(env.client());
     let config = |labels: Value| json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1", "labels": labels}});
+    let apply_labels = |pp: PatchParams, labels: Value| {
+        let nodes = nodes.clone();
+        async move { nodes.patch("n1", &pp, &Patch::Apply(config(labels))).await }
+    };
 
     // Apply creates, and the applier owns exactly what it sent.
-    let n = nodes
-        .patch(
-            "n1",
-            &apply("alice"),
-            &Patch::Apply(config(json!({"a": "1", "b": "1"}))),
-        )
+    let n = apply_labels(apply("alice"), json!({"a": "1", "b": "1"}))
         .await
         .unwrap();
     assert_eq!(managers(&n), [("alice".into(), "Apply".into(), "".into())]);
@@ -74,12 +69,7 @@ async fn nodes_apply_create_update_conflict_force_and_drop() {
 
     // Another applier changing alice's field conflicts, naming field and manager.
     let err = api_err(
-        nodes
-            .patch(
-                "n1",
-                &apply("bob"),
-                &Patch::Apply(config(json!({"a": "2"}))),
-            )
+        apply_labels(apply("bob"), json!({"a": "2"}))
             .await
             .unwrap_err(),
     );
@@ -89,22 +79,10 @@ async fn nodes_apply_create_update_conflict_force_and_drop() {
         "Apply failed with 1 conflict: conflict with \"alice\": .metadata.labels.a"
     );
     // Applying the same value is shared ownership, not a conflict.
-    nodes
-        .patch(
-            "n1",
-            &apply("bob"),
-            &Patch::Apply(config(json!({"b": "1"}))),
-        )
-        .await
-        .unwrap();
+    apply_labels(apply("bob"), json!({"b": "1"})).await.unwrap();
 
     // Forced, bob takes the field over.
-    let n = nodes
-        .patch(
-            "n1",
-            &apply("bob").force(),
-            &Patch::Apply(config(json!({"a": "2", "b": "1"}))),
-        )
+    let n = apply_labels(apply("bob").force(), json!({"a": "2", "b": "1"}))
         .await
         .unwrap();
     assert_eq!(n.labels()["a"], "2");
@@ -114,35 +92,16 @@ async fn nodes_apply_create_update_conflict_force_and_drop() {
     );
 
     // alice stops sending b: bob still owns it, so it stays; then bob stops too and it goes.
-    let n = nodes
-        .patch(
-            "n1",
-            &apply("alice"),
-            &Patch::Apply(config(json!({"c": "3"}))),
-        )
+    let n = apply_labels(apply("alice"), json!({"c": "3"}))
         .await
         .unwrap();
     assert_eq!(n.labels().get("b").map(String::as_str), Some("1"));
-    let n = nodes
-        .patch(
-            "n1",
-            &apply("bob"),
-            &Patch::Apply(config(json!({"a": "2"}))),
-        )
-        .await
-        .unwrap();
+    let n = apply_labels(apply("bob"), json!({"a": "2"})).await.unwrap();
     assert!(!n.labels().contains_key("b"), "{:?}", n.labels());
     assert_eq!(n.labels()["c"], "3");
 
     // A re-apply of the same configuration changes nothing, resourceVersion included.
-    let again = nodes
-        .patch(
-            "n1",
-            &apply("bob"),
-            &Patch::Apply(config(json!({"a": "2"}))),
-        )
-        .await
-        .unwrap();
+    let again = apply_labels(apply("bob"), json!({"a": "2"})).await.unwrap();
     assert_eq!(again.resource_version(), n.resource_version());
 }
 
@@ -231,12 +190,15 @@ async fn services_ports_merge_by_port_and_protocol_and_status_applies_apart() {
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
                "spec": {"type": "LoadBalancer", "selector": {"app": "web"}, "ports": ports}})
     };
-    let s = svcs
-        .patch(
-            "web",
-            &apply("team-a"),
-            &Patch::Apply(config(json!([port(80, "http")]))),
-        )
+    let apply_ports = |manager: &str, ports: Value| {
+        let (svcs, pp) = (svcs.clone(), apply(manager));
+        async move { svcs.patch("web", &pp, &Patch::Apply(config(ports))).await }
+    };
+    let ports = |s: &Service| -> Vec<i32> {
+        let spec = s.spec.as_ref().unwrap();
+        spec.ports.iter().flatten().map(|p| p.port).collect()
+    };
+    let s = apply_ports("team-a", json!([port(80, "http")]))
         .await
         .unwrap();
     assert_eq!(
@@ -244,39 +206,13 @@ async fn services_ports_merge_by_port_and_protocol_and_status_applies_apart() {
         json!({"k:{\"port\":80,\"protocol\":\"TCP\"}": {".": {}, "f:name": {}, "f:port": {}, "f:targetPort": {}}})
     );
     // Another team adds a port: the list merges by key, each keeps its own item.
-    let s = svcs
-        .patch(
-            "web",
-            &apply("team-b"),
-            &Patch::Apply(config(json!([port(443, "https")]))),
-        )
+    let s = apply_ports("team-b", json!([port(443, "https")]))
         .await
         .unwrap();
-    let ports: Vec<i32> = s
-        .spec
-        .as_ref()
-        .unwrap()
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| p.port)
-        .collect();
-    assert_eq!(ports, [80, 443]);
+    assert_eq!(ports(&s), [80, 443]);
     // team-a drops its port; team-b's stays.
-    let s = svcs
-        .patch("web", &apply("team-a"), &Patch::Apply(config(json!([]))))
-        .await
-        .unwrap();
-    let ports: Vec<i32> = s
-        .spec
-        .as_ref()
-        .unwrap()
-        .ports
-        .iter()
-        .flatten()
-        .map(|p| p.port)
-        .collect();
-    assert_eq!(ports, [443]);
+    let s = apply_ports("team-a", json!([])).await.unwrap();
+    assert_eq!(ports(&s), [443]);
 
     // A controller applies status through /status: its entry names the subresource, and the
     // main endpoint's appliers do not own status.

@@ -10,14 +10,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::Api;
 use kube_testenv::TestEnv;
 
+async fn https_with_rbac() -> TestEnv {
+    let builder = TestEnv::builder().https(true).authorization(true);
+    builder.start().await.unwrap()
+}
+
 #[tokio::test]
 async fn client_certificates_authenticate_as_cn_and_o() {
-    let env = TestEnv::builder()
-        .https(true)
-        .authorization(true)
-        .start()
-        .await
-        .unwrap();
+    let env = https_with_rbac().await;
     assert!(env.url().starts_with("https://127.0.0.1:"));
     let cms: Api<ConfigMap> = Api::namespaced(env.client(), "kube-system");
     let cm = cms.get("extension-apiserver-authentication").await.unwrap();
@@ -54,12 +54,7 @@ async fn client_certificates_authenticate_as_cn_and_o() {
 
 #[tokio::test]
 async fn kubectl_sends_tokens_over_https() {
-    let env = TestEnv::builder()
-        .https(true)
-        .authorization(true)
-        .start()
-        .await
-        .unwrap();
+    let env = https_with_rbac().await;
     let kubectl = Kubectl::new(&env);
     let (ok, out, err) = kubectl.run(&["get", "namespaces", "-o", "name"]).await;
     assert!(ok, "{err}");

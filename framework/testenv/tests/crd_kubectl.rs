@@ -135,16 +135,12 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
         k.run(&["apply", "-f", cr]).await.trim(),
         "widget.stable.example.com/w1 configured"
     );
-    k.run(&[
-        "patch",
-        "widget",
-        "w1",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#,
-    ])
-    .await;
+    let patch_status = |body| {
+        let verb = "patch widget w1 --subresource=status --type=merge -p";
+        verb.split(' ').chain([body]).collect::<Vec<_>>()
+    };
+    let ready = r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#;
+    k.run(&patch_status(ready)).await;
 
     for what in ["widgets", "wi", "gadgets", "widget.stable.example.com"] {
         let out = k.run(&["get", what]).await;
@@ -173,17 +169,8 @@ async fn kubectl_applies_waits_for_and_prints_custom_resources() {
     );
 
     // A duplicate map key in a `map` list is refused by the schema.
-    let (ok, _, err) = k
-        .try_run(&[
-            "patch",
-            "widget",
-            "w1",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            r#"{"status":{"conditions":[{"type":"Ready"},{"type":"Ready"}]}}"#,
-        ])
-        .await;
+    let duplicate = r#"{"status":{"conditions":[{"type":"Ready"},{"type":"Ready"}]}}"#;
+    let (ok, _, err) = k.try_run(&patch_status(duplicate)).await;
     assert!(!ok && err.contains("Duplicate value"), "{err}");
 
     assert_eq!(

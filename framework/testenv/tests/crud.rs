@@ -1,23 +1,18 @@
 //! Create / get / list / update / delete through a real kube::Client, with the Status errors and
 //! the objects a fresh cluster has.
 
+mod support;
+
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube::core::Status;
 use kube_testenv::TestEnv;
 use serde_json::json;
+use support::{api_err, cluster_with};
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": "worker"}}}))
         .unwrap()
-}
-
-fn api_err(e: kube::Error) -> Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 #[tokio::test]
@@ -127,12 +122,7 @@ async fn node_create_get_update_delete_with_global_resource_version() {
 
 #[tokio::test]
 async fn create_errors_match_upstream_statuses() {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("golden-n1"))
-        .await
-        .unwrap();
+    let (env, nodes) = cluster_with(node("golden-n1")).await;
     let err = api_err(
         nodes
             .create(&PostParams::default(), &node("golden-n1"))

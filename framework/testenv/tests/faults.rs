@@ -1,12 +1,15 @@
 //! Fault injection and the request log: injected 500 / 429 + Retry-After, random failures,
 //! latency (under a paused clock), and the recorded verbs.
 
+mod support;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::json;
+use support::cluster_with;
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
@@ -122,12 +125,7 @@ async fn latency_delays_responses() {
 
 #[tokio::test]
 async fn request_log_records_verbs_resources_and_user_agent() {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("a"))
-        .await
-        .unwrap();
+    let (env, nodes) = cluster_with(node("a")).await;
     nodes.get("a").await.unwrap();
     nodes
         .list(&ListParams::default().labels("x=y"))

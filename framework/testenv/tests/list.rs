@@ -124,39 +124,24 @@ async fn resource_version_semantics() {
         .await
         .unwrap();
     assert_eq!(any.items.len(), 3);
-    let exact = nodes
-        .list(
-            &ListParams::default()
-                .at(&rv_after_two.to_string())
-                .matching(VersionMatch::Exact),
-        )
-        .await
-        .unwrap();
+    let at = |rv: &str, m: VersionMatch| ListParams::default().at(rv).matching(m);
+    let rv = rv_after_two.to_string();
+    let exact = nodes.list(&at(&rv, VersionMatch::Exact)).await.unwrap();
     assert_eq!(names(&exact), ["n0", "n1"]);
     assert_eq!(
         exact.metadata.resource_version,
         Some(rv_after_two.to_string())
     );
-    let not_older = nodes
-        .list(
-            &ListParams::default()
-                .at(&rv_after_two.to_string())
-                .matching(VersionMatch::NotOlderThan),
-        )
-        .await
-        .unwrap();
+    let not_older = nodes.list(&at(&rv, VersionMatch::NotOlderThan)).await;
+    let not_older = not_older.unwrap();
     assert_eq!(not_older.items.len(), 3);
     let mut cfg = env.config();
     cfg.default_retry = false;
     let no_retry: Api<Node> = Api::all(kube::Client::try_from(cfg).unwrap());
     let err = no_retry
-        .list(
-            &ListParams::default()
-                .at("999999")
-                .matching(VersionMatch::NotOlderThan),
-        )
-        .await
-        .unwrap_err();
+        .list(&at("999999", VersionMatch::NotOlderThan))
+        .await;
+    let err = err.unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 504 && s.reason == "Timeout"));
     env.faults().expire_history();
     let err = nodes

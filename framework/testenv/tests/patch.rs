@@ -1,21 +1,17 @@
 //! Patches (merge, JSON, strategic), the status subresource split, and finalizers
 //! holding a deleted object, all through kube::Client.
 
+mod support;
+
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
+use support::{api_err, cluster_with};
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": "worker"}}}))
         .unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// kube's JSON patch support is behind a feature this workspace does not enable: send it raw.
@@ -32,21 +28,19 @@ async fn json_patch(env: &TestEnv, path: &str, ops: &Value) -> (u16, Value) {
 }
 
 async fn setup() -> (TestEnv, Api<Node>) {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("n"))
-        .await
-        .unwrap();
-    (env, nodes)
+    cluster_with(node("n")).await
+}
+
+/// Patches Node `n` on the main endpoint.
+async fn patch_n(nodes: &Api<Node>, patch: Patch<Value>) -> kube::Result<Node> {
+    nodes.patch("n", &PatchParams::default(), &patch).await
 }
 
 #[tokio::test]
 async fn strategic_patch_replaces_taints_and_merges_conditions_by_type() {
     let (_env, nodes) = setup().await;
     let pp = PatchParams::default();
-    let patched = nodes
-        .patch("n", &pp, &Patch::Strategic(json!({"spec": {"providerID": "fake://n", "taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}})))
+    let patched = patch_n(&nodes, Patch::Strategic(json!({"spec": {"providerID": "fake://n", "taints": [{"key": "a", "value": "b", "effect": "NoSchedule"}]}})))
         .await
         .unwrap();
     let spec = serde_json::to_value(patched.spec.unwrap()).unwrap();
@@ -86,14 +80,12 @@ async fn strategic_patch_replaces_taints_and_merges_conditions_by_type() {
 async fn merge_and_json_patches_and_their_errors() {
     let (env, nodes) = setup().await;
     let pp = PatchParams::default();
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(json!({"metadata": {"labels": {"role": null, "zone": "a"}}})),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"metadata": {"labels": {"role": null, "zone": "a"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         serde_json::to_value(n.metadata.labels).unwrap(),
         json!({"zone": "a"})
@@ -116,16 +108,14 @@ async fn merge_and_json_patches_and_their_errors() {
 
     // A patch carrying a stale resourceVersion conflicts, like an update.
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(
-                    json!({"metadata": {"resourceVersion": "1"}, "spec": {"unschedulable": false}}),
-                ),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(
+                json!({"metadata": {"resourceVersion": "1"}, "spec": {"unschedulable": false}}),
+            ),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
 
@@ -143,16 +133,12 @@ async fn status_subresource_split() {
     let (_env, nodes) = setup().await;
     let pp = PatchParams::default();
     // The main endpoint ignores status.
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(
-                json!({"spec": {"podCIDR": "10.0.0.0/24"}, "status": {"phase": "Running"}}),
-            ),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"spec": {"podCIDR": "10.0.0.0/24"}, "status": {"phase": "Running"}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(n.spec.unwrap().pod_cidr.as_deref(), Some("10.0.0.0/24"));
     assert_eq!(n.status.unwrap().phase, None);
     // /status ignores spec but keeps metadata changes.
@@ -262,15 +248,12 @@ async fn delete_preconditions() {
 #[tokio::test]
 async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
     let (_env, nodes) = setup().await;
-    let pp = PatchParams::default();
-    let n = nodes
-        .patch(
-            "n",
-            &pp,
-            &Patch::Merge(json!({"spec": {"providerID": "fake://n", "podCIDR": "10.244.1.0/24"}})),
-        )
-        .await
-        .unwrap();
+    let n = patch_n(
+        &nodes,
+        Patch::Merge(json!({"spec": {"providerID": "fake://n", "podCIDR": "10.244.1.0/24"}})),
+    )
+    .await
+    .unwrap();
     let spec = n.spec.unwrap();
     assert_eq!(
         spec.pod_cidrs.unwrap(),
@@ -278,14 +261,12 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
         "podCIDR is mirrored into podCIDRs"
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"spec": {"providerID": "fake://other"}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"spec": {"providerID": "fake://other"}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(
         (err.code, err.message.as_str()),
@@ -295,14 +276,12 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
         )
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"spec": {"podCIDRs": ["10.244.2.0/24"]}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"spec": {"podCIDRs": ["10.244.2.0/24"]}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert!(
         err.message
@@ -315,18 +294,13 @@ async fn node_provider_id_and_pod_cidrs_only_go_from_unset_to_set() {
 #[tokio::test]
 async fn invalid_taints_and_labels_are_rejected() {
     let (_env, nodes) = setup().await;
-    let pp = PatchParams::default();
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Strategic(
-                    json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}}),
-                ),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Strategic(json!({"spec": {"taints": [{"key": "a", "effect": "Sometimes"}]}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!(err.code, 422);
     assert_eq!(
@@ -334,14 +308,12 @@ async fn invalid_taints_and_labels_are_rejected() {
         "Node \"n\" is invalid: spec.taints[0].effect: Unsupported value: \"Sometimes\": supported values: \"NoExecute\", \"NoSchedule\", \"PreferNoSchedule\""
     );
     let err = api_err(
-        nodes
-            .patch(
-                "n",
-                &pp,
-                &Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
-            )
-            .await
-            .unwrap_err(),
+        patch_n(
+            &nodes,
+            Patch::Merge(json!({"metadata": {"labels": {"zone": "us east"}}})),
+        )
+        .await
+        .unwrap_err(),
     );
     assert!(err.message.starts_with("Node \"n\" is invalid: metadata.labels: Invalid value: \"us east\": a valid label must be"), "{}", err.message);
 }

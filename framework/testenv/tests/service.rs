@@ -1,19 +1,16 @@
 //! Service defaulting, allocation and immutability as kube-apiserver does them.
 
+mod support;
+
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::{Value, json};
+use support::{api_err, create_svc};
 
-fn svc(name: &str, spec: Value) -> Service {
-    serde_json::from_value(json!({"metadata": {"name": name}, "spec": spec})).unwrap()
-}
-
-fn api_err(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API error, got {other:?}"),
-    }
+/// Patches Service `name` through `svcs`.
+async fn patch_svc(svcs: &Api<Service>, name: &str, patch: Patch<Value>) -> kube::Result<Service> {
+    svcs.patch(name, &PatchParams::default(), &patch).await
 }
 
 #[tokio::test]
@@ -25,8 +22,7 @@ async fn load_balancer_defaults_match_the_captured_create() {
         .await
         .unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
-    let created = svcs
-        .create(&PostParams::default(), &svc("golden-lb", json!({"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]})))
+    let created = create_svc(&svcs, "golden-lb", json!({"type": "LoadBalancer", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}))
         .await
         .unwrap();
     let spec = serde_json::to_value(created.spec.clone().unwrap()).unwrap();
@@ -55,23 +51,19 @@ async fn load_balancer_defaults_match_the_captured_create() {
 async fn cluster_ip_is_immutable_and_allocations_survive_updates() {
     let env = TestEnv::start().await.unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
-    let created = svcs
-        .create(
-            &PostParams::default(),
-            &svc(
-                "golden-lb",
-                json!({"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]}),
-            ),
-        )
-        .await
-        .unwrap();
+    let created = create_svc(
+        &svcs,
+        "golden-lb",
+        json!({"type": "LoadBalancer", "ports": [{"name": "http", "port": 80}]}),
+    )
+    .await
+    .unwrap();
     let spec = created.spec.clone().unwrap();
-    let pp = PatchParams::default();
     let err = api_err(
-        svcs.patch(
+        patch_svc(
+            &svcs,
             "golden-lb",
-            &pp,
-            &Patch::Merge(json!({"spec": {"clusterIP": "10.96.99.99"}})),
+            Patch::Merge(json!({"spec": {"clusterIP": "10.96.99.99"}})),
         )
         .await
         .unwrap_err(),
@@ -100,14 +92,13 @@ async fn cluster_ip_is_immutable_and_allocations_survive_updates() {
     );
 
     // Strategic merge on ports merges by port.
-    let merged = svcs
-        .patch(
-            "golden-lb",
-            &pp,
-            &Patch::Strategic(json!({"spec": {"ports": [{"name": "https", "port": 443}]}})),
-        )
-        .await
-        .unwrap();
+    let merged = patch_svc(
+        &svcs,
+        "golden-lb",
+        Patch::Strategic(json!({"spec": {"ports": [{"name": "https", "port": 443}]}})),
+    )
+    .await
+    .unwrap();
     let ports: Vec<i32> = merged
         .spec
         .unwrap()
@@ -119,16 +110,15 @@ async fn cluster_ip_is_immutable_and_allocations_survive_updates() {
     assert_eq!(ports, [80, 443]);
 
     // Changing to ClusterIP drops the nodePorts and LB-only fields.
-    let cip = svcs
-        .patch(
-            "golden-lb",
-            &pp,
-            &Patch::Merge(json!({"spec": {"type": "ClusterIP"}})),
-        )
-        .await
-        .unwrap()
-        .spec
-        .unwrap();
+    let cip = patch_svc(
+        &svcs,
+        "golden-lb",
+        Patch::Merge(json!({"spec": {"type": "ClusterIP"}})),
+    )
+    .await
+    .unwrap()
+    .spec
+    .unwrap();
     assert!(cip.ports.unwrap().iter().all(|p| p.node_port.is_none()));
     assert_eq!(
         (
@@ -143,46 +133,34 @@ async fn cluster_ip_is_immutable_and_allocations_survive_updates() {
 async fn validation_errors_and_headless_and_taken_ips() {
     let env = TestEnv::start().await.unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
-    let err = api_err(
-        svcs.create(&PostParams::default(), &svc("noports", json!({})))
-            .await
-            .unwrap_err(),
-    );
+    let err = api_err(create_svc(&svcs, "noports", json!({})).await.unwrap_err());
     assert_eq!(
         err.message,
         "Service \"noports\" is invalid: spec.ports: Required value"
     );
     let err = api_err(
-        svcs.create(
-            &PostParams::default(),
-            &svc("Bad", json!({"ports": [{"port": 80}]})),
-        )
-        .await
-        .unwrap_err(),
+        create_svc(&svcs, "Bad", json!({"ports": [{"port": 80}]}))
+            .await
+            .unwrap_err(),
     );
     assert!(
         err.message.contains("a DNS-1035 label must consist of"),
         "{}",
         err.message
     );
-    let headless = svcs
-        .create(
-            &PostParams::default(),
-            &svc(
-                "headless",
-                json!({"clusterIP": "None", "ports": [{"port": 80}]}),
-            ),
-        )
-        .await
-        .unwrap();
+    let headless = create_svc(
+        &svcs,
+        "headless",
+        json!({"clusterIP": "None", "ports": [{"port": 80}]}),
+    )
+    .await
+    .unwrap();
     assert_eq!(headless.spec.unwrap().cluster_ips.unwrap(), ["None"]);
     let err = api_err(
-        svcs.create(
-            &PostParams::default(),
-            &svc(
-                "dup",
-                json!({"clusterIP": "10.96.0.1", "ports": [{"port": 80}]}),
-            ),
+        create_svc(
+            &svcs,
+            "dup",
+            json!({"clusterIP": "10.96.0.1", "ports": [{"port": 80}]}),
         )
         .await
         .unwrap_err(),
@@ -193,9 +171,10 @@ async fn validation_errors_and_headless_and_taken_ips() {
         err.message
     );
     let err = api_err(
-        svcs.create(
-            &PostParams::default(),
-            &svc("multi", json!({"ports": [{"port": 80}, {"port": 81}]})),
+        create_svc(
+            &svcs,
+            "multi",
+            json!({"ports": [{"port": 80}, {"port": 81}]}),
         )
         .await
         .unwrap_err(),
@@ -215,31 +194,31 @@ async fn local_traffic_load_balancers_get_a_health_check_node_port() {
         .await
         .unwrap();
     let svcs: Api<Service> = Api::default_namespaced(env.client());
-    let created = svcs
-        .create(&PostParams::default(), &svc("local", json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]})))
-        .await
-        .unwrap();
+    let created = create_svc(
+        &svcs,
+        "local",
+        json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]}),
+    )
+    .await
+    .unwrap();
     let spec = created.spec.unwrap();
     let hc = spec.health_check_node_port.expect("allocated");
     let np = spec.ports.unwrap()[0].node_port.unwrap();
     assert!((30000..=30002).contains(&hc) && hc != np, "{hc} {np}");
-    let pp = PatchParams::default();
-    let kept = svcs
-        .patch(
-            "local",
-            &pp,
-            &Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
-        )
-        .await
-        .unwrap();
+    let kept = patch_svc(
+        &svcs,
+        "local",
+        Patch::Merge(json!({"metadata": {"labels": {"a": "b"}}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(kept.spec.unwrap().health_check_node_port, Some(hc));
-    let cluster = svcs
-        .patch(
-            "local",
-            &pp,
-            &Patch::Merge(json!({"spec": {"externalTrafficPolicy": "Cluster"}})),
-        )
-        .await
-        .unwrap();
+    let cluster = patch_svc(
+        &svcs,
+        "local",
+        Patch::Merge(json!({"spec": {"externalTrafficPolicy": "Cluster"}})),
+    )
+    .await
+    .unwrap();
     assert_eq!(cluster.spec.unwrap().health_check_node_port, None);
 }

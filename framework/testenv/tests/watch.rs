@@ -1,6 +1,8 @@
 //! Watches through kube::Client and kube-runtime's watcher: events, resume, 410, bookmarks,
 //! streaming lists, timeouts and the request log of one LIST + one WATCH.
 
+mod support;
+
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -9,6 +11,7 @@ use kube::api::{Api, DeleteParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher::{self, Event};
 use kube_testenv::TestEnv;
 use serde_json::json;
+use support::cluster_with;
 
 fn node(name: &str) -> Node {
     serde_json::from_value(json!({"metadata": {"name": name}})).unwrap()
@@ -62,12 +65,7 @@ async fn watch_streams_added_modified_deleted_from_a_resource_version() {
 
 #[tokio::test]
 async fn watch_from_expired_resource_version_gets_410_error_event() {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("a"))
-        .await
-        .unwrap();
+    let (env, nodes) = cluster_with(node("a")).await;
     env.faults().expire_history();
     let mut stream = nodes
         .watch(&WatchParams::default(), "1")
@@ -162,12 +160,7 @@ async fn bookmarks_arrive_on_the_interval_and_timeout_ends_the_stream() {
 
 #[tokio::test]
 async fn kube_runtime_watcher_does_one_list_and_one_watch() {
-    let env = TestEnv::start().await.unwrap();
-    let nodes: Api<Node> = Api::all(env.client());
-    nodes
-        .create(&PostParams::default(), &node("pre"))
-        .await
-        .unwrap();
+    let (env, nodes) = cluster_with(node("pre")).await;
     env.clear_requests();
     let mut events = watcher::watcher(nodes.clone(), watcher::Config::default()).boxed();
     let mut seen_init = Vec::new();

@@ -116,45 +116,26 @@ async fn every_handler_runs_in_one_root_watch_event_span_per_event() {
     h.start();
 
     // Each event has one span, shared by both handlers, made as a root.
-    let check =
-        |(ea, ida, sa): Seen, (eb, idb, _): Seen, want: &str, fields_want: Vec<(&str, &str)>| {
-            assert_eq!(ea, want);
-            assert_eq!(eb, want);
-            assert_eq!(ida, idb, "one span per event, not per handler");
-            assert_eq!(sa.name, "watch event");
-            assert!(sa.root, "{sa:?} is a root");
-            assert_eq!(fields(&sa), fields_want);
-        };
+    let mut check = async |want: &str, fields_want: Vec<(&str, &str)>| {
+        let (ea, ida, sa): Seen = a.recv().await.expect("a");
+        let (eb, idb, _): Seen = b.recv().await.expect("b");
+        assert_eq!(ea, want);
+        assert_eq!(eb, want);
+        assert_eq!(ida, idb, "one span per event, not per handler");
+        assert_eq!(sa.name, "watch event");
+        assert!(sa.root, "{sa:?} is a root");
+        assert_eq!(fields(&sa), fields_want);
+    };
 
     h.list(vec![node("n1", 1)]);
-    check(
-        a.recv().await.expect("a"),
-        b.recv().await.expect("b"),
-        "add n1@1",
-        expected("added", "list", "n1", "1"),
-    );
+    check("add n1@1", expected("added", "list", "n1", "1")).await;
     h.send(watcher::Event::Apply(node("n1", 2)));
-    check(
-        a.recv().await.expect("a"),
-        b.recv().await.expect("b"),
-        "update n1@1->2",
-        expected("updated", "watch", "n1", "2"),
-    );
+    check("update n1@1->2", expected("updated", "watch", "n1", "2")).await;
     // A relist that no longer holds n1: the delete carries the last cached state.
     h.list(vec![]);
-    check(
-        a.recv().await.expect("a"),
-        b.recv().await.expect("b"),
-        "delete n1@2",
-        expected("deleted", "relist", "n1", "2"),
-    );
+    check("delete n1@2", expected("deleted", "relist", "n1", "2")).await;
     h.send(watcher::Event::Apply(node("n2", 3)));
-    check(
-        a.recv().await.expect("a"),
-        b.recv().await.expect("b"),
-        "add n2@3",
-        expected("added", "watch", "n2", "3"),
-    );
+    check("add n2@3", expected("added", "watch", "n2", "3")).await;
 
     // Resync is per handler: only `a` has a period.
     let (event, _, opened) = a.recv().await.expect("resync");

@@ -27,29 +27,23 @@ pub trait RateLimiter<K>: Send + Sync + 'static {
     fn num_requeues(&self, key: &K) -> u32;
 }
 
-impl<K, L: RateLimiter<K> + ?Sized> RateLimiter<K> for Box<L> {
-    fn when(&self, key: &K) -> Duration {
-        (**self).when(key)
-    }
-    fn forget(&self, key: &K) {
-        (**self).forget(key)
-    }
-    fn num_requeues(&self, key: &K) -> u32 {
-        (**self).num_requeues(key)
-    }
+/// A boxed or shared limiter is a limiter.
+macro_rules! forward_rate_limiter {
+    ($($ptr:ident),*) => {$(
+        impl<K, L: RateLimiter<K> + ?Sized> RateLimiter<K> for $ptr<L> {
+            fn when(&self, key: &K) -> Duration {
+                (**self).when(key)
+            }
+            fn forget(&self, key: &K) {
+                (**self).forget(key)
+            }
+            fn num_requeues(&self, key: &K) -> u32 {
+                (**self).num_requeues(key)
+            }
+        }
+    )*};
 }
-
-impl<K, L: RateLimiter<K> + ?Sized> RateLimiter<K> for Arc<L> {
-    fn when(&self, key: &K) -> Duration {
-        (**self).when(key)
-    }
-    fn forget(&self, key: &K) {
-        (**self).forget(key)
-    }
-    fn num_requeues(&self, key: &K) -> u32 {
-        (**self).num_requeues(key)
-    }
-}
+forward_rate_limiter!(Box, Arc);
 
 /// Upstream's default for controllers: per-key exponential 5 ms … 1000 s, capped overall by a
 /// 10 qps / burst 100 bucket owned by this limiter alone.

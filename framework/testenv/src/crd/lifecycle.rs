@@ -16,6 +16,7 @@ use crate::resources::{ResId, lookup};
 use crate::status::ApiError;
 use crate::store::{EventType, ObjKey, State, key_of};
 use crate::types::{CustomType, ScaleSpec, Served};
+use crate::validation::string_list;
 
 /// The finalizer a deleted CRD carries until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -29,15 +30,7 @@ fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
 }
 
 fn strings(v: &Value, ptr: &str) -> Vec<String> {
-    v.pointer(ptr)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
+    string_list(v.pointer(ptr))
 }
 
 fn condition(ty: &str, status: &str, reason: &str, message: &str, since: &str) -> Value {

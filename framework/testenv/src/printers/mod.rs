@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::crd::columns::{self, human_duration};
 use crate::types::Served;
+use crate::validation::string_list;
 
 fn col(name: &str, ty: &str, priority: u8) -> Value {
     let format = if name == "Name" { "name" } else { "" };
@@ -184,16 +185,7 @@ fn service_cells(obj: &Value) -> Vec<Value> {
             }
         })
         .collect();
-    let mut external: Vec<String> = obj
-        .pointer("/spec/externalIPs")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut external = string_list(obj.pointer("/spec/externalIPs"));
     let external = match ty {
         "LoadBalancer" if lb.is_empty() && external.is_empty() => "<pending>".to_string(),
         "LoadBalancer" => {

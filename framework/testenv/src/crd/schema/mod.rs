@@ -14,6 +14,8 @@ pub(crate) use validate::go_value;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use crate::validation::string_list;
+
 /// What kind of list a field holds (structured-merge-diff's vocabulary).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListType {
@@ -94,17 +96,7 @@ impl Schema {
     /// Reads a (CRD-validated) `openAPIV3Schema`; an invalid `pattern` is ignored here because CRD
     /// validation refuses it first.
     pub fn parse(v: &Value) -> Schema {
-        let strings = |k: &str| -> Vec<String> {
-            v.get(k)
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(Value::as_str)
-                        .map(String::from)
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
+        let strings = |k: &str| string_list(v.get(k));
         let properties = v
             .get("properties")
             .and_then(Value::as_object)
