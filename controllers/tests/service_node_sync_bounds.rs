@@ -13,93 +13,21 @@
 mod service_support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
-use cloud_controllers::cloud::{CloudError, CloudProvider, LoadBalancer};
 use cloud_controllers::service::{
-    MAX_BURST_HOLD, MAX_RETRY_DELAY, MIN_RETRY_DELAY, NodeChanges, run_node_sync, service_key,
+    MAX_BURST_HOLD, MAX_RETRY_DELAY, MIN_RETRY_DELAY, NodeChanges, run_node_sync,
 };
 use cloud_controllers::wiring::RECONCILE_TIMEOUT;
 use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
-use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 use prometheus_client::registry::Registry;
 use service_support::*;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const PERIOD: Duration = Duration::from_secs(2);
-
-/// A fake cloud whose first `UpdateLoadBalancer` for one Service never returns.
-struct HangsOnce {
-    fake: FakeCloud,
-    key: String,
-    armed: AtomicBool,
-}
-
-#[async_trait]
-impl CloudProvider for HangsOnce {
-    fn load_balancer(&self) -> Option<&dyn LoadBalancer> {
-        Some(self)
-    }
-    fn provider_name(&self) -> &str {
-        "fake"
-    }
-    fn has_cluster_id(&self) -> bool {
-        true
-    }
-}
-
-#[async_trait]
-impl LoadBalancer for HangsOnce {
-    async fn get_load_balancer(
-        &self,
-        cluster: &str,
-        svc: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.lb().get_load_balancer(cluster, svc).await
-    }
-    fn get_load_balancer_name(&self, cluster: &str, svc: &Service) -> String {
-        self.lb().get_load_balancer_name(cluster, svc)
-    }
-    async fn ensure_load_balancer(
-        &self,
-        cluster: &str,
-        svc: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<LoadBalancerStatus, CloudError> {
-        self.lb().ensure_load_balancer(cluster, svc, nodes).await
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster: &str,
-        svc: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        if service_key(svc) == self.key && self.armed.swap(false, Ordering::SeqCst) {
-            std::future::pending::<()>().await;
-        }
-        self.lb().update_load_balancer(cluster, svc, nodes).await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster: &str,
-        svc: &Service,
-    ) -> Result<(), CloudError> {
-        self.lb().ensure_load_balancer_deleted(cluster, svc).await
-    }
-}
-
-impl HangsOnce {
-    fn lb(&self) -> &dyn LoadBalancer {
-        self.fake
-            .load_balancer()
-            .expect("the fake cloud has load balancers")
-    }
-}
 
 struct NodeSync {
     h: Harness,
@@ -256,16 +184,13 @@ async fn a_single_change_reaches_every_load_balancer_within_the_period() {
 
 #[tokio::test]
 async fn a_failing_or_hung_load_balancer_holds_no_other() {
-    let fake = FakeCloud::new();
     let hung = "default/lb-001".to_string();
     let failing = "default/lb-003";
-    let provider = Arc::new(HangsOnce {
-        fake: fake.clone(),
-        key: hung.clone(),
-        armed: AtomicBool::new(true),
-    });
-    let h = harness_with(&["n0"], fake, provider).await;
-    let mut s = start(h, 10, PERIOD, 2).await;
+    let mut s = node_sync(10, PERIOD, 2).await;
+    s.h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::hang().times(1).only_for(&hung),
+    );
     s.h.cloud.fail(
         Method::UpdateLoadBalancer,
         FaultSpec::other("backend pool locked").only_for(failing),

@@ -191,11 +191,14 @@ pub enum FaultError {
     /// Panics with this message: a provider bug, to test that the caller's panic guard holds.
     /// The call is not logged (it never completed).
     Panic(String),
+    /// Never returns: a hung cloud call, to test the caller's timeout. Not logged either.
+    Hang,
 }
 
 impl FaultError {
-    /// The error to return; panics for [`FaultError::Panic`], which is the point of that fault.
-    fn into_cloud_error(self) -> CloudError {
+    /// The error to return; panics for [`FaultError::Panic`] and never returns for
+    /// [`FaultError::Hang`], which is the point of those faults.
+    pub(super) async fn fire(self) -> CloudError {
         match self {
             FaultError::InstanceNotFound => CloudError::InstanceNotFound,
             FaultError::NotImplemented => CloudError::NotImplemented,
@@ -203,6 +206,7 @@ impl FaultError {
             FaultError::Retry { message, after } => CloudError::Retry { message, after },
             FaultError::Other(message) => CloudError::other(message),
             FaultError::Panic(message) => panic!("{message}"),
+            FaultError::Hang => std::future::pending().await,
         }
     }
 }
@@ -250,6 +254,11 @@ impl FaultSpec {
     /// Panics inside the provider call with `message` (see [`FaultError::Panic`]).
     pub fn panic(message: impl Into<String>) -> Self {
         Self::new(FaultError::Panic(message.into()))
+    }
+
+    /// The call never returns (see [`FaultError::Hang`]).
+    pub fn hang() -> Self {
+        Self::new(FaultError::Hang)
     }
 
     /// Fails with [`CloudError::InstanceNotFound`].
@@ -361,9 +370,9 @@ impl Faults {
         self.state.lock().latency.get(&method).copied()
     }
 
-    /// The error of the first fault (in the order they were added) that matches this call,
-    /// consuming one of its remaining uses; a panic fault panics here, after the lock is released.
-    pub(super) fn take_fault(&self, method: Method, key: &str) -> Option<CloudError> {
+    /// The first fault (in the order they were added) that matches this call, consuming one of
+    /// its remaining uses; the caller fires it ([`FaultError::fire`]) after the lock is released.
+    pub(super) fn take_fault(&self, method: Method, key: &str) -> Option<FaultError> {
         let error = {
             let mut state = self.state.lock();
             let specs = state.faults.get_mut(&method)?;
@@ -377,7 +386,7 @@ impl Faults {
             }
             error
         };
-        Some(error.into_cloud_error())
+        Some(error)
     }
 
     pub(super) fn record(&self, call: CloudCall) {
@@ -462,7 +471,7 @@ mod tests {
                 .is_none()
         );
         let err = faults.take_fault(Method::EnsureLoadBalancer, "ns/a");
-        assert!(matches!(err, Some(CloudError::InstanceNotFound)));
+        assert_eq!(err, Some(FaultError::InstanceNotFound));
         assert!(
             faults
                 .take_fault(Method::EnsureLoadBalancer, "ns/a")
@@ -480,12 +489,31 @@ mod tests {
         for _ in 0..3 {
             let err = faults.take_fault(Method::ListRoutes, "c");
             assert_eq!(
-                err.and_then(|e| e.retry_after()),
-                Some(Duration::from_secs(7))
+                err,
+                Some(FaultError::Retry {
+                    message: "busy".into(),
+                    after: Duration::from_secs(7)
+                })
             );
         }
         faults.clear_faults(Some(Method::ListRoutes));
         assert!(faults.take_fault(Method::ListRoutes, "c").is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hang_fault_never_returns_and_is_used_up() {
+        let faults = Faults::default();
+        faults.add_fault(Method::UpdateLoadBalancer, FaultSpec::hang().times(1));
+        let fault = faults
+            .take_fault(Method::UpdateLoadBalancer, "ns/a")
+            .expect("a fault");
+        let hung = tokio::time::timeout(Duration::from_secs(3600), fault.fire()).await;
+        assert!(hung.is_err(), "still waiting after an hour");
+        assert!(
+            faults
+                .take_fault(Method::UpdateLoadBalancer, "ns/a")
+                .is_none()
+        );
     }
 
     #[test]
@@ -495,8 +523,10 @@ mod tests {
             Method::ListRoutes,
             FaultSpec::panic("provider bug").times(1),
         );
+        // Taken under the lock, fired after it is released.
+        let fault = faults.take_fault(Method::ListRoutes, "c").expect("a fault");
         let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            faults.take_fault(Method::ListRoutes, "c")
+            futures::executor::block_on(fault.fire())
         }));
         let payload = caught.expect_err("the fault panics");
         assert_eq!(

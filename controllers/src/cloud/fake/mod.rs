@@ -426,7 +426,7 @@ impl FakeCloud {
                 }
                 self.shared.gates.pass(method).await;
                 match self.shared.faults.take_fault(method, &key) {
-                    Some(err) => Err(err),
+                    Some(fault) => Err(fault.fire().await),
                     None => op(&mut self.shared.world.lock()),
                 }
             }
