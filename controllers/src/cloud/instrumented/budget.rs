@@ -1,8 +1,9 @@
 //! The cloud call budget, a tower layer every call of an [`super::InstrumentedCloud`] passes:
 //! a process-wide rate limit and concurrency limit (`--cloud-api-qps`, `--cloud-api-burst`,
 //! `--cloud-api-max-in-flight`, off by default as upstream), and with `--cloud-api-pause-on-retry`
-//! (on by default; upstream has none) a pause of one method for every caller once the cloud answers it with
-//! `Retry { after }` (a 429 with `Retry-After`), after which its callers take turns ([`pacer`]).
+//! (on by default; upstream has none) a pause of one method for every caller once the cloud
+//! answers it with `Retry { after }` (a 429 with `Retry-After`), after which its callers take
+//! turns ([`pacer`]).
 //!
 //! Upstream has no budget: each controller calls the cloud as fast as its workers go, and a cloud
 //! quota shared by all of them is found out one 429 at a time, per key. A call waits, in order:

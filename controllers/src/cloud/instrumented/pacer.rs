@@ -1,8 +1,8 @@
 //! Pacing of one cloud method's callers after the cloud answered it with `Retry { after }` (a
 //! 429): the answer is about the cloud's quota, not one object, so instead of every caller
 //! calling again at once (and all but one being refused, each refusal an event and a retry),
-//! the callers of every controller take turns until the turns run out, then call freely again. The spacing of turns adapts to the quota without
-//! knowing it: at least the cloud's `after`, doubled on each refusal while pacing, shrunk by a
+//! the callers of every controller take turns until the turns run out, then call freely again.
+//! The spacing of turns adapts to the quota without knowing it: at least the cloud's `after`, doubled on each refusal while pacing, shrunk by a
 //! quarter on each accepted call (additive back-off, multiplicative recovery, bounded).
 
 use std::time::Duration;
