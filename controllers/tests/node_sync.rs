@@ -113,6 +113,38 @@ async fn initializes_node_end_to_end() {
     assert!(out.contains("delay_count 1"), "{out}");
 }
 
+/// kubelet with `--cloud-provider=external` registers a Node without addresses. On a real
+/// kube-apiserver a `$patch: replace` over that empty list is stored as one more, empty address;
+/// the status patch must leave exactly the cloud's addresses, dual-stack InternalIPs included.
+#[tokio::test]
+async fn address_less_node_gets_exactly_the_cloud_addresses() {
+    let cluster = Cluster::start().await;
+    let mut bare = kubelet_node("node-1");
+    bare.status = None;
+    cluster.create(bare).await;
+    cluster.refresh().await;
+    let cloud = fake([instance().internal_ip("fd00::1")]);
+    let (c, _events, _metrics) = controller(&cluster, &cloud);
+
+    c.sync_node("node-1").await.expect("sync succeeds");
+
+    let stored = addresses(&cluster.get("node-1").await);
+    assert!(
+        stored
+            .iter()
+            .all(|a| !a.type_.is_empty() && !a.address.is_empty()),
+        "an empty address was stored: {stored:?}"
+    );
+    assert_eq!(
+        stored,
+        vec![
+            addr("InternalIP", "10.0.0.1"),
+            addr("ExternalIP", "203.0.113.1"),
+            addr("InternalIP", "fd00::1"),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn missing_node_is_done() {
     let cluster = Cluster::start().await;

@@ -2,11 +2,14 @@
 //! change detection and the `nodes/status` patch (upstream `updateNodeAddress`,
 //! `GetNodeAddressesFromNodeIP`, `nodeAddressesChangeDetected`, `PatchNodeStatus`).
 //!
-//! Difference from upstream: the status patch always replaces the whole address list with a
-//! `$patch: replace` directive. Upstream does so only when the old list was non-empty, and
-//! otherwise sends a merge keyed by `address`, which collapses two entries of different types that
-//! share one IP (for example InternalIP and ExternalIP on a flat network). The resulting list is
-//! otherwise the same.
+//! The status patch follows upstream's `PatchNodeStatus`. Over a non-empty list it ends with a
+//! `{"$patch": "replace"}` element, so the new list replaces the old one whole. Over an empty or
+//! absent list it must not: a real kube-apiserver keeps that directive as one more element and
+//! stores it as an empty address `{"type": "", "address": ""}`, which is what kubelet's
+//! `--cloud-provider=external` Nodes would get on initialization. There the list is sent plain
+//! and the server merges it by its merge key, `type`: entries of different types that share one
+//! IP all stay. The one case a merge by `type` would fold is a new list naming one type twice
+//! (dual-stack InternalIPs): it is sent as a JSON merge patch, which sets the list as given.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -202,14 +205,25 @@ pub fn addresses_changed(old: &[NodeAddress], new: &[NodeAddress]) -> bool {
         .any(|a| by_type.get(a.type_.as_str()).copied().unwrap_or("") != a.address)
 }
 
-/// The strategic-merge patch for `nodes/<name>/status` that sets exactly `addresses`.
-pub fn address_status_patch(addresses: &[NodeAddress]) -> serde_json::Value {
-    let mut list: Vec<serde_json::Value> = addresses
+/// The `nodes/<name>/status` patch that turns the address list `old` into exactly `new`.
+pub fn address_status_patch(old: &[NodeAddress], new: &[NodeAddress]) -> Patch<serde_json::Value> {
+    let mut list: Vec<serde_json::Value> = new
         .iter()
         .map(|a| json!({ "type": a.type_, "address": a.address }))
         .collect();
-    list.push(json!({ "$patch": "replace" }));
-    json!({ "status": { "addresses": list } })
+    if !old.is_empty() {
+        list.push(json!({ "$patch": "replace" }));
+        return Patch::Strategic(json!({ "status": { "addresses": list } }));
+    }
+    let mut types: Vec<&str> = new.iter().map(|a| a.type_.as_str()).collect();
+    types.sort_unstable();
+    let repeated = types.windows(2).any(|w| w[0] == w[1]);
+    let body = json!({ "status": { "addresses": list } });
+    if repeated {
+        Patch::Merge(body)
+    } else {
+        Patch::Strategic(body)
+    }
 }
 
 fn current_addresses(node: &Node) -> &[NodeAddress] {
@@ -234,9 +248,9 @@ pub async fn update_node_address(api: &Api<Node>, node: &Node, cloud: &[NodeAddr
     if !addresses_changed(current_addresses(node), &desired) {
         return false;
     }
-    let patch = address_status_patch(&desired);
+    let patch = address_status_patch(current_addresses(node), &desired);
     match api
-        .patch_status(name, &PatchParams::default(), &Patch::Strategic(patch))
+        .patch_status(name, &PatchParams::default(), &patch)
         .await
     {
         Ok(_) => true,
@@ -471,15 +485,62 @@ mod tests {
         ));
     }
 
+    fn body(patch: Patch<serde_json::Value>) -> (&'static str, serde_json::Value) {
+        match patch {
+            Patch::Strategic(v) => ("strategic", v),
+            Patch::Merge(v) => ("merge", v),
+            other => panic!("unexpected patch type {other:?}"),
+        }
+    }
+
     #[test]
-    fn status_patch_replaces_the_whole_list() {
-        let patch = address_status_patch(&[addr("InternalIP", "10.0.0.1")]);
+    fn status_patch_replaces_a_non_empty_list_whole() {
+        let patch = address_status_patch(
+            &[addr("InternalIP", "10.0.0.9")],
+            &[addr("InternalIP", "10.0.0.1")],
+        );
         assert_eq!(
-            patch,
-            json!({"status": {"addresses": [
-                {"type": "InternalIP", "address": "10.0.0.1"},
-                {"$patch": "replace"}
-            ]}})
+            body(patch),
+            (
+                "strategic",
+                json!({"status": {"addresses": [
+                    {"type": "InternalIP", "address": "10.0.0.1"},
+                    {"$patch": "replace"}
+                ]}})
+            )
+        );
+    }
+
+    #[test]
+    fn status_patch_over_an_empty_list_carries_no_directive() {
+        let new = [
+            addr("InternalIP", "10.0.0.1"),
+            addr("ExternalIP", "10.0.0.1"),
+        ];
+        assert_eq!(
+            body(address_status_patch(&[], &new)),
+            (
+                "strategic",
+                json!({"status": {"addresses": [
+                    {"type": "InternalIP", "address": "10.0.0.1"},
+                    {"type": "ExternalIP", "address": "10.0.0.1"}
+                ]}})
+            )
+        );
+        // Two entries of one type would be folded by a merge on `type`: the list is set as given.
+        let dual = [
+            addr("InternalIP", "10.0.0.1"),
+            addr("InternalIP", "fd00::1"),
+        ];
+        assert_eq!(
+            body(address_status_patch(&[], &dual)),
+            (
+                "merge",
+                json!({"status": {"addresses": [
+                    {"type": "InternalIP", "address": "10.0.0.1"},
+                    {"type": "InternalIP", "address": "fd00::1"}
+                ]}})
+            )
         );
     }
 }

@@ -39,7 +39,7 @@
 //! | Provided node IP parsing and matching | `addresses::tests::parses_*`, `rejects_*`, `node_ip_*` |
 //! | Hostname retention | `addresses::tests::hostname_is_kept_when_the_cloud_reports_none` |
 //! | Change detection quirks | `addresses::tests::change_detection_matches_upstream_quirks` |
-//! | Status patch with `$patch: replace` | `addresses::tests::status_patch_replaces_the_whole_list`, `tests/node_sync.rs::periodic_refresh_updates_addresses` |
+//! | Status patch: `$patch: replace` over a non-empty list, a plain merge by `type` over an empty one | `addresses::tests::{status_patch_replaces_a_non_empty_list_whole, status_patch_over_an_empty_list_carries_no_directive}`, `tests/node_sync.rs::{periodic_refresh_updates_addresses, address_less_node_gets_exactly_the_cloud_addresses}` |
 //! | Periodic loop skips uninitialized Nodes, guards V2 `None` | `tests/node_sync.rs::periodic_refresh_updates_addresses` |
 //! | Metrics names and buckets | `metrics::tests::*` |
 //! | Node deleted between cache read and PUT | `tests/node_sync.rs::node_deleted_mid_sync_ends_quietly` |
@@ -47,7 +47,9 @@
 //! | Legacy Instances + Zones initialization | `tests/node_sync.rs::legacy_instances_and_zones_path` |
 //!
 //! # Differences from upstream
-//! * The status patch always carries `$patch: replace` (see [`addresses`]).
+//! * Over an empty address list, a new list that names one type twice (dual-stack InternalIPs)
+//!   is sent as a JSON merge patch: upstream's merge by `type` would fold the two into one (see
+//!   [`addresses`]).
 //! * A Node that vanishes from the cache or the API during initialization ends the sync without
 //!   an error instead of one extra failed attempt.
 //! * The periodic loop skips a V2 provider's `None` metadata instead of dereferencing it.
