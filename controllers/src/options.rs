@@ -130,13 +130,13 @@ pub struct CloudOptions {
     )]
     pub concurrent_service_syncs: u32,
 
-    /// How long node changes must be quiet before load balancers get the new node set (not an
-    /// upstream flag; 0s answers every change at once, as upstream does).
+    /// How long after a node change load balancers get the new node set, folding the changes in
+    /// between (not an upstream flag; 0s answers every change at once, as upstream does).
     #[arg(
         long,
         default_value = "2s",
         help_heading = "Service-lb-controller flags",
-        help = "How long node changes must be quiet before load balancers are updated with the new node set; a burst of changes (a scale-up, a rolling replacement) is answered at least every 30s. 0s answers every change at once, as upstream does."
+        help = "How long after a node change load balancers are updated with the new node set; the changes in between are folded into that one update, so a burst (a scale-up, a rolling replacement) costs each load balancer at most one update per period. 0s answers every change at once, as upstream does."
     )]
     pub node_sync_batch_period: GoDuration,
 

@@ -1,12 +1,12 @@
-//! Coalescing of node changes before they reach the load balancers: a change is answered once
-//! node changes have been quiet for the batch period (`--node-sync-batch-period`), and a burst
-//! that never goes quiet is answered at least every [`MAX_BURST_HOLD`]. A scale-up of N nodes so
-//! costs each load balancer one or two `UpdateLoadBalancer` calls instead of up to N, while a
-//! single change waits exactly one period. A period of zero answers every change at once
-//! (upstream behaviour).
+//! Throttling of node changes before they reach the load balancers: a change is answered one
+//! batch period (`--node-sync-batch-period`) after it happened, and every later change that comes
+//! before that answer is folded into it. A change so reaches every load balancer within the period
+//! even while a burst goes on, and a burst of any length costs each load balancer at most one
+//! `UpdateLoadBalancer` per period: a 20 s scale-up at 2 s, about ten. A period of zero answers
+//! every change at once (upstream behaviour).
 //!
 //! [`Coalescer`] is the decision on a clock, without I/O; [`NodeChanges`] is the handle the Node
-//! event handler pokes and the task that fans each answered burst out.
+//! event handler pokes and the task that fans each answer out.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,62 +16,38 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Longest a burst of node changes is held back while it keeps going, so continuous churn still
-/// reaches the load balancers.
-pub const MAX_BURST_HOLD: Duration = Duration::from_secs(30);
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Burst {
-    first: Instant,
-    last: Instant,
-}
-
 /// When the node changes seen so far are due to be answered.
 #[derive(Debug)]
 pub struct Coalescer {
     period: Duration,
-    max_hold: Duration,
-    pending: Option<Burst>,
+    /// The first change not answered yet.
+    pending: Option<Instant>,
 }
 
 impl Coalescer {
-    /// Waits for `period` of quiet, holding a burst at most `max(period, MAX_BURST_HOLD)`.
+    /// Answers each change `period` after it, folding the changes in between.
     pub fn new(period: Duration) -> Self {
         Self {
             period,
-            max_hold: MAX_BURST_HOLD.max(period),
             pending: None,
         }
     }
 
     /// Records a node change at `now`.
     pub fn changed(&mut self, now: Instant) {
-        match &mut self.pending {
-            Some(burst) => burst.last = now,
-            None => {
-                self.pending = Some(Burst {
-                    first: now,
-                    last: now,
-                })
-            }
-        }
+        self.pending.get_or_insert(now);
     }
 
-    /// When the pending changes are due: `period` after the last one, but no later than
-    /// `max_hold` after the first; `None` when nothing is pending.
+    /// When the pending changes are due: `period` after the first of them; `None` when nothing
+    /// is pending.
     pub fn deadline(&self) -> Option<Instant> {
-        self.pending
-            .map(|b| (b.last + self.period).min(b.first + self.max_hold))
+        self.pending.map(|first| first + self.period)
     }
 
-    /// Takes the pending burst if it is due at `now`, returning when its first change happened.
+    /// Takes the pending changes if they are due at `now`, returning when the first happened.
     pub fn take_due(&mut self, now: Instant) -> Option<Instant> {
         let due = self.deadline().is_some_and(|d| d <= now);
-        if due {
-            self.pending.take().map(|b| b.first)
-        } else {
-            None
-        }
+        if due { self.pending.take() } else { None }
     }
 }
 
@@ -88,7 +64,7 @@ struct Inner {
 }
 
 impl NodeChanges {
-    /// A handle coalescing with `period` (see [`Coalescer::new`]).
+    /// A handle throttling with `period` (see [`Coalescer::new`]).
     pub fn new(period: Duration) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -104,7 +80,7 @@ impl NodeChanges {
         self.inner.wake.notify_one();
     }
 
-    /// Calls `answer(first_change)` each time a burst is due, until `shutdown`.
+    /// Calls `answer(first_change)` each time changes are due, until `shutdown`.
     pub async fn run(&self, shutdown: CancellationToken, mut answer: impl FnMut(Instant)) {
         loop {
             let deadline = self.inner.state.lock().deadline();
@@ -152,36 +128,51 @@ mod tests {
         assert_eq!(c.deadline(), None, "taken");
     }
 
-    #[test]
-    fn a_burst_is_answered_once_it_goes_quiet() {
+    /// Feeds a change every `gap` for `count` changes and returns when each answer came and
+    /// which first change it answered.
+    fn churn(period: Duration, gap: Duration, count: u64) -> Vec<(Duration, Duration)> {
         let t0 = Instant::now();
-        let mut c = Coalescer::new(PERIOD);
-        // 1,000 changes 10 ms apart: 10 s of churn, never quiet for a period.
-        for i in 0..1000 {
-            let now = t0 + ms(10 * i);
-            assert_eq!(c.take_due(now), None, "change {i}");
-            c.changed(now);
-        }
-        let last = t0 + ms(10 * 999);
-        assert_eq!(c.deadline(), Some(last + PERIOD));
-        assert_eq!(c.take_due(last + PERIOD), Some(t0));
-    }
-
-    #[test]
-    fn endless_churn_is_answered_every_max_hold() {
-        let t0 = Instant::now();
-        let mut c = Coalescer::new(PERIOD);
+        let mut c = Coalescer::new(period);
         let mut answered = Vec::new();
-        // 95 s of a change every 500 ms.
-        for i in 0..190u64 {
-            let now = t0 + ms(500 * i);
+        for i in 0..count {
+            let now = t0 + gap * i as u32;
             if let Some(first) = c.take_due(now) {
                 answered.push((now - t0, first - t0));
             }
             c.changed(now);
         }
-        let secs: Vec<u64> = answered.iter().map(|(at, _)| at.as_secs()).collect();
-        assert_eq!(secs, [30, 60, 90], "{answered:?}");
+        let last = c.deadline().expect("the last change is pending");
+        answered.push((last - t0, c.take_due(last).expect("due") - t0));
+        answered
+    }
+
+    #[test]
+    fn a_long_burst_is_answered_every_period_not_after_it_ends() {
+        // 1,000 changes 20 ms apart: a 20 s scale-up.
+        let answered = churn(PERIOD, ms(20), 1000);
+        let at: Vec<u64> = answered.iter().map(|(at, _)| at.as_secs()).collect();
+        assert_eq!(at, [2, 4, 6, 8, 10, 12, 14, 16, 18, 20], "{answered:?}");
+        // The first Node is answered one period after it joined, not after the burst.
+        assert_eq!(answered[0], (PERIOD, Duration::ZERO));
+        // Every change waited at most one period (plus one gap of the sampling here).
+        for pair in answered.windows(2) {
+            let (prev_at, _) = pair[0];
+            let (at, first) = pair[1];
+            assert!(
+                first >= prev_at && at - first <= PERIOD + ms(20),
+                "{pair:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn endless_churn_is_answered_once_per_period() {
+        // 95 s of a change every 500 ms: an answer every 2 s, never more often.
+        let answered = churn(PERIOD, ms(500), 190);
+        assert_eq!(answered.len(), 48, "{answered:?}");
+        for pair in answered.windows(2) {
+            assert!(pair[1].0 - pair[0].0 >= PERIOD, "{pair:?}");
+        }
     }
 
     #[test]
@@ -195,7 +186,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_task_answers_due_bursts_on_the_clock() {
+    async fn the_task_answers_due_changes_on_the_clock() {
         let changes = NodeChanges::new(PERIOD);
         let answers = Arc::new(Mutex::new(Vec::new()));
         let stop = CancellationToken::new();
@@ -210,16 +201,19 @@ mod tests {
         };
         for _ in 0..5 {
             changes.changed();
-            tokio::time::sleep(ms(500)).await;
+            tokio::time::sleep(ms(600)).await;
         }
-        // Last change at t0 + 2 s: answered at t0 + 4 s, once.
+        // Changes at 0, 0.6, 1.2, 1.8 and 2.4 s: the first four answered at 2 s, the last at 4.4 s.
         tokio::time::sleep(Duration::from_secs(10)).await;
-        assert_eq!(*answers.lock(), [(t0 + ms(4000), t0)]);
+        assert_eq!(
+            *answers.lock(),
+            [(t0 + PERIOD, t0), (t0 + ms(4400), t0 + ms(2400))]
+        );
         changes.changed();
         tokio::time::sleep(PERIOD - ms(1)).await;
-        assert_eq!(answers.lock().len(), 1, "not before one period");
+        assert_eq!(answers.lock().len(), 2, "not before one period");
         tokio::time::sleep(ms(2)).await;
-        assert_eq!(answers.lock().len(), 2);
+        assert_eq!(answers.lock().len(), 3);
         stop.cancel();
         task.await.unwrap();
     }

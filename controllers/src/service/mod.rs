@@ -27,11 +27,12 @@
 //! - The finalizer is removed only after `EnsureLoadBalancerDeleted` succeeded, returned
 //!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
 //!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
-//! - Node syncs are coalesced (`--node-sync-batch-period`, default 2 s; `0s` answers every
-//!   change at once, as upstream): node changes are answered once they have been quiet for the
-//!   period, a burst at least every [`MAX_BURST_HOLD`]. Each load balancer is its own key on the
-//!   `node` queue, updated with the node set of the moment its turn comes, so a burst costs it
-//!   one or two calls, and one slow or failing load balancer holds no other. Upstream queues the
+//! - Node syncs are throttled (`--node-sync-batch-period`, default 2 s; `0s` answers every
+//!   change at once, as upstream): a node change is answered one period after it, and the changes
+//!   until then are folded into that answer, so a burst costs each load balancer at most one call
+//!   per period and its first change is never held longer. Each load balancer is its own key on
+//!   the `node` queue, updated with the node set of the moment its turn comes, and one slow or
+//!   failing load balancer holds no other. Upstream queues the
 //!   changed Node's name for one worker whose every item is a pass over all load balancers (the
 //!   bench `node_churn` runs that algorithm beside this one). A failed update is retried on that queue with the
 //!   5 s → 300 s backoff (upstream hands the Service to the service queue for a full sync), and
@@ -105,7 +106,7 @@ pub mod patch;
 pub mod predicates;
 mod sync;
 
-pub use coalesce::{MAX_BURST_HOLD, NodeChanges};
+pub use coalesce::NodeChanges;
 pub use error::{ServiceSyncError, UpdateHostsError};
 pub use init::{ServiceLane, initializer, run_node_sync, service_lane};
 pub use metrics::ServiceMetrics;
