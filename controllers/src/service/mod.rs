@@ -75,7 +75,7 @@
 //! | recreated Service (new UID): old LB deleted first | `recreated_service_deletes_the_old_load_balancer_first` |
 //! | node-set change ⇒ one `UpdateLoadBalancer`, exclusion label, no call when equal | `node_set_change_updates_backends_once` |
 //! | node-sync failure ⇒ `UpdateLoadBalancerFailed`, error metric, retried from the accepted set | `failed_node_sync_is_retried_from_the_set_the_cloud_accepted` |
-//! | a failed ensure records no node set | `failed_ensure_records_no_node_set` |
+//! | a failed ensure records no node set; no host update before an ensure succeeded | `a_load_balancer_not_yet_ensured_gets_no_host_update` |
 //! | manager with leader election on: one failing LB retried with backoff, others not held | `manager_with_leader_election_retries_a_failed_node_sync` |
 //!
 //! Node-sync bounds on the paused clock (`tests/service_node_sync_bounds.rs`, production

@@ -121,15 +121,11 @@ impl ServiceController {
     }
 
     /// The current eligible node set, if it is not sufficiently equal to the one the cloud last
-    /// accepted for `key`.
+    /// accepted for `key`. `None` too for a load balancer this process has not ensured yet: it
+    /// may not exist, and its ensure, queued or running, passes the node set of its own time.
     fn hosts_to_sync(&self, key: &str) -> Option<Vec<Arc<Node>>> {
+        let old_nodes = filter_lb_nodes(self.last_synced_nodes.lock().get(key)?);
         let new_nodes = filter_lb_nodes(&self.nodes.list());
-        let old_nodes = self
-            .last_synced_nodes
-            .lock()
-            .get(key)
-            .map(|n| filter_lb_nodes(n))
-            .unwrap_or_default();
         (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then_some(new_nodes)
     }
 
