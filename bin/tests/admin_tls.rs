@@ -189,3 +189,60 @@ fn tls_values_rustls_cannot_honour_stop_the_start_by_name() {
         "a supported suite is not refused: {stderr}"
     );
 }
+
+/// 300 clients dripping their headers a byte a second at the admin port of a binary limited to
+/// 256 open files: the connection cap keeps most descriptors for the rest of the process, so the
+/// controllers still reach the API server and a new LoadBalancer Service is provisioned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_client_flood_on_the_admin_port_leaves_the_controllers_unaffected()
+-> anyhow::Result<()> {
+    use k8s_openapi::api::core::v1::Service;
+    use kube::api::{Api, PostParams};
+    use tokio::io::AsyncWriteExt;
+
+    let dir = scratch_dir("admin-flood")?;
+    let binary = DevBinary::start_with(&dir, Admin::Http, Some(256)).await?;
+    binary.wait_until_reconciled().await?;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let mut flood = tokio::task::JoinSet::new();
+    for _ in 0..300 {
+        let (addr, stop) = (binary.admin, stop.clone());
+        flood.spawn(async move {
+            let Ok(mut stream) = tokio::net::TcpStream::connect(addr).await else {
+                return;
+            };
+            for byte in b"GET /metrics HTTP/1.1\r\nX-Slow: ".iter().cycle() {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+                }
+                if stream.write_all(&[*byte]).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+
+    let services: Api<Service> = Api::namespaced(binary.client().await?, "default");
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "during-flood"},
+        "spec": {"type": "LoadBalancer", "selector": {"app": "x"}, "ports": [{"port": 80}]}
+    }))?;
+    let provisioned = |s: Option<&Service>| {
+        s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.as_ref())
+            .is_some_and(|i| !i.is_empty())
+    };
+    // Sooner than the 32 s header timeout frees anything: only the cap can have kept the
+    // descriptors free.
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        services.create(&PostParams::default(), &svc).await?;
+        kube::runtime::wait::await_condition(services, "during-flood", provisioned).await?;
+        anyhow::Ok(())
+    })
+    .await
+    .map_err(|_| anyhow::anyhow!("not provisioned within 20 s of a flood on the admin port"))??;
+    stop.cancel();
+    while flood.join_next().await.is_some() {}
+    Ok(())
+}

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use controller_manager::admin::{AdminError, AdminServer, HealthChecks};
+use controller_manager::admin::{AdminError, AdminServer, ConnectionLimits, HealthChecks};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -38,6 +38,15 @@ struct Running {
 }
 
 fn start(health: HealthChecks, ready: HealthChecks, live: HealthChecks) -> Running {
+    start_with(health, ready, live, ConnectionLimits::default())
+}
+
+fn start_with(
+    health: HealthChecks,
+    ready: HealthChecks,
+    live: HealthChecks,
+    limits: ConnectionLimits,
+) -> Running {
     let mut registry = Registry::default();
     let counter = Counter::<u64>::default();
     registry.register("reconcile", "Reconciles run", counter.clone());
@@ -49,7 +58,8 @@ fn start(health: HealthChecks, ready: HealthChecks, live: HealthChecks) -> Runni
         live,
         Arc::new(parking_lot::Mutex::new(registry)),
     )
-    .unwrap();
+    .unwrap()
+    .with_connection_limits(limits);
     let addr = server.local_addr();
     assert_ne!(addr.port(), 0);
     let shutdown = CancellationToken::new();
@@ -187,6 +197,98 @@ async fn binding_a_taken_port_says_what_to_change() {
         err.to_string()
             .contains("choose another bind address or port")
     );
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+/// A server with short limits, to see them act.
+fn limited(read_header_timeout_ms: u64, idle_timeout_ms: u64, max_connections: usize) -> Running {
+    let checks = HealthChecks::new;
+    start_with(
+        checks(),
+        checks(),
+        checks(),
+        ConnectionLimits {
+            read_header_timeout: std::time::Duration::from_millis(read_header_timeout_ms),
+            idle_timeout: std::time::Duration::from_millis(idle_timeout_ms),
+            max_connections,
+        },
+    )
+}
+
+/// Reads until the server closes the connection; fails the test if it has not within 10 s.
+async fn closed_by_server(stream: &mut tokio::net::TcpStream) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        let mut buf = [0u8; 1024];
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => seen.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+    .await;
+    assert!(read.is_ok(), "the server kept the connection open");
+    seen
+}
+
+#[tokio::test]
+async fn a_client_that_sends_its_headers_a_byte_at_a_time_is_cut_off() {
+    let s = limited(300, 60_000, 16);
+    let mut slow = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let dripping = async {
+        for byte in b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: "
+            .iter()
+            .cycle()
+        {
+            if slow.write_all(&[*byte]).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    };
+    let cut = tokio::time::timeout(std::time::Duration::from_secs(10), dripping).await;
+    assert!(
+        cut.is_ok(),
+        "still connected after 10 s of dripping headers"
+    );
+    // Another client is served as usual.
+    assert_eq!(get(s.addr, "/healthz").await.status, 200);
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn an_idle_keep_alive_connection_is_closed() {
+    let s = limited(60_000, 300, 16);
+    let mut stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let seen = closed_by_server(&mut stream).await;
+    let answer = String::from_utf8_lossy(&seen);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_wait_until_one_is_free() {
+    let s = limited(60_000, 60_000, 2);
+    let first = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let second = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let third = tokio::spawn(get(s.addr, "/healthz"));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!third.is_finished(), "served past the cap of 2");
+    drop(first);
+    let answer = tokio::time::timeout(std::time::Duration::from_secs(10), third)
+        .await
+        .expect("served once a slot is free")
+        .unwrap();
+    assert_eq!(answer.status, 200);
+    drop(second);
     s.shutdown.cancel();
     s.task.await.unwrap().unwrap();
 }

@@ -77,6 +77,12 @@ impl DevBinary {
     /// plus `extra` flags, and returns once the embedded API server is up (the binary says so on
     /// stdout after writing the kubeconfig).
     pub async fn start(dir: &Path, admin: Admin) -> anyhow::Result<Self> {
+        Self::start_with(dir, admin, None).await
+    }
+
+    /// As [`Self::start`], under an open-file limit of `nofile` when given (through util-linux's
+    /// `prlimit`, so the limit holds from the first instruction).
+    pub async fn start_with(dir: &Path, admin: Admin, nofile: Option<u64>) -> anyhow::Result<Self> {
         let port = free_port()?;
         let kubeconfig = dir.join("kubeconfig");
         let (extra, ca) = match admin {
@@ -95,7 +101,16 @@ impl DevBinary {
                 Some(cert),
             ),
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+        let binary = env!("CARGO_BIN_EXE_cloud-controller-manager");
+        let mut command = match nofile {
+            Some(n) => {
+                let mut c = Command::new("prlimit");
+                c.arg(format!("--nofile={n}:{n}")).arg("--").arg(binary);
+                c
+            }
+            None => Command::new(binary),
+        };
+        let mut child = command
             .arg("--dev")
             .arg(format!("--secure-port={port}"))
             .arg("--bind-address=127.0.0.1")

@@ -1,6 +1,7 @@
 //! Makes the admin server's listening socket (with `--permit-port-sharing` /
 //! `--permit-address-sharing`), [`TlsListener`], which wraps it in TLS, and the serve loop:
-//! HTTP/1.1 and HTTP/2 by hyper, each request carrying its connection's client certificates.
+//! HTTP/1.1 and HTTP/2 by hyper, each request carrying its connection's client certificates,
+//! each connection within the [`ConnectionLimits`] (`connections`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -9,11 +10,11 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
@@ -23,6 +24,7 @@ use tower::ServiceExt;
 
 use super::AdminError;
 use super::auth::PeerCertificates;
+use super::connections::{Activity, CappedListener, ConnectionLimits, Tracked};
 
 /// How long a client may take to finish the TLS handshake before it is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -74,30 +76,43 @@ pub(crate) struct Http {
     pub http2: bool,
     /// HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub max_streams: u32,
+    /// Header, idle and connection-count limits.
+    pub limits: ConnectionLimits,
 }
 
-/// The client certificates a connection presented (none over plain HTTP).
-pub(crate) trait PeerCerts {
+/// What the serve loop needs of an accepted connection: the client certificates it presented
+/// (none over plain HTTP) and its [`Activity`].
+pub(crate) trait AdminStream {
     fn peer_certs(&self) -> PeerCertificates;
+    fn activity(&self) -> Arc<Activity>;
 }
 
-impl PeerCerts for TcpStream {
+impl AdminStream for Tracked<TcpStream> {
     fn peer_certs(&self) -> PeerCertificates {
         PeerCertificates::default()
     }
+
+    fn activity(&self) -> Arc<Activity> {
+        Tracked::activity(self)
+    }
 }
 
-impl PeerCerts for TlsStream<TcpStream> {
+impl AdminStream for TlsStream<Tracked<TcpStream>> {
     fn peer_certs(&self) -> PeerCertificates {
         let certs = self.get_ref().1.peer_certificates().unwrap_or_default();
         PeerCertificates(Arc::new(
             certs.iter().map(|c| c.clone().into_owned()).collect(),
         ))
     }
+
+    fn activity(&self) -> Arc<Activity> {
+        self.get_ref().0.activity()
+    }
 }
 
 /// Serves `router` on every accepted connection until `shutdown`, then lets in-flight requests
-/// finish (each connection shuts down gracefully) and returns.
+/// finish (each connection shuts down gracefully) and returns. A connection with no request in
+/// flight that moves no byte for the idle timeout is shut down the same way.
 pub(crate) async fn serve<L>(
     mut listener: L,
     router: Router,
@@ -105,14 +120,22 @@ pub(crate) async fn serve<L>(
     shutdown: CancellationToken,
 ) where
     L: axum::serve::Listener,
-    L::Io: PeerCerts,
+    L::Io: AdminStream,
 {
     let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(http.limits.read_header_timeout);
     if http.http2 {
-        builder.http2().max_concurrent_streams(http.max_streams);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            .max_concurrent_streams(http.max_streams);
     } else {
         builder = builder.http1_only();
     }
+    let idle = http.limits.idle_timeout;
     let mut connections = JoinSet::new();
     loop {
         let io = tokio::select! {
@@ -122,11 +145,21 @@ pub(crate) async fn serve<L>(
             (io, _peer) = listener.accept() => io,
         };
         let certs = io.peer_certs();
+        let activity = io.activity();
+        let counted = activity.clone();
         let service = router
             .clone()
             .map_request(move |mut req: Request<Incoming>| {
                 req.extensions_mut().insert(certs.clone());
                 req
+            })
+            .map_future(move |answer| {
+                let in_flight = counted.request();
+                async move {
+                    let response = answer.await;
+                    drop(in_flight);
+                    response
+                }
             });
         let builder = builder.clone();
         let stop = shutdown.clone();
@@ -134,11 +167,20 @@ pub(crate) async fn serve<L>(
             let connection =
                 builder.serve_connection(TokioIo::new(io), TowerToHyperService::new(service));
             tokio::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => result,
-                _ = stop.cancelled() => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
+            let result = loop {
+                tokio::select! {
+                    result = connection.as_mut() => break result,
+                    _ = stop.cancelled() => {
+                        connection.as_mut().graceful_shutdown();
+                        break connection.await;
+                    }
+                    _ = tokio::time::sleep_until(activity.idle_deadline(idle)) => {
+                        if activity.is_idle(idle) {
+                            tracing::debug!(?idle, "closing an idle admin connection");
+                            connection.as_mut().graceful_shutdown();
+                            break connection.await;
+                        }
+                    }
                 }
             };
             if let Err(error) = result {
@@ -150,15 +192,16 @@ pub(crate) async fn serve<L>(
 }
 
 /// Accepts TCP connections and runs their TLS handshakes concurrently, handing the serve loop
-/// only finished ones, so a slow or silent client cannot hold up the others.
+/// only finished ones, so a slow or silent client cannot hold up the others. A connection in
+/// its handshake holds its slot of the connection cap.
 pub(crate) struct TlsListener {
-    tcp: TcpListener,
+    tcp: CappedListener,
     acceptor: TlsAcceptor,
-    handshakes: JoinSet<Option<(TlsStream<TcpStream>, SocketAddr)>>,
+    handshakes: JoinSet<Option<(TlsStream<Tracked<TcpStream>>, SocketAddr)>>,
 }
 
 impl TlsListener {
-    pub(crate) fn new(tcp: TcpListener, config: Arc<ServerConfig>) -> Self {
+    pub(crate) fn new(tcp: CappedListener, config: Arc<ServerConfig>) -> Self {
         Self {
             tcp,
             acceptor: TlsAcceptor::from(config),
@@ -168,36 +211,28 @@ impl TlsListener {
 }
 
 impl axum::serve::Listener for TlsListener {
-    type Io = TlsStream<TcpStream>;
+    type Io = TlsStream<Tracked<TcpStream>>;
     type Addr = SocketAddr;
 
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         loop {
             tokio::select! {
-                accepted = self.tcp.accept() => match accepted {
-                    Ok((stream, peer)) => {
-                        let handshake = self.acceptor.accept(stream);
-                        self.handshakes.spawn(async move {
-                            match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-                                Ok(Ok(tls)) => Some((tls, peer)),
-                                Ok(Err(error)) => {
-                                    tracing::debug!(%peer, %error, "admin TLS handshake failed");
-                                    None
-                                }
-                                Err(_) => {
-                                    tracing::debug!(%peer, "admin TLS handshake timed out");
-                                    None
-                                }
+                (stream, peer) = self.tcp.accept() => {
+                    let handshake = self.acceptor.accept(stream);
+                    self.handshakes.spawn(async move {
+                        match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+                            Ok(Ok(tls)) => Some((tls, peer)),
+                            Ok(Err(error)) => {
+                                tracing::debug!(%peer, %error, "admin TLS handshake failed");
+                                None
                             }
-                        });
-                    }
-                    Err(error) => {
-                        // As axum's own listener: out of file descriptors and the like pass, so
-                        // back off instead of spinning on the error.
-                        tracing::error!(%error, "admin server cannot accept connections");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
-                    }
-                },
+                            Err(_) => {
+                                tracing::debug!(%peer, "admin TLS handshake timed out");
+                                None
+                            }
+                        }
+                    });
+                }
                 Some(done) = self.handshakes.join_next(), if !self.handshakes.is_empty() => {
                     if let Ok(Some(ready)) = done {
                         return ready;

@@ -5,7 +5,8 @@
 //!
 //! - `health`: named checks and the upstream rendering (`ok`, `[+]name ok`, `[-]name failed:
 //!   reason withheld`, `?verbose`, `?exclude=`), independent of HTTP so it is unit-tested directly.
-//! - `listener`: the listening socket (`--permit-*-sharing`), TLS accept, the hyper serve loop.
+//! - `listener`: the listening socket (`--permit-*-sharing`), TLS accept, the hyper serve loop;
+//!   `connections`: the connection cap and the header and idle timeouts.
 //! - `server`: the axum routes; `slis`, `configz`: those two endpoints.
 //! - `tls`: the serving certificate: `--tls-cert-file`/`--tls-private-key-file`, or a self-signed
 //!   pair made at start (kept in `--cert-dir` when given), as upstream's secure serving;
@@ -21,6 +22,7 @@
 
 mod auth;
 mod configz;
+mod connections;
 mod health;
 mod listener;
 mod server;
@@ -36,6 +38,7 @@ pub use auth::{
     AllowPaths, AuthSetupError, DelegatedAuth, DelegatedAuthConfig, RequestHeaderFlags, UserInfo,
 };
 pub use configz::Configz;
+pub use connections::ConnectionLimits;
 pub use health::{HealthChecks, HealthReport};
 pub use listener::SocketSharing;
 pub use server::AdminServer;

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::auth::{DelegatedAuth, guard};
 use super::configz::Configz;
+use super::connections::{CappedListener, ConnectionLimits};
 use super::health::HealthChecks;
 use super::listener::{self, Http, SocketSharing};
 use super::slis::Slis;
@@ -118,6 +119,7 @@ impl AdminServer {
             http: Http {
                 http2: defaults.http2,
                 max_streams: defaults.http2_max_streams,
+                limits: ConnectionLimits::default(),
             },
             auth: None,
         })
@@ -134,7 +136,15 @@ impl AdminServer {
         self.http = Http {
             http2: settings.http2,
             max_streams: settings.http2_max_streams,
+            limits: self.http.limits,
         };
+        self
+    }
+
+    /// Replaces the header, idle and connection-count limits (default: upstream's 32 s and 90 s,
+    /// and a quarter of the open-file limit).
+    pub fn with_connection_limits(mut self, limits: ConnectionLimits) -> Self {
+        self.http.limits = limits;
         self
     }
 
@@ -181,7 +191,7 @@ impl AdminServer {
     /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
         let router = self.router();
-        let tcp = listener::into_tokio(self.listener)?;
+        let tcp = CappedListener::new(listener::into_tokio(self.listener)?, &self.http.limits);
         tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), authenticated = self.auth.is_some(), "admin server listening");
         match self.tls {
             Some(config) => {
