@@ -87,7 +87,7 @@ fn a_bad_cloud_config_or_provider_stops_start_up_with_the_reason() {
                 "--cloud-config=/nonexistent",
             ],
             1,
-            "could not read --cloud-config file /nonexistent",
+            "could not read --cloud-config file /nonexistent: No such file",
         ),
         (
             vec![&kc_flag[..], "--cloud-provider=fake", &bad_flag[..]],
@@ -105,6 +105,38 @@ fn a_bad_cloud_config_or_provider_stops_start_up_with_the_reason() {
         assert_eq!(out.status.code(), Some(code), "{args:?}: {all}");
         assert!(all.contains(says), "{args:?}: {all}");
         assert!(!all.contains("panicked"), "{args:?}: {all}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An endless file given as a config (or a runaway one) is refused at once with its name and
+/// the limit, where it used to grow the process to 22.5 GB before the OOM killer, with SIGTERM
+/// unheeded meanwhile.
+#[test]
+fn endless_config_files_are_refused_at_once() {
+    let dir = std::env::temp_dir().join(format!("ccm-endless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let kc = format!("--kubeconfig={}", kubeconfig(&dir));
+    for (args, says) in [
+        (
+            vec![&kc[..], "--cloud-provider=fake", "--cloud-config=/dev/zero"],
+            "could not read --cloud-config file /dev/zero: larger than 16777216 bytes",
+        ),
+        (
+            vec!["--kubeconfig=/dev/zero", "--cloud-provider=fake"],
+            "cannot read kubeconfig /dev/zero: larger than 16777216 bytes",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let out = run(&args);
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {all}");
+        assert!(all.contains(says), "{args:?}: {all}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -16,6 +16,7 @@ pub mod builder;
 pub mod client;
 pub mod controller;
 pub mod events;
+pub mod files;
 pub mod informer;
 pub mod leader;
 pub mod manager;

@@ -9,7 +9,7 @@
 //!   fatal exit anyway;
 //! - an unknown name lists the registered ones instead of only "unknown cloud provider".
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::{BoxError, CloudProvider};
@@ -58,13 +58,8 @@ pub enum RegistryError {
     )]
     ReservedName,
     /// The `--cloud-config` file could not be read.
-    #[error("could not read --cloud-config file {path}: {source}")]
-    ReadConfig {
-        /// The path given.
-        path: PathBuf,
-        /// Why it failed.
-        source: std::io::Error,
-    },
+    #[error("could not read --cloud-config file {0}")]
+    ReadConfig(#[source] controller_manager::files::FileError),
     /// The provider's factory failed (bad config, unreachable cloud, ...).
     #[error("could not init cloud provider {name:?}: {source}")]
     Init {
@@ -168,14 +163,9 @@ impl CloudProviderRegistry {
             registered: self.registered(),
         })?;
         let config = match cloud_config {
-            Some(path) => {
-                Some(
-                    std::fs::read(path).map_err(|source| RegistryError::ReadConfig {
-                        path: path.to_owned(),
-                        source,
-                    })?,
-                )
-            }
+            Some(path) => Some(
+                controller_manager::files::read_bounded(path).map_err(RegistryError::ReadConfig)?,
+            ),
             None => None,
         };
         let provider = factory(config.as_deref()).map_err(|source| RegistryError::Init {
@@ -294,7 +284,7 @@ mod tests {
     fn unreadable_config_names_the_path() {
         let path = Path::new("/nonexistent/cloud.yaml");
         let e = err(&registry(), "fake", Some(path));
-        assert!(matches!(e, RegistryError::ReadConfig { .. }));
+        assert!(matches!(e, RegistryError::ReadConfig(_)));
         assert!(e.to_string().contains("/nonexistent/cloud.yaml"), "{e}");
     }
 

@@ -277,8 +277,8 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
         path: path.to_path_buf(),
         message,
     };
-    let chain = CertificateDer::pem_file_iter(path)
-        .map_err(|e| failed(e.to_string()))?
+    let pem = crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
+    let chain = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| failed(e.to_string()))?;
     if chain.is_empty() {
@@ -288,10 +288,12 @@ fn read_chain(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>, TlsError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| TlsError::File {
+    let failed = |message: String| TlsError::File {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+        message,
+    };
+    let pem = crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| failed(e.to_string()))
 }
 
 fn parse_chain(pem: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {

@@ -59,6 +59,10 @@ pub enum ClientError {
         #[source]
         source: kube::config::KubeconfigError,
     },
+    /// The `--kubeconfig` file could not be read (missing, unreadable, or larger than
+    /// [`MAX_FILE_BYTES`](crate::files::MAX_FILE_BYTES)).
+    #[error("cannot read kubeconfig {0}")]
+    KubeconfigFile(#[source] crate::files::FileError),
     /// Neither flag was given and this is not a pod.
     #[error(
         "no API server configured: not running in a cluster ({0}); pass --kubeconfig or --master"
@@ -131,6 +135,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<kube::Config, ClientErr
                 path: path.clone(),
                 source,
             };
+            crate::files::read_bounded(path).map_err(ClientError::KubeconfigFile)?;
             let kubeconfig = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
                 .await

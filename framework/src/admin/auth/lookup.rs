@@ -36,6 +36,7 @@ pub(crate) async fn delegated_client(
     };
     let config = match kubeconfig {
         Some(path) => {
+            crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
             let kubeconfig = Kubeconfig::read_from(path)
                 .map_err(|e| failed(format!("{}: {e}", path.display())))?;
             kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())

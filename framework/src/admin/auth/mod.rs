@@ -146,7 +146,7 @@ fn read_ca(flag: &'static str, path: &Path) -> Result<Option<CaBundle>, AuthSetu
         path: path.to_path_buf(),
         message,
     };
-    let pem = std::fs::read(path).map_err(|e| failed(e.to_string()))?;
+    let pem = crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
     match CaBundle::from_pem(&pem).map_err(failed)? {
         Some(ca) => Ok(Some(ca)),
         None => Err(failed("no PEM CERTIFICATE block".to_string())),
