@@ -48,6 +48,35 @@ impl Cli {
         self.dev.dev && serving.tls_cert_file.is_none() && serving.cert_dir.is_none()
     }
 
+    /// The flags `--dev` would have to ignore: it runs against its own embedded API server and
+    /// the fake cloud, so a cluster, a config file or another provider named beside it is a
+    /// mistake to report, not to drop silently.
+    pub fn dev_conflicts(&self) -> Vec<String> {
+        if !self.dev.dev {
+            return Vec::new();
+        }
+        let client = &self.options.generic.client;
+        let cloud = &self.options.cloud;
+        let named = [
+            ("--kubeconfig", client.kubeconfig.is_some()),
+            ("--master", client.master.is_some()),
+            ("--cloud-config", cloud.cloud_config.is_some()),
+            (
+                "--cloud-provider",
+                !cloud.cloud_provider.is_empty() && cloud.cloud_provider != "fake",
+            ),
+        ];
+        named
+            .into_iter()
+            .filter(|(_, given)| *given)
+            .map(|(flag, _)| {
+                format!(
+                    "{flag} cannot be used with --dev, which runs against its own embedded API server and the fake cloud; drop one of them"
+                )
+            })
+            .collect()
+    }
+
     /// `--dev` needs no provider flag and gets a pod network for the route controller; explicit
     /// flags still win. Its admin port (plain HTTP, unauthenticated) listens on loopback only:
     /// an unspecified `--bind-address` (`0.0.0.0`, `::`) becomes `127.0.0.1`.
@@ -92,6 +121,42 @@ mod tests {
             !cli(&["--cloud-provider=fake"]).dev_admin_over_http(),
             "only --dev"
         );
+    }
+
+    #[test]
+    fn dev_refuses_the_flags_it_would_ignore() {
+        assert!(
+            cli(&["--dev", "--cloud-provider=fake"])
+                .dev_conflicts()
+                .is_empty()
+        );
+        assert!(
+            cli(&["--kubeconfig=/k", "--cloud-config=/c"])
+                .dev_conflicts()
+                .is_empty()
+        );
+        let refused = cli(&[
+            "--dev",
+            "--kubeconfig=/k",
+            "--master=https://x",
+            "--cloud-config=/nonexistent",
+            "--cloud-provider=other",
+        ])
+        .dev_conflicts();
+        let flags: Vec<&str> = refused
+            .iter()
+            .map(|e| e.split(' ').next().unwrap())
+            .collect();
+        assert_eq!(
+            flags,
+            [
+                "--kubeconfig",
+                "--master",
+                "--cloud-config",
+                "--cloud-provider"
+            ]
+        );
+        assert!(refused[0].ends_with("drop one of them"), "{}", refused[0]);
     }
 
     #[test]

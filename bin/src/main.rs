@@ -30,7 +30,8 @@ fn main() -> ExitCode {
     runtime.block_on(async move {
         // The stock binary is the fake cloud's binary: a distro leaves `with_fake_provider` out.
         let ccm = CloudControllerManager::new(NAME, cli.options.clone()).with_fake_provider();
-        let errors = ccm.validate();
+        let mut errors = ccm.validate();
+        errors.extend(cli.dev_conflicts());
         if !errors.is_empty() {
             for e in &errors {
                 eprintln!("error: {e}");

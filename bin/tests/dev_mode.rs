@@ -247,3 +247,30 @@ async fn controllers_flag_runs_exactly_the_named_controllers() {
     }));
     assert!(manager.stop().success());
 }
+
+/// `--dev` runs against its own API server and the fake cloud: a cluster or config named beside
+/// it would be ignored, so it is refused with the flags named, before anything starts.
+#[test]
+fn dev_refuses_the_flags_it_would_ignore() {
+    let out = Command::new(env!("CARGO_BIN_EXE_cloud-controller-manager"))
+        .args([
+            "--dev",
+            "--cloud-config=/nonexistent",
+            "--kubeconfig=/nonexistent",
+            "--master=https://10.0.0.1",
+        ])
+        .output()
+        .expect("binary runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    for flag in ["--cloud-config", "--kubeconfig", "--master"] {
+        assert!(
+            err.contains(&format!("{flag} cannot be used with --dev")),
+            "{flag}: {err}"
+        );
+    }
+    assert!(
+        err.contains("3 invalid flag value(s); nothing was started"),
+        "{err}"
+    );
+}
