@@ -175,6 +175,32 @@ async fn delete_runs_cloud_delete_then_removes_finalizer() {
     assert!(h.cloud.calls().is_empty());
 }
 
+/// A sync from a stale cache after the cleanup already finished: the Service is gone, so its
+/// finalizer is too. The 404 on removing it is success, not a `SyncLoadBalancerFailed` warning
+/// (seen in 2 of 14 deletes of a Service whose load balancer was still being provisioned).
+#[tokio::test]
+async fn removing_the_finalizer_of_a_service_already_gone_is_success() {
+    let h = harness(&["n1"]).await;
+    h.provision().await;
+    delete_web(&h).await;
+    h.sync().await.unwrap();
+    assert!(h.get("web").await.is_none(), "cleaned up");
+    // The informer has not caught up: the cache still holds the deleting Service.
+    let web = ("default".to_string(), "web".to_string());
+    assert!(h.cache.services.lock().contains_key(&web), "stale cache");
+    let mark = h.events.reasons().len();
+
+    h.ctl
+        .sync_service(KEY)
+        .await
+        .expect("a 404 on the finalizer is success");
+    assert!(
+        !h.events.reasons()[mark..].contains(&"SyncLoadBalancerFailed".to_string()),
+        "{:?}",
+        h.events.reasons()
+    );
+}
+
 #[tokio::test]
 async fn delete_cloud_errors_keep_the_finalizer() {
     let h = harness(&["n1"]).await;

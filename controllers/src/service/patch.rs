@@ -11,6 +11,7 @@ use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Map, Value, json};
 
 use super::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
+use crate::retry::is_not_found;
 
 /// The two-way strategic merge patch turning the finalizer list `original` into `modified`, or
 /// `None` when they are equal.
@@ -97,7 +98,8 @@ pub async fn add_finalizer(client: &kube::Client, svc: &Service) -> Result<(), k
     }
 }
 
-/// Removes the cleanup finalizer if `svc` has it.
+/// Removes the cleanup finalizer if `svc` has it. A Service already gone (a sync from a cache
+/// that has not seen the end of an earlier cleanup) has no finalizer left: that is success.
 pub async fn remove_finalizer(client: &kube::Client, svc: &Service) -> Result<(), kube::Error> {
     let original = finalizers(svc);
     let modified: Vec<String> = original
@@ -106,7 +108,10 @@ pub async fn remove_finalizer(client: &kube::Client, svc: &Service) -> Result<()
         .cloned()
         .collect();
     match finalizers_patch(&original, &modified) {
-        Some(body) => patch_service_status(client, svc, body).await,
+        Some(body) => match patch_service_status(client, svc, body).await {
+            Err(err) if is_not_found(&err) => Ok(()),
+            other => other,
+        },
         None => Ok(()),
     }
 }

@@ -24,7 +24,7 @@ pub const KEY: &str = "default/web";
 /// What an informer cache would hold; refreshed explicitly from the API server.
 #[derive(Default)]
 pub struct Cache {
-    services: Mutex<HashMap<(String, String), Arc<Service>>>,
+    pub services: Mutex<HashMap<(String, String), Arc<Service>>>,
     nodes: Mutex<Vec<Arc<Node>>>,
 }
 
