@@ -2,9 +2,9 @@
 //! `kubectl describe` shows the same counts, aggregation and rate limits operators know.
 //!
 //! - `correlator`: aggregation, de-duplication and the spam filter, as pure logic on a clock.
-//! - `recorder`: the non-blocking [`EventRecorder`] handle, its bounded queue (1000, drop when
-//!   full) and the background writer (create, or patch `count`/`lastTimestamp`/`message`; up to 12
-//!   attempts 10 s apart).
+//! - `recorder`: the non-blocking [`EventRecorder`] handle, its buffer (8 MiB of distinct events
+//!   waiting at the API server's pace, where client-go drops past 1,000) and the background
+//!   writer (create, or patch `count`/`lastTimestamp`/`message`; up to 12 attempts 10 s apart).
 //! - `writer`: the two API calls behind a trait, so retries are tested without a server.
 //!
 //! Difference from upstream: client-go gives up on any API status error and retries only transport

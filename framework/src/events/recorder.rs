@@ -1,13 +1,20 @@
-//! The recorder handle controllers hold, its bounded queue, and the single background task that
-//! correlates and writes events (client-go's broadcaster + `recordToSink`).
+//! The recorder handle controllers hold, the buffer of events waiting to be written, and the
+//! single background task that correlates and writes them (client-go's broadcaster +
+//! `recordToSink`).
 //!
-//! Difference from client-go: an event identical to one still waiting in the queue (same source,
-//! object, type, reason and message) takes no queue slot; it raises the waiting one's count, so
-//! a burst of repeats is one API write with `count = n` instead of n writes, and cannot crowd
-//! other events out of the queue. Only distinct events can fill it; those are dropped and
-//! counted (`events_dropped_total`).
+//! Differences from client-go, whose queue holds 1,000 events and drops the next when full
+//! ("event queue full or closed; dropping event", seen at 1,000 load balancers):
+//! - the buffer is bounded in bytes ([`BUFFER_BYTES`]), not in events: tens of thousands of
+//!   ordinary events wait to be written at the API server's pace instead of being dropped, and
+//!   recording never blocks;
+//! - an event identical to one still waiting (same source, object, type, reason and message)
+//!   takes no room: it raises the waiting one's count, so a burst of repeats is one API write
+//!   with `count = n`.
+//!
+//! Only what would pass the byte bound is dropped and counted (`events_dropped_total`), with the
+//! events the server rejected or that failed every write attempt.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +24,7 @@ use k8s_openapi::jiff::Timestamp;
 use parking_lot::Mutex;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, watch};
 use tokio::time::Instant;
 use tracing::{debug, error, warn};
 
@@ -25,8 +32,11 @@ use super::EventType;
 use super::correlator::{Correlation, EventCorrelator, event_key};
 use super::writer::{EventWriter, KubeEventWriter};
 
-/// `maxQueuedEvents`: events waiting to be written before new ones are dropped.
-pub(crate) const QUEUE_SIZE: usize = 1000;
+/// How many bytes of distinct events may wait to be written (about 10,000 typical events)
+/// before new ones are dropped.
+pub(crate) const BUFFER_BYTES: usize = 8 << 20;
+/// What an event costs the buffer beyond its strings: the struct, its key and bookkeeping.
+const EVENT_OVERHEAD_BYTES: usize = 512;
 /// `maxTriesPerEvent`.
 pub(crate) const MAX_TRIES: u32 = 12;
 /// `defaultSleepDuration` between write attempts (the first wait is randomised in `[0, 10 s)`).
@@ -34,29 +44,51 @@ pub(crate) const RETRY_SLEEP: Duration = Duration::from_secs(10);
 /// Namespace for events about cluster-scoped objects such as Nodes.
 const DEFAULT_NAMESPACE: &str = "default";
 
-enum Item {
-    /// An event and its key in [`Pending`].
-    Event(Box<Event>, String),
-    Flush(oneshot::Sender<()>),
-}
-
-/// Repeats of an event waiting in the queue: how many, and when the last one happened.
-struct Repeats {
+/// An event waiting to be written, with the repeats recorded since it was queued.
+struct Waiting {
+    event: Box<Event>,
     count: i32,
     last: Timestamp,
+    bytes: usize,
+    seq: u64,
 }
 
-/// Event key → repeats of the event with that key waiting in the queue; at most one entry per
-/// queued event, so bounded by the queue.
-type Pending = Arc<Mutex<HashMap<String, Repeats>>>;
+#[derive(Default)]
+struct State {
+    /// Keys of the waiting events, oldest first.
+    order: VecDeque<String>,
+    waiting: HashMap<String, Waiting>,
+    bytes: usize,
+    /// Sequence number of the last event queued.
+    queued: u64,
+    /// Every recorder is gone: the writer ends once the buffer is empty.
+    closed: bool,
+}
 
-/// Records events about objects without ever blocking or failing the caller: a full queue drops the
-/// event (counted), API trouble is retried in the background. Cheap to clone; all clones and
-/// [`EventRecorder::for_component`] recorders share one queue and one correlator.
+/// What the recorders and the writer share.
+struct Buffer {
+    state: Mutex<State>,
+    wake: Notify,
+    /// Sequence number of the last event the writer is done with (written or given up on).
+    done: watch::Sender<u64>,
+}
+
+/// Closes the buffer when the last recorder goes.
+struct Handle(Arc<Buffer>);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.0.state.lock().closed = true;
+        self.0.wake.notify_one();
+    }
+}
+
+/// Records events about objects without ever blocking or failing the caller: events wait in a
+/// buffer bounded in bytes, and API trouble is retried in the background. Cheap to clone; all
+/// clones and [`EventRecorder::for_component`] recorders share one buffer and one correlator.
 #[derive(Clone)]
 pub struct EventRecorder {
-    tx: mpsc::Sender<Item>,
-    pending: Pending,
+    handle: Arc<Handle>,
     source: EventSource,
     counters: EventCounters,
 }
@@ -77,7 +109,7 @@ impl EventCounters {
             registry.sub_registry_with_label(("component".into(), component.to_string().into()));
         sub.register(
             "events_dropped",
-            "Events lost: the recorder's queue (1000 distinct events) was full, the server rejected them, or 12 write attempts failed.",
+            "Events lost: the recorder's buffer (8 MiB of distinct events) was full, the server rejected them, or 12 write attempts failed.",
             self.dropped.clone(),
         );
         sub.register(
@@ -127,18 +159,19 @@ impl EventRecorder {
         host: Option<String>,
         counters: EventCounters,
     ) -> Self {
-        let (tx, rx) = mpsc::channel(QUEUE_SIZE);
-        let pending = Pending::default();
+        let buffer = Arc::new(Buffer {
+            state: Mutex::default(),
+            wake: Notify::new(),
+            done: watch::Sender::new(0),
+        });
         tokio::spawn(write_loop(
-            rx,
+            buffer.clone(),
             writer,
-            pending.clone(),
             counters.dropped.clone(),
             counters.spam_filtered.clone(),
         ));
         Self {
-            tx,
-            pending,
+            handle: Arc::new(Handle(buffer)),
             source: EventSource {
                 component: Some(component.to_string()),
                 host,
@@ -148,11 +181,10 @@ impl EventRecorder {
     }
 
     /// A recorder for another component (e.g. one per controller, as upstream) sharing this one's
-    /// queue, writer task and caches.
+    /// buffer, writer task and caches.
     pub fn for_component(&self, component: &str) -> Self {
         Self {
-            tx: self.tx.clone(),
-            pending: self.pending.clone(),
+            handle: self.handle.clone(),
             source: EventSource {
                 component: Some(component.to_string()),
                 host: self.source.host.clone(),
@@ -182,37 +214,83 @@ impl EventRecorder {
         let now = Timestamp::now();
         let event = make_event(&self.source, object, type_, reason, message, now);
         let key = event_key(&event);
-        let mut pending = self.pending.lock();
-        if let Some(repeats) = pending.get_mut(&key) {
-            repeats.count = repeats.count.saturating_add(1);
-            repeats.last = now;
+        let buffer = &self.handle.0;
+        let mut state = buffer.state.lock();
+        if let Some(waiting) = state.waiting.get_mut(&key) {
+            waiting.count = waiting.count.saturating_add(1);
+            waiting.last = now;
             return;
         }
-        // Sent under the lock, so the writer cannot take the item before its entry exists.
-        match self.tx.try_send(Item::Event(Box::new(event), key.clone())) {
-            Ok(()) => {
-                pending.insert(
-                    key,
-                    Repeats {
-                        count: 1,
-                        last: now,
-                    },
-                );
-            }
-            Err(_) => {
-                self.counters.dropped.inc();
-                warn!(reason, "event queue full or closed; dropping event");
-            }
+        let bytes = event_bytes(&event);
+        if state.bytes + bytes > BUFFER_BYTES {
+            drop(state);
+            self.counters.dropped.inc();
+            warn!(
+                reason,
+                "event buffer full ({BUFFER_BYTES} bytes waiting); dropping event"
+            );
+            return;
         }
+        state.queued += 1;
+        let seq = state.queued;
+        state.bytes += bytes;
+        state.order.push_back(key.clone());
+        state.waiting.insert(
+            key,
+            Waiting {
+                event: Box::new(event),
+                count: 1,
+                last: now,
+                bytes,
+                seq,
+            },
+        );
+        drop(state);
+        buffer.wake.notify_one();
     }
 
     /// Waits until every event recorded before this call has been written (or given up on), e.g.
     /// before the process exits.
     pub async fn flush(&self) {
-        let (ack, done) = oneshot::channel();
-        if self.tx.send(Item::Flush(ack)).await.is_ok() {
-            let _ = done.await;
+        let buffer = &self.handle.0;
+        let target = buffer.state.lock().queued;
+        let mut done = buffer.done.subscribe();
+        // Fails only if the writer task is gone, and then nothing is left to wait for.
+        let _ = done.wait_for(|seq| *seq >= target).await;
+    }
+
+    /// [`Self::flush`] for at most `deadline`; what is still waiting then is given up on and
+    /// counted as dropped. Returns how many events that was.
+    pub async fn flush_within(&self, deadline: Duration) -> usize {
+        if tokio::time::timeout(deadline, self.flush()).await.is_ok() {
+            return 0;
         }
+        let mut state = self.handle.0.state.lock();
+        let lost: u64 = state
+            .waiting
+            .values()
+            .map(|w| u64::try_from(w.count).unwrap_or(1))
+            .sum();
+        let events = state.order.len();
+        state.order.clear();
+        state.waiting.clear();
+        state.bytes = 0;
+        let queued = state.queued;
+        drop(state);
+        // Later flushes wait only for what is recorded after this one.
+        self.handle
+            .0
+            .done
+            .send_modify(|done| *done = (*done).max(queued));
+        self.counters.dropped.inc_by(lost);
+        if events > 0 {
+            warn!(
+                events,
+                ?deadline,
+                "events not written before the flush deadline; dropping them"
+            );
+        }
+        events
     }
 
     /// Events lost since start: the queue was full, the server rejected them, or writing still
@@ -272,37 +350,72 @@ fn make_event(
     }
 }
 
+/// What an event costs the buffer: its strings plus a fixed overhead.
+fn event_bytes(event: &Event) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    let object = &event.involved_object;
+    EVENT_OVERHEAD_BYTES
+        + text(&event.metadata.name)
+        + text(&event.metadata.namespace)
+        + text(&event.reason)
+        + text(&event.message)
+        + text(&object.kind)
+        + text(&object.name)
+        + text(&object.namespace)
+        + text(&object.uid)
+        + text(&object.api_version)
+        + text(&object.resource_version)
+        + text(&object.field_path)
+        + event
+            .source
+            .as_ref()
+            .map_or(0, |s| text(&s.component) + text(&s.host))
+}
+
 async fn write_loop(
-    mut rx: mpsc::Receiver<Item>,
+    buffer: Arc<Buffer>,
     writer: Arc<dyn EventWriter>,
-    pending: Pending,
     dropped: Counter,
     spam_filtered: Counter,
 ) {
     let mut correlator = EventCorrelator::default();
-    while let Some(item) = rx.recv().await {
-        match item {
-            Item::Flush(ack) => {
-                let _ = ack.send(());
+    loop {
+        let next = {
+            let mut state = buffer.state.lock();
+            match state.order.pop_front() {
+                Some(key) => {
+                    let waiting = state.waiting.remove(&key);
+                    if let Some(w) = &waiting {
+                        state.bytes -= w.bytes;
+                    }
+                    waiting
+                }
+                None if state.closed => return,
+                None => None,
             }
-            Item::Event(mut event, key) => {
-                // From here on, a repeat queues a new item (and is counted on top of this one).
-                if let Some(repeats) = pending.lock().remove(&key) {
-                    event.count = Some(repeats.count);
-                    event.last_timestamp = Some(Time(repeats.last));
-                }
-                let occurrences = u64::try_from(event.count.unwrap_or(1)).unwrap_or(1);
-                match record_to_sink(writer.as_ref(), &mut correlator, *event).await {
-                    Outcome::Written => {}
-                    Outcome::SpamFiltered => {
-                        spam_filtered.inc_by(occurrences);
-                    }
-                    Outcome::Lost => {
-                        dropped.inc_by(occurrences);
-                    }
-                }
+        };
+        let Some(waiting) = next else {
+            buffer.wake.notified().await;
+            continue;
+        };
+        // From here on, a repeat queues a new event (and is counted on top of this one).
+        let mut event = *waiting.event;
+        event.count = Some(waiting.count);
+        event.last_timestamp = Some(Time(waiting.last));
+        let occurrences = u64::try_from(waiting.count).unwrap_or(1);
+        match record_to_sink(writer.as_ref(), &mut correlator, event).await {
+            Outcome::Written => {}
+            Outcome::SpamFiltered => {
+                spam_filtered.inc_by(occurrences);
+            }
+            Outcome::Lost => {
+                dropped.inc_by(occurrences);
             }
         }
+        // A flush deadline may have moved it past this one already.
+        buffer
+            .done
+            .send_modify(|done| *done = (*done).max(waiting.seq));
     }
 }
 

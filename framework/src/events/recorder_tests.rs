@@ -1,4 +1,4 @@
-//! The recorder's queue and retry loop against a scripted writer, on tokio's paused clock.
+//! The recorder's buffer and retry loop against a scripted writer, on tokio's paused clock.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -227,7 +227,40 @@ async fn a_rejected_event_is_not_retried() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_full_queue_drops_and_counts_without_blocking() {
+async fn thousands_of_distinct_events_wait_for_a_slow_server_instead_of_being_dropped() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.block.store(true, Ordering::SeqCst);
+    let rec = recorder(&writer);
+    rec.event(&node("first"), EventType::Normal, "R", "in flight");
+    writer.entered.notified().await;
+    // A scale-up under 1,000 load balancers: 3,000 Nodes synced, 1,000 Services updated,
+    // recorded while the server takes nothing. client-go's queue of 1,000 drops 3,000 of them.
+    for i in 0..3000 {
+        rec.event(
+            &node(&format!("n{i}")),
+            EventType::Normal,
+            "Synced",
+            "Node synced successfully",
+        );
+    }
+    for i in 0..1000 {
+        rec.event(
+            &service(&format!("s{i}")),
+            EventType::Normal,
+            "UpdatedLoadBalancer",
+            "Updated load balancer with new hosts",
+        );
+    }
+    assert_eq!(rec.dropped(), 0);
+    writer.block.store(false, Ordering::SeqCst);
+    writer.released.send_replace(true);
+    rec.flush().await;
+    assert_eq!(writer.calls().len(), 1 + 4000);
+    assert_eq!(rec.dropped() + rec.spam_filtered(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_full_buffer_drops_and_counts_without_blocking() {
     let writer = Arc::new(ScriptedWriter::default());
     writer.block.store(true, Ordering::SeqCst);
     let rec = recorder(&writer);
@@ -235,20 +268,61 @@ async fn a_full_queue_drops_and_counts_without_blocking() {
     rec.register_metrics(&mut registry);
     rec.event(&node("first"), EventType::Normal, "R", "in flight");
     writer.entered.notified().await;
-    for i in 0..QUEUE_SIZE + 5 {
-        rec.event(&node(&format!("n{i}")), EventType::Normal, "R", "queued");
+    // 64 KiB messages: the 8 MiB buffer holds fewer than 128 of them.
+    let big = "x".repeat(64 << 10);
+    for i in 0..130 {
+        rec.event(&node(&format!("n{i}")), EventType::Normal, "R", big.clone());
     }
-    assert_eq!(rec.dropped(), 5);
+    let one = make_event(
+        &rec.source,
+        &node("n100"),
+        EventType::Normal,
+        "R",
+        big.clone(),
+        Timestamp::now(),
+    );
+    let fit = BUFFER_BYTES / event_bytes(&one);
+    let dropped = rec.dropped();
+    assert!(fit < 130 && dropped == (130 - fit) as u64, "{fit} fit, {dropped} dropped");
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(
-        text.contains("events_dropped_total{component=\"cloud-node-controller\"} 5"),
+        text.contains(&format!(
+            "events_dropped_total{{component=\"cloud-node-controller\"}} {dropped}"
+        )),
         "{text}"
     );
     assert!(
         text.contains("events_spam_filtered_total{component=\"cloud-node-controller\"} 0"),
         "{text}"
     );
+    // Written space is free again.
+    writer.block.store(false, Ordering::SeqCst);
+    writer.released.send_replace(true);
+    rec.flush().await;
+    rec.event(&node("after"), EventType::Normal, "R", big);
+    rec.flush().await;
+    assert_eq!(rec.dropped(), dropped);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_flush_deadline_gives_up_on_what_is_still_waiting_and_counts_it() {
+    let writer = Arc::new(ScriptedWriter::default());
+    writer.block.store(true, Ordering::SeqCst);
+    let rec = recorder(&writer);
+    rec.event(&node("first"), EventType::Normal, "R", "in flight");
+    writer.entered.notified().await;
+    for i in 0..10 {
+        rec.event(&node(&format!("n{i}")), EventType::Normal, "R", "waiting");
+    }
+    rec.event(&node("n0"), EventType::Normal, "R", "waiting");
+    assert_eq!(rec.flush_within(Duration::from_secs(5)).await, 10);
+    assert_eq!(rec.dropped(), 11, "ten events, one of them twice");
+    // Nothing is left to wait for: a later flush returns once the in-flight write ends.
+    writer.block.store(false, Ordering::SeqCst);
+    writer.released.send_replace(true);
+    rec.flush().await;
+    assert_eq!(writer.calls().len(), 1);
 }
 
 fn service(name: &str) -> ObjectReference {
@@ -268,7 +342,7 @@ async fn repeats_waiting_in_the_queue_are_one_write_with_their_count() {
     let rec = recorder(&writer);
     rec.event(&node("first"), EventType::Normal, "R", "in flight");
     writer.entered.notified().await;
-    // Five times the queue's size in repeats, and 900 distinct events: all fit.
+    // 5,000 repeats and 900 distinct events: the repeats take one place.
     let updated = |rec: &EventRecorder| {
         rec.event(
             &service("web"),
@@ -277,7 +351,7 @@ async fn repeats_waiting_in_the_queue_are_one_write_with_their_count() {
             "Updated load balancer with new hosts",
         )
     };
-    for _ in 0..5 * QUEUE_SIZE {
+    for _ in 0..5000 {
         updated(&rec);
     }
     for i in 0..900 {
@@ -294,7 +368,7 @@ async fn repeats_waiting_in_the_queue_are_one_write_with_their_count() {
         panic!("{:?}", calls[1])
     };
     assert_eq!(e.reason.as_deref(), Some("UpdatedLoadBalancer"));
-    assert_eq!(e.count, Some(5 * QUEUE_SIZE as i32));
+    assert_eq!(e.count, Some(5000));
 
     // A repeat after the write patches the count on.
     updated(&rec);
@@ -302,7 +376,7 @@ async fn repeats_waiting_in_the_queue_are_one_write_with_their_count() {
     let Some(Call::Patch { patch, .. }) = writer.calls().pop() else {
         panic!("{:?}", writer.calls().pop())
     };
-    assert_eq!(patch["count"], 5 * QUEUE_SIZE + 1);
+    assert_eq!(patch["count"], 5001);
     assert_eq!(rec.dropped() + rec.spam_filtered(), 0);
 }
 
