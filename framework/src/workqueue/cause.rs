@@ -144,6 +144,8 @@ mod tests {
         let subscriber = tracing_subscriber::registry()
             .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
         let _guard = tracing::subscriber::set_default(subscriber);
+        // Callsites first seen by a test thread without a subscriber cached `never`.
+        tracing::callsite::rebuild_interest_cache();
         let queue = WorkQueue::new(
             "q",
             ItemExponential::new(Duration::from_secs(1), Duration::from_secs(10)),

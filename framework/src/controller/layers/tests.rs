@@ -153,6 +153,8 @@ async fn trace_opens_a_reconcile_span_and_records_the_outcome() {
     let spans = Spans::default();
     let subscriber = tracing_subscriber::registry().with(Capture(spans.clone()));
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Callsites first seen by a test thread without a subscriber cached `never`.
+    tracing::callsite::rebuild_interest_cache();
     let mut svc = TraceLayer::new().layer(service_fn(by_key));
     let _ = svc.call(request("ns/fail", 3)).await;
     let _ = svc.call(request("requeue", 0)).await;

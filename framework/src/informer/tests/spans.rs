@@ -105,6 +105,8 @@ async fn every_handler_runs_in_one_root_watch_event_span_per_event() {
     let spans: Spans = Arc::default();
     let subscriber = tracing_subscriber::registry().with(SpanLog(Arc::clone(&spans)));
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Callsites first seen by a test thread without a subscriber cached `never`.
+    tracing::callsite::rebuild_interest_cache();
 
     let mut h = Harness::new();
     let (mut a, handler) = spying(&spans);

@@ -23,6 +23,8 @@ async fn a_retry_links_to_the_failed_reconcile_and_the_first_run_to_its_add() {
     let subscriber = tracing_subscriber::registry()
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     let _guard = tracing::subscriber::set_default(subscriber);
+    // Callsites first seen by a test thread without a subscriber cached `never`.
+    tracing::callsite::rebuild_interest_cache();
 
     let (tx, mut rx) = unbounded_channel::<Seen>();
     let reconciler = service_fn(move |req: Request<&'static str>| {
