@@ -14,6 +14,7 @@ use crate::admission::{self, AdmissionConfig, Endpoint, IMMORTAL_NAMESPACES};
 use crate::continue_token;
 use crate::crd;
 use crate::fields::{self, Ctx, Writer, set_managed_fields};
+use crate::limits;
 use crate::patch::{self, PatchKind};
 use crate::resources::{ResId, Strategy, TABLE, lookup};
 use crate::selectors::Filter;
@@ -186,6 +187,7 @@ pub fn create(
     if opts.dry_run {
         return Ok((201, obj));
     }
+    limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
     if rt.strategy() == Strategy::Crd {
         crd::lifecycle::created(state, &stored);
@@ -443,6 +445,7 @@ pub fn update(
     }
     let requested = requested_managed_fields(&body);
     let mut new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
+    limits::check_storable(&new)?;
     record_update(t, Some(&old), requested, &mut new, opts);
     Ok((200, commit(state, t, &old, new, dry_run)))
 }
@@ -478,6 +481,7 @@ pub fn patch(
     let requested = requested_managed_fields(&patched)
         .filter(|m| old.pointer("/metadata/managedFields") != Some(m));
     let mut new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
+    limits::check_storable(&new)?;
     record_update(t, Some(&old), requested, &mut new, opts);
     Ok(commit(state, t, &old, new, dry_run))
 }
@@ -527,6 +531,7 @@ pub fn apply(
             if opts.dry_run {
                 return Ok((201, obj));
             }
+            limits::check_storable(&obj)?;
             let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
             if rt.strategy() == Strategy::Crd {
                 crd::lifecycle::created(state, &stored);
@@ -535,6 +540,7 @@ pub fn apply(
         }
         Some(old) => {
             let mut new = admission::prepare_update(rt, &old, merged, t.endpoint(), state, cfg)?;
+            limits::check_storable(&new)?;
             set_managed_fields(&mut new, managed);
             Ok((200, commit(state, t, &old, new, opts.dry_run)))
         }

@@ -25,7 +25,7 @@ use crate::status::ApiError;
 use crate::types::Registry;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{auth, discovery, openapi, table};
+use crate::{auth, discovery, openapi, query, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -279,9 +279,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let response = match shared.faults.take_failure() {
         Some(err) => error_response(&err, pretty),
         None => {
-            let body = match req.into_body().collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(_) => Bytes::new(),
+            let body = match crate::limits::read_body(req.into_body()).await {
+                Ok(b) => b,
+                Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
             };
             let (content_type, body) = match json_body(&route, content_type, body) {
                 Ok(b) => b,
@@ -537,9 +537,10 @@ fn resource(
             Ok(json_response(200, &obj, pretty))
         }
         "list" => {
+            query::check_list_rv_match(query)?;
             let params = ListParams {
                 filter: filter_from(query, t)?,
-                limit: q("limit").and_then(|l| l.parse().ok()).unwrap_or(0),
+                limit: query::limit(query)?,
                 continue_token: q("continue"),
                 resource_version: q("resourceVersion"),
                 rv_match: q("resourceVersionMatch"),
@@ -562,9 +563,7 @@ fn resource(
                 rv_match: q("resourceVersionMatch"),
                 bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
                 send_initial_events: query.get("sendInitialEvents").map(|v| watch::flag(Some(v))),
-                timeout: q("timeoutSeconds")
-                    .and_then(|s| s.parse().ok())
-                    .map(std::time::Duration::from_secs),
+                timeout: query::watch_timeout(query)?,
                 table: req.as_table,
             };
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;

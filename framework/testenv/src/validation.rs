@@ -33,7 +33,7 @@ fn is_subdomain(s: &str) -> bool {
 }
 
 /// Causes for a qualified name (`[prefix/]name`) used as a label or annotation key.
-fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
+pub(crate) fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
     let quoted = go_quote(key);
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -70,23 +70,29 @@ fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
     causes
 }
 
+/// Causes for a label value.
+pub(crate) fn label_value(field: &str, v: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if v.len() > 63 {
+        causes.push(Cause::invalid(
+            field,
+            &go_quote(v),
+            "must be no more than 63 characters",
+        ));
+    }
+    if !v.is_empty() && !is_name_part(v) {
+        causes.push(Cause::invalid(field, &go_quote(v), VALUE_MSG));
+    }
+    causes
+}
+
 /// `metadata.labels` and `metadata.annotations` keys, and label values.
 pub fn object_meta(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             causes.extend(qualified_name("metadata.labels", k));
-            let v = v.as_str().unwrap_or("");
-            if v.len() > 63 {
-                causes.push(Cause::invalid(
-                    "metadata.labels",
-                    &go_quote(v),
-                    "must be no more than 63 characters",
-                ));
-            }
-            if !v.is_empty() && !is_name_part(v) {
-                causes.push(Cause::invalid("metadata.labels", &go_quote(v), VALUE_MSG));
-            }
+            causes.extend(label_value("metadata.labels", v.as_str().unwrap_or("")));
         }
     }
     if let Some(annotations) = obj

@@ -1,0 +1,216 @@
+//! Hostile and careless input, over HTTP with a real client: each answer is kube-apiserver's and
+//! loses nothing (docs/reliability.md, "Hostile input"). The binary's allocator counts what it
+//! holds and refuses past 1 GiB, so a regression in a memory bound fails here instead of taking
+//! the machine down; `peak_during` measures one request's high-water mark.
+
+mod support;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http_body_util::BodyExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube_testenv::TestEnv;
+use serde_json::{Value, json};
+
+const LIMIT: usize = 1 << 30;
+static HELD: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The system allocator, refusing (so the process aborts) once the binary holds `LIMIT`.
+struct Bounded;
+
+unsafe impl GlobalAlloc for Bounded {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = HELD.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        if now > LIMIT {
+            HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+            return std::ptr::null_mut();
+        }
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        // SAFETY: forwarded unchanged to the system allocator.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        HELD.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Bounded = Bounded;
+
+/// How far above its starting point the binary's memory went while `f` ran (other tests run
+/// alongside, so compare with a slack of tens of MiB, not bytes).
+async fn peak_during<T>(f: impl std::future::Future<Output = T>) -> (T, usize) {
+    let start = HELD.load(Ordering::Relaxed);
+    PEAK.store(start, Ordering::Relaxed);
+    let out = f.await;
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(start))
+}
+
+const MIB: usize = 1 << 20;
+
+/// Sends a raw request; the status and the body as JSON (`null` when it is not JSON).
+async fn send(env: &TestEnv, method: &str, path: &str, ct: &str, body: Vec<u8>) -> (u16, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", ct)
+        .body(kube::client::Body::from(body))
+        .unwrap();
+    let resp = env.client().send(req).await.unwrap();
+    let code = resp.status().as_u16();
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    (code, serde_json::from_slice(&body).unwrap_or(Value::Null))
+}
+
+fn message(v: &Value) -> &str {
+    v["message"].as_str().unwrap_or("")
+}
+
+async fn configmap(env: &TestEnv, name: &str, labels: Value, data: Value) {
+    let cm = json!({"metadata": {"name": name, "labels": labels}, "data": data});
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    api.create(&PostParams::default(), &serde_json::from_value(cm).unwrap())
+        .await
+        .unwrap();
+}
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+/// Item 1: a 1.2 KB JSON patch of 30 `copy` operations, each doubling the object, would need
+/// 23 GB; it is a 422 after 3 MiB of copies, and the object is unchanged. 10,001 operations are
+/// a 413.
+#[tokio::test]
+async fn json_patch_copies_are_bounded_by_the_bytes_they_add() {
+    let env = TestEnv::start().await.unwrap();
+    configmap(&env, "c", json!({}), json!({"k": "x".repeat(1000)})).await;
+    // Each copy copies the whole object into it: from the root.
+    let ops: Vec<Value> = std::iter::once(json!({"op": "add", "path": "/spare", "value": {}}))
+        .chain((0..30).map(|i| json!({"op": "copy", "from": "", "path": format!("/spare/c{i}")})))
+        .collect();
+    let body = serde_json::to_vec(&ops).unwrap();
+    assert!(body.len() < 2000, "{}", body.len());
+    let path = format!("{CM}/c");
+    let ct = "application/json-patch+json";
+    let ((code, status), peak) = peak_during(send(&env, "PATCH", &path, ct, body)).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        message(&status)
+            .starts_with("Unable to complete the copy, the accumulated size increase of copy is "),
+        "{status}"
+    );
+    assert!(message(&status).ends_with(", exceeding the limit 3145728"));
+    assert!(
+        peak < 256 * MIB,
+        "a bounded patch peaked at {} MiB",
+        peak / MIB
+    );
+    let many: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op": "test", "path": "/data/k", "value": "x"}))
+        .collect();
+    let (code, status) = send(&env, "PATCH", &path, ct, serde_json::to_vec(&many).unwrap()).await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (413, Some("RequestEntityTooLarge"))
+    );
+    assert_eq!(
+        message(&status),
+        "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let kept = api.get("c").await.unwrap();
+    assert_eq!(kept.data.unwrap()["k"].len(), 1000);
+    assert!(kept.metadata.annotations.is_none());
+}
+
+/// Item 2: a label selector that does not parse is a 400 and selects nothing: before, `!!!`
+/// deleted every ConfigMap.
+#[tokio::test]
+async fn malformed_label_selectors_are_400_and_delete_nothing() {
+    let env = TestEnv::start().await.unwrap();
+    configmap(&env, "keep", json!({"keep": "yes"}), json!({})).await;
+    configmap(&env, "other", json!({}), json!({})).await;
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let cases = [
+        (
+            "!!!",
+            "unable to parse requirement: found '!', expected: identifier",
+        ),
+        (
+            "!",
+            "unable to parse requirement: found '', expected: identifier",
+        ),
+        (
+            "!!",
+            "unable to parse requirement: found '!', expected: identifier",
+        ),
+        (
+            "!=",
+            "found '!=', expected: !, identifier, or 'end of string'",
+        ),
+        (
+            ",",
+            "found ',', expected: !, identifier, or 'end of string'",
+        ),
+        (
+            "keep!==yes",
+            "unable to parse requirement: found '=', expected: identifier",
+        ),
+    ];
+    for (sel, want) in cases {
+        let lp = ListParams::default().labels(sel);
+        let err = api
+            .delete_collection(&DeleteParams::default(), &lp)
+            .await
+            .unwrap_err();
+        let status = support::api_err(err);
+        assert_eq!(
+            (status.code, status.reason.as_str()),
+            (400, "BadRequest"),
+            "{sel}"
+        );
+        assert_eq!(status.message, want, "{sel}");
+        let err = api.list(&lp).await.unwrap_err();
+        assert_eq!(support::api_err(err).message, want, "{sel}");
+    }
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        2
+    );
+}
+
+/// Item 6: `timeoutSeconds` that is not an int64 is upstream's 400 (it used to panic the watch
+/// on `18446744073709551615` and ignore `abc`); a huge int64 is a watch with no practical end, a
+/// negative one ends at once.
+#[tokio::test]
+async fn watch_timeouts_are_parsed_as_upstream_parses_them() {
+    let env = TestEnv::start().await.unwrap();
+    let watch = |t: &str| format!("{CM}?watch=1&timeoutSeconds={t}");
+    for (t, why) in [
+        ("18446744073709551615", "value out of range"),
+        ("abc", "invalid syntax"),
+        ("1.5", "invalid syntax"),
+    ] {
+        let (code, status) = send(&env, "GET", &watch(t), "", vec![]).await;
+        assert_eq!(code, 400, "{t}: {status}");
+        assert_eq!(
+            message(&status),
+            format!("strconv.ParseInt: parsing \"{t}\": {why}")
+        );
+    }
+    let req = http::Request::get(watch("9223372036854775807"))
+        .body(kube::client::Body::empty())
+        .unwrap();
+    let resp = env.client().send(req).await.unwrap();
+    assert_eq!(resp.status().as_u16(), 200);
+    drop(resp);
+    // Ends at once: the whole body arrives (the test would hang otherwise).
+    let (code, _) = send(&env, "GET", &watch("-5"), "", vec![]).await;
+    assert_eq!(code, 200);
+    configmap(&env, "after", json!({}), json!({})).await;
+}
