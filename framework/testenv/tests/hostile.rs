@@ -214,3 +214,136 @@ async fn watch_timeouts_are_parsed_as_upstream_parses_them() {
     assert_eq!(code, 200);
     configmap(&env, "after", json!({}), json!({})).await;
 }
+
+/// Item 4: a 50 MB body is refused with 413 after 3 MiB, streamed over a raw connection so the
+/// client holds none of it: the server never buffers more than the limit. An object over etcd's
+/// 1.5 MiB is etcd's own 500, and nothing is stored.
+#[tokio::test]
+async fn request_bodies_and_objects_are_bounded() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = TestEnv::start().await.unwrap();
+    let total = 50 * MIB;
+    let (head, peak) = peak_during(async {
+        let stream = tokio::net::TcpStream::connect(env.addr()).await.unwrap();
+        let (mut rd, mut wr) = stream.into_split();
+        let writer = tokio::spawn(async move {
+            let head = format!(
+                "POST {CM} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {total}\r\n\r\n"
+            );
+            wr.write_all(head.as_bytes()).await?;
+            let chunk = vec![b' '; 64 * 1024];
+            for _ in 0..total / chunk.len() {
+                wr.write_all(&chunk).await?;
+            }
+            Ok::<_, std::io::Error>(())
+        });
+        let mut got = vec![0u8; 4096];
+        let n = rd.read(&mut got).await.unwrap();
+        writer.abort();
+        String::from_utf8_lossy(&got[..n]).into_owned()
+    })
+    .await;
+    assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    assert!(
+        head.contains("Request entity too large: limit is 3145728"),
+        "{head}"
+    );
+    assert!(
+        peak < 32 * MIB,
+        "a refused body peaked at {} MiB",
+        peak / MIB
+    );
+    let big = json!({"metadata": {"name": "big"}, "data": {"k": "x".repeat(2 * MIB)}});
+    let (code, status) = send(
+        &env,
+        "POST",
+        CM,
+        "application/json",
+        serde_json::to_vec(&big).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (code, message(&status)),
+        (500, "etcdserver: request is too large")
+    );
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    assert!(api.get_opt("big").await.unwrap().is_none());
+}
+
+/// Item 3: with RBAC on, a user allowed only to create roles and bindings can neither grant
+/// itself cluster-admin nor write a `*` Role; with the `bind` verb on cluster-admin it can bind.
+#[tokio::test]
+async fn rbac_writes_cannot_escalate() {
+    let env = TestEnv::builder()
+        .authorization(true)
+        .static_token("bob-token", "bob", "", &[])
+        .start()
+        .await
+        .unwrap();
+    let admin = env.client();
+    let post = |client: kube::Client, path: &str, body: Value| {
+        let req = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(kube::client::Body::from(serde_json::to_vec(&body).unwrap()))
+            .unwrap();
+        async move {
+            let resp = client.send(req).await.unwrap();
+            let code = resp.status().as_u16();
+            let body = resp.into_body().collect().await.unwrap().to_bytes();
+            (
+                code,
+                serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null),
+            )
+        }
+    };
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let writer = json!({"metadata": {"name": "rbac-writer"}, "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"], "verbs": ["create", "get", "list"]}]});
+    assert_eq!(
+        post(admin.clone(), &format!("{rbac}/clusterroles"), writer)
+            .await
+            .0,
+        201
+    );
+    let bind = |name: &str, role: &str| json!({"metadata": {"name": name}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role}, "subjects": [{"kind": "User", "name": "bob"}]});
+    let crb = format!("{rbac}/clusterrolebindings");
+    assert_eq!(
+        post(admin.clone(), &crb, bind("bob-writer", "rbac-writer"))
+            .await
+            .0,
+        201
+    );
+    let bob = env.client_with_token("bob-token");
+    let rbs = format!("{rbac}/namespaces/default/rolebindings");
+    let (code, status) = post(bob.clone(), &rbs, bind("mine", "cluster-admin")).await;
+    assert_eq!(
+        (code, status["reason"].as_str()),
+        (403, Some("Forbidden")),
+        "{status}"
+    );
+    let held = " is attempting to grant RBAC permissions not currently held:\n";
+    assert_eq!(
+        message(&status),
+        format!(
+            "rolebindings.rbac.authorization.k8s.io \"mine\" is forbidden: user \"bob\" (groups=[\"system:authenticated\"]){held}{{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}}\n{{NonResourceURLs:[\"*\"], Verbs:[\"*\"]}}"
+        )
+    );
+    let all = json!({"metadata": {"name": "all"}, "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]});
+    let roles = format!("{rbac}/namespaces/default/roles");
+    let (code, status) = post(bob.clone(), &roles, all).await;
+    assert_eq!(code, 403, "{status}");
+    assert!(message(&status).ends_with(&format!(
+        "{held}{{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}}"
+    )));
+    // What bob holds it may grant; with `bind` on cluster-admin it may bind it.
+    let own = json!({"metadata": {"name": "own"}, "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["get"]}]});
+    assert_eq!(post(bob.clone(), &roles, own).await.0, 201);
+    let binder = json!({"metadata": {"name": "binder"}, "rules": [{"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "resourceNames": ["cluster-admin"], "verbs": ["bind"]}]});
+    assert_eq!(
+        post(admin.clone(), &format!("{rbac}/clusterroles"), binder)
+            .await
+            .0,
+        201
+    );
+    assert_eq!(post(admin, &crb, bind("bob-binder", "binder")).await.0, 201);
+    assert_eq!(post(bob, &rbs, bind("mine", "cluster-admin")).await.0, 201);
+}
