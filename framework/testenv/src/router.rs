@@ -18,14 +18,14 @@ use serde_json::Value;
 use crate::fieldcheck::{self, Directive};
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
-use crate::patch::PatchKind;
+use crate::patch::{self, PatchKind};
 use crate::protobuf::{self, Format};
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::types::Registry;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{auth, discovery, openapi, query, table};
+use crate::{auth, decoding, discovery, openapi, query, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -485,6 +485,9 @@ fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body>
 
 pub(crate) fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or("").trim();
+    if ct == "application/yaml" {
+        return patch::decode_yaml(body);
+    }
     if !(ct.is_empty() || ct == "application/json" || ct == "*/*") {
         return Err(ApiError::unsupported_media_type());
     }
@@ -582,6 +585,9 @@ fn resource(
                 ("UpdateOptions", handlers::update)
             };
             let obj = decode_body(content_type, body)?;
+            if t.sub.as_deref() != Some("scale") {
+                decoding::check_body(rt, &obj)?;
+            }
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;

@@ -70,6 +70,9 @@ pub(crate) fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
     causes
 }
 
+/// Upstream's `TotalAnnotationSizeLimitB`: the keys and values of all annotations together.
+const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+
 /// Causes for a label value.
 pub(crate) fn label_value(field: &str, v: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
@@ -101,6 +104,17 @@ pub fn object_meta(obj: &Value) -> Vec<Cause> {
     {
         for k in annotations.keys() {
             causes.extend(qualified_name("metadata.annotations", &k.to_lowercase()));
+        }
+        let size: usize = annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if size > TOTAL_ANNOTATION_SIZE {
+            causes.push(Cause {
+                reason: "FieldValueTooLong",
+                message: format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes"),
+                field: "metadata.annotations".into(),
+            });
         }
     }
     causes

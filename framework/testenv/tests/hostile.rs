@@ -347,3 +347,148 @@ async fn rbac_writes_cannot_escalate() {
     assert_eq!(post(admin, &crb, bind("bob-binder", "binder")).await.0, 201);
     assert_eq!(post(bob, &rbs, bind("mine", "cluster-admin")).await.0, 201);
 }
+
+/// Item 5: a body whose fields have the wrong JSON type, or that is another kind or version,
+/// is upstream's 400 decode error, and Node informers keep working.
+#[tokio::test]
+async fn bodies_are_decoded_against_their_types() {
+    let env = TestEnv::start().await.unwrap();
+    let nodes = "/api/v1/nodes";
+    let ct = "application/json";
+    let cases = [
+        (
+            nodes,
+            json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n", "labels": {"a": 1}}}),
+            "Node in version \"v1\" cannot be handled as a Node: json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string",
+        ),
+        (
+            nodes,
+            json!({"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n"}, "spec": {"providerID": 123}}),
+            "Node in version \"v1\" cannot be handled as a Node: json: cannot unmarshal number into Go struct field NodeSpec.spec.providerID of type string",
+        ),
+        (
+            CM,
+            json!({"kind": "Secret", "apiVersion": "v1", "metadata": {"name": "s"}}),
+            "Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion",
+        ),
+        (
+            CM,
+            json!({"kind": "ConfigMap", "apiVersion": "v9", "metadata": {"name": "c"}}),
+            "ConfigMap in version \"v9\" cannot be handled as a ConfigMap: no kind \"ConfigMap\" is registered for version \"v9\" in scheme \"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30\"",
+        ),
+    ];
+    for (path, body, want) in cases {
+        let (code, status) = send(&env, "POST", path, ct, serde_json::to_vec(&body).unwrap()).await;
+        assert_eq!((code, message(&status)), (400, want));
+    }
+    let node = json!({"metadata": {"name": "n"}});
+    assert_eq!(
+        send(&env, "POST", nodes, ct, serde_json::to_vec(&node).unwrap())
+            .await
+            .0,
+        201
+    );
+    let merge = "application/merge-patch+json";
+    let bad = json!({"spec": {"providerID": 123}});
+    let (code, status) = send(
+        &env,
+        "PATCH",
+        "/api/v1/nodes/n",
+        merge,
+        serde_json::to_vec(&bad).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (code, message(&status)),
+        (
+            400,
+            "json: cannot unmarshal number into Go struct field NodeSpec.spec.providerID of type string"
+        )
+    );
+    let api: Api<k8s_openapi::api::core::v1::Node> = Api::all(env.client());
+    assert_eq!(
+        api.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+}
+
+/// Item 7: the smaller ones, each as upstream answers it.
+#[tokio::test]
+async fn smaller_hostile_inputs_get_upstreams_answers() {
+    let env = TestEnv::start().await.unwrap();
+    let ct = "application/json";
+    let post = |path: &'static str, body: Value| {
+        let env = &env;
+        async move { send(env, "POST", path, ct, serde_json::to_vec(&body).unwrap()).await }
+    };
+    let big = json!({"metadata": {"name": "big", "annotations": {"a": "x".repeat(300 * 1024)}}});
+    let (code, status) = post(CM, big).await;
+    assert_eq!(
+        (code, message(&status)),
+        (
+            422,
+            "ConfigMap \"big\" is invalid: metadata.annotations: Too long: must have at most 262144 bytes"
+        )
+    );
+    let svc = json!({"metadata": {"name": "s"}, "spec": {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 80, "protocol": "TCP"}]}});
+    let (code, status) = post("/api/v1/namespaces/default/services", svc).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        message(&status),
+        "Service \"s\" is invalid: spec.ports[1]: Duplicate value: core.ServicePort{Name:\"\", Protocol:\"TCP\", AppProtocol:(*string)(nil), Port:80, TargetPort:intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}, NodePort:0}"
+    );
+    let (code, status) = send(&env, "GET", &format!("{CM}?limit=abc"), "", vec![]).await;
+    assert_eq!(
+        (code, message(&status)),
+        (400, "strconv.ParseInt: parsing \"abc\": invalid syntax")
+    );
+    let bogus = format!("{CM}?resourceVersion=0&resourceVersionMatch=Bogus");
+    let (code, status) = send(&env, "GET", &bogus, "", vec![]).await;
+    assert_eq!(
+        (code, message(&status)),
+        (
+            422,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+        )
+    );
+    // YAML bodies are accepted for writes.
+    let yaml = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: from-yaml\ndata:\n  k: v\n";
+    let (code, created) = send(&env, "POST", CM, "application/yaml", yaml.into()).await;
+    assert_eq!((code, created["data"]["k"].as_str()), (201, Some("v")));
+    // A patch may change neither the name nor the uid.
+    let merge = "application/merge-patch+json";
+    let path = format!("{CM}/from-yaml");
+    let rename = json!({"metadata": {"name": "other"}});
+    let (code, status) = send(
+        &env,
+        "PATCH",
+        &path,
+        merge,
+        serde_json::to_vec(&rename).unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (code, message(&status)),
+        (
+            400,
+            "the name of the object (other) does not match the name on the URL (from-yaml)"
+        )
+    );
+    let uid = created["metadata"]["uid"].as_str().unwrap();
+    let reuid = json!({"metadata": {"uid": "00000000-0000-0000-0000-000000000000"}});
+    let (code, status) = send(
+        &env,
+        "PATCH",
+        &path,
+        merge,
+        serde_json::to_vec(&reuid).unwrap(),
+    )
+    .await;
+    assert_eq!(code, 409, "{status}");
+    assert_eq!(
+        message(&status),
+        format!(
+            "Operation cannot be fulfilled on configmaps \"from-yaml\": Precondition failed: UID in precondition: 00000000-0000-0000-0000-000000000000, UID in object meta: {uid}"
+        )
+    );
+}
