@@ -160,7 +160,19 @@ fn walk(at: &At<'_>, schema: &Value, v: &Value) -> Option<String> {
     }
     let def = def_name(schema);
     let node = at.schema.resolve(schema);
-    if def.is_some_and(|d| d.ends_with("RawExtension")) {
+    let untyped = [
+        "RawExtension",
+        ".JSON",
+        "OrArray",
+        "OrBool",
+        "OrStringArray",
+    ];
+    if def.is_some_and(|d| untyped.iter().any(|u| d.ends_with(u)))
+        || node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true))
+        || node.get("anyOf").is_some()
+        || node.get("oneOf").is_some()
+    {
+        // Raw JSON fields (RawExtension, apiextensions' JSON and its "or" unions) take anything.
         return None;
     }
     if node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))

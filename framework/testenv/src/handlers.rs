@@ -14,13 +14,13 @@ use crate::admission::{self, AdmissionConfig, Endpoint, IMMORTAL_NAMESPACES};
 use crate::continue_token;
 use crate::crd;
 use crate::fields::{self, Ctx, Writer, set_managed_fields};
-use crate::limits;
 use crate::patch::{self, PatchKind};
 use crate::resources::{ResId, Strategy, TABLE, lookup};
 use crate::selectors::Filter;
 use crate::status::{self, ApiError};
 use crate::store::{EventType, ObjKey, State};
 use crate::types::Served;
+use crate::{limits, write_checks};
 
 /// The object a request addresses.
 #[derive(Debug, Clone)]
@@ -437,17 +437,8 @@ pub fn update(
         }
         return Err(t.not_found());
     };
-    let uid = |v: &Value| {
-        v.pointer("/metadata/uid")
-            .and_then(Value::as_str)
-            .map(String::from)
-    };
-    if let (Some(given), Some(stored)) = (uid(&body), uid(&old))
-        && !given.is_empty()
-        && given != stored
-        && t.sub.as_deref() != Some("scale")
-    {
-        return Err(uid_conflict(t, &given, &stored));
+    if t.sub.as_deref() != Some("scale") {
+        write_checks::same_uid(rt, t.name(), &old, &body)?;
     }
     if t.sub.as_deref() == Some("scale") {
         let new = crd::scale::update(rt, &old, body)?;
@@ -488,7 +479,7 @@ pub fn patch(
     }
     let old_at_version = crd::to_version(rt, (*old).clone());
     let patched = patch::apply(rt, kind, &old_at_version, body)?;
-    check_patched(t, &old, &patched)?;
+    write_checks::patched(rt, t.name(), &old, &patched)?;
     // A patch that leaves managedFields alone sends the stored ones back: ownership then
     // follows the write; one that sets them (e.g. to `[{}]`) asks for that.
     let requested = requested_managed_fields(&patched)
@@ -497,39 +488,6 @@ pub fn patch(
     limits::check_storable(&new)?;
     record_update(t, Some(&old), requested, &mut new, opts);
     Ok(commit(state, t, &old, new, dry_run))
-}
-
-/// What upstream refuses in a patch's result: fields its Go types cannot hold (400), another
-/// name (400) or another uid (409, the storage precondition).
-fn check_patched(t: &Target, old: &Value, patched: &Value) -> Result<(), ApiError> {
-    if let Some(e) = crate::decoding::type_error(&t.rt, patched) {
-        return Err(ApiError::bad_request(e));
-    }
-    let s = |v: &Value, p: &str| {
-        v.pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    let name = s(patched, "/metadata/name");
-    if name != t.name() {
-        return Err(ApiError::bad_request(format!(
-            "the name of the object ({name}) does not match the name on the URL ({})",
-            t.name()
-        )));
-    }
-    let (uid, stored) = (s(patched, "/metadata/uid"), s(old, "/metadata/uid"));
-    if !uid.is_empty() && uid != stored {
-        return Err(uid_conflict(t, &uid, &stored));
-    }
-    Ok(())
-}
-
-/// A write carrying another uid than the stored object's fails the storage precondition (409).
-fn uid_conflict(t: &Target, given: &str, stored: &str) -> ApiError {
-    let why =
-        format!("Precondition failed: UID in precondition: {given}, UID in object meta: {stored}");
-    ApiError::conflict(t.rt.group(), t.rt.plural(), t.name(), &why)
 }
 
 /// Server-side apply (PATCH with `application/apply-patch+yaml`): creates the object when it

@@ -42,6 +42,7 @@ mod table;
 mod types;
 mod validation;
 mod watch;
+mod write_checks;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
