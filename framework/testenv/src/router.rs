@@ -584,12 +584,12 @@ fn resource(
             } else {
                 ("UpdateOptions", handlers::update)
             };
+            let fv =
+                Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
             let obj = decode_body(content_type, body)?;
             if t.sub.as_deref() != Some("scale") {
                 decoding::check_body(rt, &obj)?;
             }
-            let fv =
-                Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
             Ok(with_warnings(json_response(code, &v, pretty), &warnings))
