@@ -20,6 +20,7 @@ use crate::selectors::Filter;
 use crate::status::{self, ApiError};
 use crate::store::{EventType, ObjKey, State};
 use crate::types::Served;
+use crate::{limits, write_checks};
 
 /// The object a request addresses.
 #[derive(Debug, Clone)]
@@ -186,6 +187,7 @@ pub fn create(
     if opts.dry_run {
         return Ok((201, obj));
     }
+    limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
     if rt.strategy() == Strategy::Crd {
         crd::lifecycle::created(state, &stored);
@@ -435,6 +437,9 @@ pub fn update(
         }
         return Err(t.not_found());
     };
+    if t.sub.as_deref() != Some("scale") {
+        write_checks::same_uid(rt, t.name(), &old, &body)?;
+    }
     if t.sub.as_deref() == Some("scale") {
         let new = crd::scale::update(rt, &old, body)?;
         let new = admission::prepare_update(rt, &old, new, Endpoint::Main, state, cfg)?;
@@ -443,6 +448,7 @@ pub fn update(
     }
     let requested = requested_managed_fields(&body);
     let mut new = admission::prepare_update(rt, &old, body, t.endpoint(), state, cfg)?;
+    limits::check_storable(&new)?;
     record_update(t, Some(&old), requested, &mut new, opts);
     Ok((200, commit(state, t, &old, new, dry_run)))
 }
@@ -473,11 +479,13 @@ pub fn patch(
     }
     let old_at_version = crd::to_version(rt, (*old).clone());
     let patched = patch::apply(rt, kind, &old_at_version, body)?;
+    write_checks::patched(rt, t.name(), &old, &patched)?;
     // A patch that leaves managedFields alone sends the stored ones back: ownership then
     // follows the write; one that sets them (e.g. to `[{}]`) asks for that.
     let requested = requested_managed_fields(&patched)
         .filter(|m| old.pointer("/metadata/managedFields") != Some(m));
     let mut new = admission::prepare_update(rt, &old, patched, t.endpoint(), state, cfg)?;
+    limits::check_storable(&new)?;
     record_update(t, Some(&old), requested, &mut new, opts);
     Ok(commit(state, t, &old, new, dry_run))
 }
@@ -527,6 +535,7 @@ pub fn apply(
             if opts.dry_run {
                 return Ok((201, obj));
             }
+            limits::check_storable(&obj)?;
             let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
             if rt.strategy() == Strategy::Crd {
                 crd::lifecycle::created(state, &stored);
@@ -535,6 +544,7 @@ pub fn apply(
         }
         Some(old) => {
             let mut new = admission::prepare_update(rt, &old, merged, t.endpoint(), state, cfg)?;
+            limits::check_storable(&new)?;
             set_managed_fields(&mut new, managed);
             Ok((200, commit(state, t, &old, new, opts.dry_run)))
         }

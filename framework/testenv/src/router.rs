@@ -18,14 +18,14 @@ use serde_json::Value;
 use crate::fieldcheck::{self, Directive};
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
-use crate::patch::PatchKind;
+use crate::patch::{self, PatchKind};
 use crate::protobuf::{self, Format};
 use crate::selectors::{FieldSelector, Filter, LabelSelector};
 use crate::status::ApiError;
 use crate::types::Registry;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{auth, discovery, openapi, table};
+use crate::{auth, decoding, discovery, openapi, query, table};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -279,9 +279,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let response = match shared.faults.take_failure() {
         Some(err) => error_response(&err, pretty),
         None => {
-            let body = match req.into_body().collect().await {
-                Ok(b) => b.to_bytes(),
-                Err(_) => Bytes::new(),
+            let body = match crate::limits::read_body(req.into_body()).await {
+                Ok(b) => b,
+                Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
             };
             let (content_type, body) = match json_body(&route, content_type, body) {
                 Ok(b) => b,
@@ -485,6 +485,9 @@ fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body>
 
 pub(crate) fn decode_body(content_type: &str, body: &[u8]) -> Result<Value, ApiError> {
     let ct = content_type.split(';').next().unwrap_or("").trim();
+    if ct == "application/yaml" {
+        return patch::decode_yaml(body);
+    }
     if !(ct.is_empty() || ct == "application/json" || ct == "*/*") {
         return Err(ApiError::unsupported_media_type());
     }
@@ -537,9 +540,10 @@ fn resource(
             Ok(json_response(200, &obj, pretty))
         }
         "list" => {
+            query::check_list_rv_match(query)?;
             let params = ListParams {
                 filter: filter_from(query, t)?,
-                limit: q("limit").and_then(|l| l.parse().ok()).unwrap_or(0),
+                limit: query::limit(query)?,
                 continue_token: q("continue"),
                 resource_version: q("resourceVersion"),
                 rv_match: q("resourceVersionMatch"),
@@ -562,9 +566,7 @@ fn resource(
                 rv_match: q("resourceVersionMatch"),
                 bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
                 send_initial_events: query.get("sendInitialEvents").map(|v| watch::flag(Some(v))),
-                timeout: q("timeoutSeconds")
-                    .and_then(|s| s.parse().ok())
-                    .map(std::time::Duration::from_secs),
+                timeout: query::watch_timeout(query)?,
                 table: req.as_table,
             };
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
@@ -582,9 +584,12 @@ fn resource(
             } else {
                 ("UpdateOptions", handlers::update)
             };
-            let obj = decode_body(content_type, body)?;
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
+            let obj = decode_body(content_type, body)?;
+            if t.sub.as_deref() != Some("scale") {
+                decoding::check_body(rt, &obj)?;
+            }
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
             Ok(with_warnings(json_response(code, &v, pretty), &warnings))

@@ -86,6 +86,7 @@ pub fn admit(
         .cloned()
         .unwrap_or_default();
     let drop_node_ports = old.is_some() && needs_node_ports(old_ty) && !needs_node_ports(&ty);
+    causes.extend(duplicate_ports(spec));
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for (i, p) in ports.iter_mut().enumerate() {
             if p.get("protocol")
@@ -390,4 +391,30 @@ fn allocate_node_port(cfg: &AdmissionConfig, free: impl Fn(i64) -> bool) -> Opti
     let n = i64::from(*cfg.node_ports.end()) - lo + 1;
     let start = rand::rng().random_range(0..n);
     (0..n).map(|i| lo + (start + i) % n).find(|p| free(*p))
+}
+
+/// Upstream's check that no two ports share a (protocol, port) pair, with Go's `%#v` of the key.
+fn duplicate_ports(spec: &Value) -> Vec<Cause> {
+    let mut seen = std::collections::HashSet::new();
+    let mut causes = Vec::new();
+    let ports = spec.get("ports").and_then(Value::as_array);
+    for (i, p) in ports.into_iter().flatten().enumerate() {
+        let proto = p
+            .get("protocol")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let proto = proto.unwrap_or("TCP").to_string();
+        let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !seen.insert((proto.clone(), port)) {
+            causes.push(Cause {
+                reason: "FieldValueDuplicate",
+                message: format!(
+                    "Duplicate value: core.ServicePort{{Name:\"\", Protocol:{}, AppProtocol:(*string)(nil), Port:{port}, TargetPort:intstr.IntOrString{{Type:0, IntVal:0, StrVal:\"\"}}, NodePort:0}}",
+                    go_quote(&proto)
+                ),
+                field: format!("spec.ports[{i}]"),
+            });
+        }
+    }
+    causes
 }

@@ -195,6 +195,21 @@ impl ApiError {
         }
     }
 
+    /// 413 RequestEntityTooLarge, as upstream's `NewRequestEntityTooLargeError`.
+    pub fn too_large(message: impl std::fmt::Display) -> ApiError {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("Request entity too large: {message}"),
+        )
+    }
+
+    /// etcd refusing an object over its request limit, which upstream passes on as a 500 with
+    /// no reason.
+    pub fn storage_too_large() -> ApiError {
+        ApiError::new(500, "", "etcdserver: request is too large")
+    }
+
     /// 400 BadRequest with no details.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
         ApiError::new(400, "BadRequest", message)
@@ -364,7 +379,9 @@ impl ApiError {
         m.insert("metadata".into(), json!({}));
         m.insert("status".into(), "Failure".into());
         m.insert("message".into(), Value::String(self.message.clone()));
-        m.insert("reason".into(), self.reason.into());
+        if !self.reason.is_empty() {
+            m.insert("reason".into(), self.reason.into());
+        }
         if let Some(d) = &self.details {
             m.insert("details".into(), d.clone());
         }

@@ -33,7 +33,7 @@ fn is_subdomain(s: &str) -> bool {
 }
 
 /// Causes for a qualified name (`[prefix/]name`) used as a label or annotation key.
-fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
+pub(crate) fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
     let quoted = go_quote(key);
     let (prefix, name) = match key.split_once('/') {
         Some((p, n)) => (Some(p), n),
@@ -70,23 +70,32 @@ fn qualified_name(field: &str, key: &str) -> Vec<Cause> {
     causes
 }
 
+/// Upstream's `TotalAnnotationSizeLimitB`: the keys and values of all annotations together.
+const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+
+/// Causes for a label value.
+pub(crate) fn label_value(field: &str, v: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if v.len() > 63 {
+        causes.push(Cause::invalid(
+            field,
+            &go_quote(v),
+            "must be no more than 63 characters",
+        ));
+    }
+    if !v.is_empty() && !is_name_part(v) {
+        causes.push(Cause::invalid(field, &go_quote(v), VALUE_MSG));
+    }
+    causes
+}
+
 /// `metadata.labels` and `metadata.annotations` keys, and label values.
 pub fn object_meta(obj: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             causes.extend(qualified_name("metadata.labels", k));
-            let v = v.as_str().unwrap_or("");
-            if v.len() > 63 {
-                causes.push(Cause::invalid(
-                    "metadata.labels",
-                    &go_quote(v),
-                    "must be no more than 63 characters",
-                ));
-            }
-            if !v.is_empty() && !is_name_part(v) {
-                causes.push(Cause::invalid("metadata.labels", &go_quote(v), VALUE_MSG));
-            }
+            causes.extend(label_value("metadata.labels", v.as_str().unwrap_or("")));
         }
     }
     if let Some(annotations) = obj
@@ -95,6 +104,17 @@ pub fn object_meta(obj: &Value) -> Vec<Cause> {
     {
         for k in annotations.keys() {
             causes.extend(qualified_name("metadata.annotations", &k.to_lowercase()));
+        }
+        let size: usize = annotations
+            .iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum();
+        if size > TOTAL_ANNOTATION_SIZE {
+            causes.push(Cause {
+                reason: "FieldValueTooLong",
+                message: format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE} bytes"),
+                field: "metadata.annotations".into(),
+            });
         }
     }
     causes

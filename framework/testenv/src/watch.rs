@@ -150,7 +150,7 @@ pub fn open(
         let timeout = p.timeout.unwrap_or_else(|| {
             Duration::from_secs(rand::Rng::random_range(&mut rand::rng(), 1800..3600))
         });
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = tokio::time::Instant::now() + timeout; // capped by query::watch_timeout
         let mut ticker = tokio::time::interval_at(
             tokio::time::Instant::now() + cfg.bookmark_interval,
             cfg.bookmark_interval,

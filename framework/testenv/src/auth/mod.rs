@@ -9,6 +9,7 @@ mod aggregation;
 mod attributes;
 mod bootstrap;
 mod env;
+mod escalation;
 mod impersonation;
 mod rbac;
 mod reviews;
@@ -106,6 +107,9 @@ pub fn admit(
         if !decision.allowed {
             return Err(attributes::forbidden(&user.name, &attrs, &decision.reason));
         }
+        shared
+            .store
+            .with(|s| escalation::check(s, user, &attrs, content_type, body))?;
     }
     reviews::serve(shared, user, &attrs, content_type, body).transpose()
 }

@@ -12,7 +12,7 @@ use super::tokens::UserInfo;
 use crate::resources::lookup;
 use crate::store::State;
 
-const GROUP: &str = "rbac.authorization.k8s.io";
+pub(super) const GROUP: &str = "rbac.authorization.k8s.io";
 
 /// An authorizer's answer: allowed or not (RBAC never denies outright), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -175,7 +175,12 @@ fn describe_subject(s: &Value, binding_ns: &str) -> String {
 }
 
 /// The rules a role reference grants, or upstream's lookup error.
-fn rules_of(state: &State, kind: &str, name: &str, namespace: &str) -> Result<Vec<Value>, String> {
+pub(super) fn rules_of(
+    state: &State,
+    kind: &str,
+    name: &str,
+    namespace: &str,
+) -> Result<Vec<Value>, String> {
     let (res, ns, singular) = match kind {
         "Role" => (lookup(GROUP, "v1", "roles"), namespace, "role"),
         "ClusterRole" => (lookup(GROUP, "v1", "clusterroles"), "", "clusterrole"),

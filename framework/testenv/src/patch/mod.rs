@@ -79,13 +79,18 @@ pub fn apply(
     }
 }
 
+/// A YAML body (`application/yaml` writes, apply configurations): JSON is YAML too.
+pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
+    match serde_json::from_slice(body) {
+        Ok(v) => Ok(v),
+        Err(_) => serde_saphyr::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
+    }
+}
+
 /// The configuration of a server-side apply: YAML (JSON is YAML too), one object.
 pub fn decode_apply(body: &[u8]) -> Result<Value, ApiError> {
-    let v: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(_) => serde_saphyr::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?,
-    };
+    let v = decode_yaml(body)?;
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "error decoding YAML: object to be applied must be a map",
