@@ -18,7 +18,7 @@ use super::key::ObjectKey;
 /// Where an event came from; the span's `event.source`, so a trace tells a live change from a
 /// cache re-delivery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum EventSource {
+pub enum EventSource {
     /// A watch ADDED, MODIFIED or DELETED.
     Watch,
     /// The diff of the first complete list.
@@ -32,6 +32,14 @@ pub(crate) enum EventSource {
 }
 
 impl EventSource {
+    /// True for a live change from the watch; false for a re-delivery of what the cache holds
+    /// (initial list, relist, resync, replay: client-go's `isInInitialList` and resyncs), whose
+    /// keys a controller re-verifies after every fresh one (see
+    /// [`crate::workqueue::WorkQueue::add_from`]).
+    pub fn is_fresh(self) -> bool {
+        self == EventSource::Watch
+    }
+
     fn as_str(self) -> &'static str {
         match self {
             EventSource::Watch => "watch",

@@ -61,7 +61,8 @@ mod watch_throttle;
 #[cfg(test)]
 mod tests;
 
-pub use event::{Event, EventHandler};
+pub use event::{Event, EventHandler, WithSource};
+pub use event_span::EventSource;
 pub use factory::{InformerStatus, SharedInformerFactory};
 pub use key::ObjectKey;
 pub use listener::{HandlerRegistration, HandlerSynced};
