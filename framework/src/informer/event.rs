@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::event_span::EventSource;
+use super::source::EventSource;
 
 /// What happened to one cached object; the unit every handler receives, mirroring client-go's
 /// `OnAdd` / `OnUpdate` / `OnDelete` so upstream controller logic ports one to one.

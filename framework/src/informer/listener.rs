@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
 use super::event::{Event, EventHandler};
-use super::event_span::EventSource;
+use super::source::EventSource;
 
 /// One item in a handler's queue.
 pub(crate) enum Notification<K> {

@@ -18,10 +18,11 @@ use tokio_util::sync::CancellationToken;
 use super::InformerError;
 use super::driver::{self, Cache, Transform};
 use super::event::{Event, EventHandler};
-use super::event_span::{EventSource, event_span};
+use super::event_span::event_span;
 use super::key::ObjectKey;
 use super::listener::{HandlerRegistration, Listener, ListenerTask, Notification, RemoveListener};
 use super::scope::InformerScope;
+use super::source::EventSource;
 use super::store::{IndexFn, NAMESPACE_INDEX, Store};
 
 /// client-go raises handler resync periods below one second to one second.
