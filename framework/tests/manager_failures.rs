@@ -2,7 +2,7 @@
 //! kube-testenv with leader election **on** (and, for start-up, off as well):
 //! - a failure after the Lease is won that stops a controller from starting (initializer error,
 //!   start hook error, cache-sync timeout) ends `Manager::run` with that error and releases the
-//!   Lease;
+//!   Lease (also for a warm standby's start hook);
 //! - a controller whose task returns or panics while the manager runs stops the manager with
 //!   `ControllerStopped`; meanwhile its `/healthz/<name>` check fails and
 //!   `running_managed_controllers` reads 0.
@@ -97,14 +97,17 @@ async fn an_initializer_error_ends_run_and_gives_up_the_lease() {
 #[tokio::test]
 async fn a_start_hook_error_ends_run_and_gives_up_the_lease() {
     let env = TestEnv::start().await.unwrap();
-    for leader in [true, false] {
-        let manager = Manager::new(config(leader), env.client(), ())
+    // A warm standby runs the hook on winning the Lease too, after its caches synced.
+    for (leader, warm) in [(true, false), (true, true), (false, false)] {
+        let mut config = config(leader);
+        config.warm_standby = warm;
+        let manager = Manager::new(config, env.client(), ())
             .with_initializers(Initializers::new().with(healthy()))
             .with_start_hook(|_, _, _| async { Err("cloud unreachable".into()) });
         let err = run_to_error(&env, manager, leader).await;
         assert!(
             matches!(&err, ManagerError::StartHook(e) if e.to_string() == "cloud unreachable"),
-            "leader election {leader}: {err:?}"
+            "leader election {leader}, warm {warm}: {err:?}"
         );
     }
 }

@@ -5,7 +5,7 @@
 mod support;
 
 use std::convert::Infallible;
-use std::net::{SocketAddr, TcpListener};
+use std::net::TcpListener;
 use std::time::Duration;
 
 use controller_manager::controller::{Action, Controller, Request};
@@ -17,38 +17,10 @@ use controller_manager::workqueue::ItemExponential;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
 use kube_testenv::TestEnv;
-use support::shut_down;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{shut_down, until};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-async fn get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await.ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.ok()?;
-    let mut raw = String::new();
-    stream.read_to_string(&mut raw).await.ok()?;
-    let (head, body) = raw.split_once("\r\n\r\n")?;
-    Some((head.split(' ').nth(1)?.parse().ok()?, body.to_string()))
-}
-
-/// Polls an endpoint until `pred` holds on its reply (the admin server has no future to await).
-async fn until(addr: SocketAddr, path: &str, pred: impl Fn(u16, &str) -> bool) -> (u16, String) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if let Some((status, body)) = get(addr, path).await
-            && pred(status, &body)
-        {
-            return (status, body);
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out on {path}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 fn node_watcher() -> Initializer<()> {
     Initializer::new("node-watcher", |ctx: InitContext<()>| async move {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::controller::{Action, Controller, Request, layers};
-use controller_manager::informer::{Event, Store};
+use controller_manager::informer::{Event, EventSource, Store, WithSource};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
 use futures::future::BoxFuture;
@@ -114,7 +114,9 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
     let q = queue.clone();
     services
         .add_handler_with_resync(
-            move |event: &Event<Service>| {
+            // Fresh changes first: after a takeover a new Service is provisioned before the
+            // re-verification of every listed one (the initial list goes to the low tier).
+            WithSource(move |event: &Event<Service>, source: EventSource| {
                 let key = match event {
                     Event::Added(new) => ServiceController::service_event_keys(None, new),
                     Event::Updated { old, new } => {
@@ -125,9 +127,9 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
                     Event::Deleted(old) => wants_load_balancer(old).then(|| service_key(old)),
                 };
                 if let Some(key) = key {
-                    q.add(key);
+                    q.add_from(key, source);
                 }
-            },
+            }),
             SERVICE_RESYNC_PERIOD,
         )
         .detach();

@@ -72,6 +72,12 @@ impl HealthChecks {
         self.insert(name.into(), Arc::new(move || check().boxed()));
     }
 
+    /// Removes the check named `name`, if there is one (a state that no longer holds, such as a
+    /// warm standby that now leads).
+    pub fn remove_check(&self, name: &str) {
+        self.checks.write().retain(|(n, _)| n != name);
+    }
+
     /// Registered check names, in order.
     pub fn names(&self) -> Vec<String> {
         self.checks.read().iter().map(|(n, _)| n.clone()).collect()

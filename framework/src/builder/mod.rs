@@ -12,6 +12,10 @@
 //!     .start(reconciler)                    // Complete(r)         .run(reconcile, ..)
 //! ```
 //!
+//! Keys of live watch changes are queued normally, keys of re-delivered objects (initial list,
+//! relist, resync) at low priority ([`WorkQueue::add_from`]), so after a (re)start fresh changes
+//! are reconciled before the re-verification of everything listed.
+//!
 //! Every kind comes from the process's [`SharedInformerFactory`],
 //! so a builder-made controller adds no LIST or WATCH for a kind another controller already
 //! watches. Keys are [`ObjectKey`]s of the primary kind; the reconciler is any
@@ -35,7 +39,7 @@ pub use owners::controller_owner;
 use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
 use crate::controller::{Action, Controller, Request};
 use crate::informer::{
-    Event, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store,
+    Event, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store, WithSource,
 };
 use crate::manager::{InitContext, InitOutcome};
 use crate::workqueue::{RateLimiter, WorkQueue};
@@ -149,19 +153,21 @@ impl<K: InformerResource> ControllerBuilder<K> {
             let queue = queue.clone();
             factory
                 .informer::<W>()
-                .add_handler(move |event: &Event<W>| {
+                .add_handler(WithSource(move |event: &Event<W>, source| {
                     if !predicate(event) {
                         return;
                     }
                     if let Event::Updated { old, new } = event
                         && !Arc::ptr_eq(old, new)
                     {
-                        mapper(old).into_iter().for_each(|k| queue.add(k));
+                        mapper(old)
+                            .into_iter()
+                            .for_each(|k| queue.add_from(k, source));
                     }
                     mapper(event.object())
                         .into_iter()
-                        .for_each(|k| queue.add(k));
-                })
+                        .for_each(|k| queue.add_from(k, source));
+                }))
                 .detach();
         }));
         self
@@ -220,11 +226,11 @@ impl<K: InformerResource> ControllerBuilder<K> {
         let predicates = self.predicates;
         self.factory
             .informer_for::<K>(self.scope)
-            .add_handler(move |event: &Event<K>| {
+            .add_handler(WithSource(move |event: &Event<K>, source| {
                 if predicates.iter().all(|p| p(event)) {
-                    primary.add(ObjectKey::from_object(event.object().as_ref()));
+                    primary.add_from(ObjectKey::from_object(event.object().as_ref()), source);
                 }
-            })
+            }))
             .detach();
         for source in self.sources {
             source(&self.factory, &queue);

@@ -3,6 +3,8 @@
 
 use std::sync::Arc;
 
+use super::source::EventSource;
+
 /// What happened to one cached object; the unit every handler receives, mirroring client-go's
 /// `OnAdd` / `OnUpdate` / `OnDelete` so upstream controller logic ports one to one.
 #[derive(Debug)]
@@ -53,6 +55,32 @@ impl<K> Event<K> {
 pub trait EventHandler<K>: Send + 'static {
     /// Called once per event, in the order the informer saw them.
     fn on_event(&mut self, event: &Event<K>);
+
+    /// Called instead of [`Self::on_event`] with where the event came from (a live watch change
+    /// or a re-delivery of the cache: initial list, relist, resync, replay), as client-go's
+    /// `OnAdd(obj, isInInitialList)`. The default ignores the source.
+    fn on_event_from(&mut self, event: &Event<K>, source: EventSource) {
+        let _ = source;
+        self.on_event(event);
+    }
+}
+
+/// A handler closure that also receives the [`EventSource`] of each event, e.g. to queue keys of
+/// re-delivered objects at low priority with [`crate::workqueue::WorkQueue::add_from`]:
+/// `informer.add_handler(WithSource(move |e: &Event<Node>, source| q.add_from(key(e), source)))`.
+pub struct WithSource<F>(pub F);
+
+impl<K, F> EventHandler<K> for WithSource<F>
+where
+    F: FnMut(&Event<K>, EventSource) + Send + 'static,
+{
+    fn on_event(&mut self, event: &Event<K>) {
+        (self.0)(event, EventSource::Watch)
+    }
+
+    fn on_event_from(&mut self, event: &Event<K>, source: EventSource) {
+        (self.0)(event, source)
+    }
 }
 
 impl<K, F> EventHandler<K> for F

@@ -14,34 +14,7 @@ use tracing::Span;
 
 use super::event::Event;
 use super::key::ObjectKey;
-
-/// Where an event came from; the span's `event.source`, so a trace tells a live change from a
-/// cache re-delivery.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum EventSource {
-    /// A watch ADDED, MODIFIED or DELETED.
-    Watch,
-    /// The diff of the first complete list.
-    List,
-    /// The diff of a later list (after a 410 Gone or a reconnect).
-    Relist,
-    /// A handler's periodic re-delivery of the cache.
-    Resync,
-    /// The cache replayed to a handler registered after start.
-    Replay,
-}
-
-impl EventSource {
-    fn as_str(self) -> &'static str {
-        match self {
-            EventSource::Watch => "watch",
-            EventSource::List => "list",
-            EventSource::Relist => "relist",
-            EventSource::Resync => "resync",
-            EventSource::Replay => "replay",
-        }
-    }
-}
+use super::source::EventSource;
 
 /// The span's `event.type`: `added`, `updated` or `deleted` as the handler sees the event, and
 /// `resync` for a resync's `Updated { old == new }`.

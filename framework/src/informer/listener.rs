@@ -12,11 +12,13 @@ use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
 use super::event::{Event, EventHandler};
+use super::source::EventSource;
 
 /// One item in a handler's queue.
 pub(crate) enum Notification<K> {
-    /// An event to hand to the handler, with the `watch event` span to run the handler in.
-    Event(Event<K>, Span),
+    /// An event to hand to the handler, with the `watch event` span to run the handler in and
+    /// where the event came from.
+    Event(Event<K>, Span, EventSource),
     /// Every object of the initial list (or of the replay) precedes this marker.
     InitialListDelivered,
 }
@@ -67,14 +69,15 @@ impl<K: Send + Sync + 'static> ListenerTask<K> {
                 Some(Notification::InitialListDelivered) => {
                     synced.send_replace(true);
                 }
-                Some(Notification::Event(event, span)) => {
+                Some(Notification::Event(event, span, source)) => {
                     // The handler runs inside the event's span, so the `enqueue` spans it opens
                     // (and its log lines) belong to the event's trace. `on_event` is synchronous,
                     // so the span is never held across an await.
                     span.in_scope(|| {
                         // One handler's bug must not silently end its subscription or take down
                         // the process (client-go would crash it): log, skip the event, go on.
-                        let delivered = crate::panic_guard::catch(|| handler.on_event(&event));
+                        let delivered =
+                            crate::panic_guard::catch(|| handler.on_event_from(&event, source));
                         if delivered.is_err() {
                             tracing::error!(
                                 handler = id,

@@ -55,19 +55,21 @@ mod listener;
 mod resource;
 mod scope;
 mod shared;
+mod source;
 mod store;
 mod watch_throttle;
 
 #[cfg(test)]
 mod tests;
 
-pub use event::{Event, EventHandler};
+pub use event::{Event, EventHandler, WithSource};
 pub use factory::{InformerStatus, SharedInformerFactory};
 pub use key::ObjectKey;
 pub use listener::{HandlerRegistration, HandlerSynced};
 pub use resource::{InformerResource, ScopedApi};
 pub use scope::InformerScope;
 pub use shared::{Informer, drop_managed_fields};
+pub use source::EventSource;
 pub use store::{NAMESPACE_INDEX, Store};
 
 use std::time::Duration;

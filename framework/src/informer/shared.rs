@@ -18,10 +18,11 @@ use tokio_util::sync::CancellationToken;
 use super::InformerError;
 use super::driver::{self, Cache, Transform};
 use super::event::{Event, EventHandler};
-use super::event_span::{EventSource, event_span};
+use super::event_span::event_span;
 use super::key::ObjectKey;
 use super::listener::{HandlerRegistration, Listener, ListenerTask, Notification, RemoveListener};
 use super::scope::InformerScope;
+use super::source::EventSource;
 use super::store::{IndexFn, NAMESPACE_INDEX, Store};
 
 /// client-go raises handler resync periods below one second to one second.
@@ -234,7 +235,7 @@ impl<K: Resource + Send + Sync + 'static> Informer<K> {
             for obj in self.shared.store.list() {
                 let event = Event::Added(obj);
                 let span = event_span(&self.shared.kind, EventSource::Replay, &event);
-                listener.send(Notification::Event(event, span));
+                listener.send(Notification::Event(event, span, EventSource::Replay));
             }
             listener.send(Notification::InitialListDelivered);
         }
@@ -362,7 +363,7 @@ impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
         let mut d = self.dispatch.lock();
         let event = self.store.upsert(key, obj);
         let span = event_span(&self.kind, EventSource::Watch, &event);
-        broadcast(&mut d, &event, &span);
+        broadcast(&mut d, &event, &span, EventSource::Watch);
     }
 
     /// Forgets one deleted object and queues `Deleted` with the final state the watch reported.
@@ -375,7 +376,7 @@ impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
         }
         let event = Event::Deleted(last);
         let span = event_span(&self.kind, EventSource::Watch, &event);
-        broadcast(&mut d, &event, &span);
+        broadcast(&mut d, &event, &span, EventSource::Watch);
     }
 
     /// Swaps in a complete list and queues the difference; the first one marks the informer,
@@ -390,7 +391,7 @@ impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
         };
         for event in &events {
             let span = event_span(&self.kind, source, event);
-            broadcast(&mut d, event, &span);
+            broadcast(&mut d, event, &span, source);
         }
         if !d.synced {
             d.synced = true;
@@ -418,7 +419,7 @@ impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
                 new: obj,
             };
             let span = event_span(&self.kind, EventSource::Resync, &event);
-            listener.send(Notification::Event(event, span));
+            listener.send(Notification::Event(event, span, EventSource::Resync));
         }
     }
 
@@ -436,9 +437,9 @@ impl<K: Resource + Send + Sync + 'static> Cache<K> for Shared<K> {
     }
 }
 
-fn broadcast<K>(d: &mut Dispatch<K>, event: &Event<K>, span: &tracing::Span) {
+fn broadcast<K>(d: &mut Dispatch<K>, event: &Event<K>, span: &tracing::Span, source: EventSource) {
     d.listeners
-        .retain(|l| l.send(Notification::Event(event.clone(), span.clone())));
+        .retain(|l| l.send(Notification::Event(event.clone(), span.clone(), source)));
 }
 
 impl<K: Send + Sync> RemoveListener for Shared<K> {

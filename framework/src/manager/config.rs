@@ -28,6 +28,10 @@ pub struct ManagerConfig {
     pub graceful_shutdown_timeout: Duration,
     /// Run controllers only while holding this Lease.
     pub leader_election: Option<LeaderElectionConfig>,
+    /// With leader election, register every selected controller's informers and handlers and
+    /// keep the caches synced while waiting for the Lease; on winning it, run the start hook and
+    /// start the workers from the warm cache. No effect without leader election.
+    pub warm_standby: bool,
     /// Serve /healthz, /readyz, /livez, /metrics here.
     pub admin_addr: Option<SocketAddr>,
     /// Serve them over HTTPS with this certificate (upstream's secure serving); `None` serves
@@ -49,6 +53,7 @@ impl ManagerConfig {
             cache_sync_timeout: Duration::from_secs(120),
             graceful_shutdown_timeout: Duration::from_secs(30),
             leader_election: None,
+            warm_standby: false,
             admin_addr: None,
             admin_tls: None,
             admin: AdminOptions::default(),
@@ -90,6 +95,7 @@ impl ManagerConfig {
                 retry_period: le.leader_elect_retry_period.get(),
                 release_on_cancel: le.leader_elect_release_on_cancel,
             });
+            config.warm_standby = le.leader_elect_warm_standby;
         }
         config
     }
@@ -192,6 +198,11 @@ mod tests {
             ("other", "ops")
         );
         assert!(config(&["--leader-elect=false"]).leader_election.is_none());
+        assert!(
+            !config(&[]).warm_standby,
+            "cold standby by default, as upstream"
+        );
+        assert!(config(&["--leader-elect-warm-standby"]).warm_standby);
     }
 
     #[test]

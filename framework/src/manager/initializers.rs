@@ -13,7 +13,10 @@ use super::selection::KnownControllers;
 pub enum InitOutcome {
     /// The controller registered its informers and handlers; the future runs its workers and is
     /// polled only after every cache has synced. It must return once the context's shutdown
-    /// token is cancelled and its in-flight work has drained.
+    /// token is cancelled and its in-flight work has drained. With
+    /// [`super::ManagerConfig::warm_standby`] the initializer itself runs on a standby, before the
+    /// start hook: it must not write, call the cloud or spawn anything; the future runs on the
+    /// leader only.
     Started(BoxFuture<'static, ()>),
     /// The controller cannot run in this configuration (e.g. the cloud lacks a facet); logged as
     /// "Skipping", as upstream.

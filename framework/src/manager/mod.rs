@@ -4,7 +4,9 @@
 //! Start order (as kube-controller-manager): parse the selection (every error at once) → serve
 //! health/metrics → win the Lease (if enabled) → run each selected initializer, which registers
 //! informers and handlers → start the informer factory → wait for every cache → start the workers →
-//! on shutdown, drain in-flight reconciles up to a deadline.
+//! on shutdown, drain in-flight reconciles up to a deadline. A warm standby
+//! ([`ManagerConfig::warm_standby`]) registers and syncs before campaigning and, on winning the
+//! Lease, runs the start hook and starts the workers from the synced cache.
 //!
 //! Any failure on the way (an initializer, the start hook, the cache-sync timeout) and any
 //! controller whose task ends or panics while running ends `run` with that error and gives up
@@ -14,6 +16,7 @@
 mod config;
 mod context;
 mod initializers;
+mod phases;
 mod run;
 mod selection;
 mod signals;

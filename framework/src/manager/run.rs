@@ -6,30 +6,21 @@
 //! returns, so nothing acts after the Lease is released or lost.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::info;
 
 use super::config::ManagerConfig;
-use super::context::{InitContext, Shared};
-use super::initializers::{InitError, InitOutcome, Initializers, InitializersError};
+use super::initializers::{InitError, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::client::{ClientBuilder, ClientError};
-use crate::controller::ControllerScope;
-use crate::controller::layers::ControllerMetrics;
-use crate::informer::{SharedInformerFactory, SyncError};
+use crate::informer::SyncError;
 use crate::leader::{LeaderElector, LeaderError, LeaderMetrics};
-use crate::panic_guard::guard;
-use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
 #[derive(Debug, thiserror::Error)]
@@ -85,23 +76,23 @@ pub type StartHook<C> = Arc<
 >;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RunningLabels {
-    name: String,
-    manager: String,
+pub(super) struct RunningLabels {
+    pub(super) name: String,
+    pub(super) manager: String,
 }
 
 /// Owns the shared pieces of one process and runs its controllers.
 pub struct Manager<C> {
-    config: ManagerConfig,
-    client: kube::Client,
-    clients: ClientBuilder,
-    initializers: Initializers<C>,
-    start_hook: Option<StartHook<C>>,
-    extra: Arc<C>,
-    registry: Arc<Mutex<Registry>>,
-    health: HealthChecks,
-    ready: HealthChecks,
-    live: HealthChecks,
+    pub(super) config: ManagerConfig,
+    pub(super) client: kube::Client,
+    pub(super) clients: ClientBuilder,
+    pub(super) initializers: Initializers<C>,
+    pub(super) start_hook: Option<StartHook<C>>,
+    pub(super) extra: Arc<C>,
+    pub(super) registry: Arc<Mutex<Registry>>,
+    pub(super) health: HealthChecks,
+    pub(super) ready: HealthChecks,
+    pub(super) live: HealthChecks,
 }
 
 impl<C: Send + Sync + 'static> Manager<C> {
@@ -139,6 +130,10 @@ impl<C: Send + Sync + 'static> Manager<C> {
     /// Runs `hook` once the manager may start controllers (after the Lease is won, when leader
     /// election is on) and before the first initializer, as upstream calls
     /// `cloud.Initialize` only on the leader. An error aborts start-up like an initializer's.
+    ///
+    /// With [`ManagerConfig::warm_standby`] the hook still runs only on the leader, before any
+    /// worker starts, but *after* the initializers (which ran on the standby to warm the cache):
+    /// initializers must then not depend on anything the hook does.
     pub fn with_start_hook<F, Fut>(mut self, hook: F) -> Self
     where
         F: Fn(Arc<C>, ClientBuilder, CancellationToken) -> Fut + Send + Sync + 'static,
@@ -214,6 +209,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
                     .run_controllers(selection, shutdown.clone(), || false)
                     .await
             }
+            Some(cfg) if this.config.warm_standby => {
+                this.clone()
+                    .run_warm(selection, cfg, shutdown.clone())
+                    .await
+            }
             Some(cfg) => {
                 let metrics = LeaderMetrics::register(&mut this.registry.lock());
                 let elector = LeaderElector::new(this.client.clone(), cfg)?.with_metrics(metrics);
@@ -250,9 +250,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
         result
     }
 
-    /// Starts the selected controllers and runs them until `stop`; `lost()` tells, once `stop`
-    /// fired, whether leadership was lost (in-flight work is then dropped at once, not drained).
-    /// Every return cancels `stop`, so the informers and anything started so far end with it.
+    /// Cold start, after the Lease is won (or without leader election): start hook, registration,
+    /// cache sync, workers, all under `stop`. Every return cancels `stop`, so the informers and
+    /// anything started so far end with it.
     async fn run_controllers(
         self: Arc<Self>,
         selection: ControllerSelection,
@@ -260,190 +260,86 @@ impl<C: Send + Sync + 'static> Manager<C> {
         lost: impl Fn() -> bool,
     ) -> Result<(), ManagerError> {
         let _stop_on_return = stop.clone().drop_guard();
-        let informer_client = self
-            .clients
-            .root_client("shared-informers")
-            .map_err(ManagerError::Client)?;
-        let factory = SharedInformerFactory::new(informer_client)
-            .with_default_resync(self.config.min_resync_period.map(jittered));
-        let shared = {
-            let mut registry = self.registry.lock();
-            Arc::new(Shared {
-                queue_metrics: WorkQueueMetrics::new(&mut registry),
-                controller_metrics: ControllerMetrics::new(&mut registry),
-                retry_bucket: TokenBucket::new(10.0, 100),
-                registry: self.registry.clone(),
-                host: crate::leader::host_name(),
-                event_counters: Default::default(),
+        self.run_start_hook(&stop).await?;
+        let registered = self.register(&selection, &stop).await?;
+        if !self.sync_caches(&registered.factory, &stop).await? {
+            return Ok(());
+        }
+        self.start_workers(registered, &stop, lost).await
+    }
+
+    /// Warm standby: registration and cache sync before campaigning, then, on winning the Lease,
+    /// the start hook and the workers from the synced cache (no new LIST). The controllers' token
+    /// is a child of `shutdown` cancelled when leading ends, so a lost Lease stops them as in the
+    /// cold path.
+    async fn run_warm(
+        self: Arc<Self>,
+        selection: ControllerSelection,
+        cfg: crate::leader::LeaderElectionConfig,
+        shutdown: CancellationToken,
+    ) -> Result<(), ManagerError> {
+        let metrics = LeaderMetrics::register(&mut self.registry.lock());
+        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        let status = elector.status();
+        self.health
+            .add_check("leaderElection", status.health_check());
+        let stop = shutdown.child_token();
+        let _stop_on_return = stop.clone().drop_guard();
+        let registered = self.register(&selection, &stop).await?;
+        if !self.sync_caches(&registered.factory, &stop).await? {
+            return Ok(());
+        }
+        info!("warm standby: caches synced, not leading");
+        self.ready.add_check(WARM_STANDBY_CHECK, || Ok(()));
+
+        let outcome = Arc::new(Mutex::new(Ok(())));
+        let slot = outcome.clone();
+        let me = self.clone();
+        let stop_leading = shutdown.clone();
+        let led = elector
+            .run(shutdown.clone(), move |leading| {
+                Box::pin(async move {
+                    me.ready.remove_check(WARM_STANDBY_CHECK);
+                    let workers_stop = stop.clone();
+                    let r = async {
+                        tokio::select! {
+                            biased;
+                            () = leading.cancelled() => return Ok(()),
+                            r = me.run_start_hook(&stop) => r?,
+                        }
+                        let lost = move || !status.is_leader();
+                        let run = me.start_workers(registered, &workers_stop, lost);
+                        tokio::pin!(run);
+                        tokio::select! {
+                            r = &mut run => r,
+                            () = leading.cancelled() => {
+                                stop.cancel();
+                                run.await
+                            }
+                        }
+                    }
+                    .await;
+                    *slot.lock() = r;
+                    // As in the cold path: nothing is left to lead once the controllers ended.
+                    stop_leading.cancel();
+                })
             })
-        };
-        let running: Family<RunningLabels, Gauge> = Family::default();
-        self.registry.lock().register(
-            "running_managed_controllers",
-            "Indicates where instances of a controller are currently running",
-            running.clone(),
-        );
+            .await;
+        let ran = std::mem::replace(&mut *outcome.lock(), Ok(()));
+        led.map_err(ManagerError::from).and(ran)
+    }
 
-        if let Some(hook) = &self.start_hook
-            && let Err(source) = hook(self.extra.clone(), self.clients.clone(), stop.clone()).await
-        {
-            return Err(ManagerError::StartHook(source));
-        }
-
-        let mut started = Vec::new();
-        for init in self.initializers.iter() {
-            if !selection.is_enabled(&init.name) {
-                warn!(controller = %init.name, "controller is disabled");
-                continue;
-            }
-            let ctx = InitContext {
-                name: init.name.clone(),
-                client: self.client.clone(),
-                clients: self.clients.clone(),
-                factory: factory.clone(),
-                shutdown: stop.clone(),
-                extra: self.extra.clone(),
-                shared: shared.clone(),
-            };
-            info!(controller = %init.name, "starting controller");
-            match (init.init)(ctx).await {
-                Ok(InitOutcome::Started(run)) => {
-                    let metric_name = init.aliases.first().unwrap_or(&init.name).clone();
-                    started.push((init.name.clone(), metric_name, run));
-                }
-                Ok(InitOutcome::NotStarted(reason)) => {
-                    warn!(controller = %init.name, %reason, "Skipping controller");
-                }
-                Err(source) => {
-                    return Err(ManagerError::Init {
-                        name: init.name.clone(),
-                        source,
-                    });
-                }
-            }
-            if !self.config.controller_start_interval.is_zero() {
-                tokio::time::sleep(jittered(self.config.controller_start_interval)).await;
-            }
-        }
-
-        factory.start(stop.clone());
-        {
-            let f = factory.clone();
-            self.ready.add_check("informer-sync", move || {
-                let unsynced: Vec<String> = f
-                    .informers_status()
-                    .into_iter()
-                    .filter(|s| !s.synced)
-                    .map(|s| s.kind)
-                    .collect();
-                if unsynced.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!("not synced: {}", unsynced.join(", ")))
-                }
-            });
-        }
-        tokio::select! {
-            r = factory.wait_for_sync(self.config.cache_sync_timeout) => r?,
-            _ = stop.cancelled() => return Ok(()),
-        }
-        info!("caches are synced");
-
-        // A JoinSet, not detached tasks: when in-flight work is abandoned (or this future is
-        // dropped) every controller still running is stopped, so no reconcile goes on acting after
-        // the manager returned and the Lease was released.
-        let abandon = CancellationToken::new();
-        let mut tasks = JoinSet::new();
-        for (name, metric_name, run) in started {
-            let labels = RunningLabels {
-                name: metric_name,
-                manager: self.config.name.clone(),
-            };
-            // Panics, like the reconcile metrics and the health check, carry the canonical
-            // name; only running_managed_controllers keeps upstream's alias label.
-            let scope = ControllerScope::new(
-                &name,
-                shared.controller_metrics.panics(&name),
-                abandon.clone(),
-            );
-            let check = scope.clone();
-            self.health.add_check(&name, move || check.check());
-            let gauge = running.get_or_create_owned(&labels);
-            gauge.set(1);
-            let stop = stop.clone();
-            tasks.spawn(async move {
-                let ended = scope.clone().scope(guard(run)).await;
-                gauge.set(0);
-                let reason = match ended {
-                    Ok(()) => "its task returned".to_owned(),
-                    Err(panicked) => panicked.to_string(),
-                };
-                if !stop.is_cancelled() {
-                    scope.exited(&reason);
-                }
-                (name, reason)
-            });
-        }
-
-        let stopped = tokio::select! {
-            biased;
-            () = stop.cancelled() => None,
-            // Panics are caught inside the task; a join error means it was aborted from outside.
-            Some(joined) = tasks.join_next() => Some(
-                joined.unwrap_or_else(|e| ("a controller".to_owned(), e.to_string())),
-            ),
-        };
-        if let Some((name, reason)) = &stopped {
-            error!(controller = %name, %reason, "controller stopped while the manager was running; stopping the manager");
-            stop.cancel();
-        }
-        if lost() {
-            warn!("leadership lost: abandoning in-flight reconciles");
-            abandon_all(&mut tasks, &abandon).await;
-        } else {
-            info!("shutting down: draining in-flight reconciles");
-            let timeout = self.config.graceful_shutdown_timeout;
-            let drained = tokio::time::timeout(timeout, join_all(&mut tasks)).await;
-            if drained.is_err() {
-                warn!(
-                    ?timeout,
-                    abandoned = tasks.len(),
-                    "graceful shutdown timed out; abandoning in-flight reconciles"
-                );
-                abandon_all(&mut tasks, &abandon).await;
-            }
-        }
-        match stopped {
-            Some((name, reason)) => Err(ManagerError::ControllerStopped { name, reason }),
+    /// Runs the hook set with [`Self::with_start_hook`], if any.
+    async fn run_start_hook(&self, stop: &CancellationToken) -> Result<(), ManagerError> {
+        match &self.start_hook {
+            Some(hook) => hook(self.extra.clone(), self.clients.clone(), stop.clone())
+                .await
+                .map_err(ManagerError::StartHook),
             None => Ok(()),
         }
     }
 }
 
-/// How long controllers get to drop their in-flight work once told to, before their tasks are
-/// aborted outright (which stops them at their next await without waiting for their workers).
-const ABANDON_WAIT: Duration = Duration::from_secs(1);
-
-/// Tells every controller to drop its in-flight work and waits until their tasks are gone.
-async fn abandon_all(tasks: &mut JoinSet<(String, String)>, abandon: &CancellationToken) {
-    abandon.cancel();
-    if tokio::time::timeout(ABANDON_WAIT, join_all(tasks))
-        .await
-        .is_err()
-    {
-        warn!(
-            remaining = tasks.len(),
-            "controllers did not drop their work in time; aborting their tasks"
-        );
-        tasks.shutdown().await;
-    }
-}
-
-async fn join_all(tasks: &mut JoinSet<(String, String)>) {
-    while tasks.join_next().await.is_some() {}
-}
-
-/// `base × U[1,2)`, as client-go spreads resyncs and controller starts.
-fn jittered(base: Duration) -> Duration {
-    base.mul_f64(1.0 + rand::random::<f64>())
-}
+/// The `/readyz` check a warm standby adds once its caches synced and removes on winning the
+/// Lease: `[+]warm-standby ok` says the replica is ready to take over, not that it leads.
+pub(super) const WARM_STANDBY_CHECK: &str = "warm-standby";

@@ -200,6 +200,18 @@ pub struct LeaderElectionOptions {
         help = "Release the lease on graceful shutdown so a standby takes over within one retry period (upstream's ControllerManagerReleaseLeaderElectionLockOnExit)."
     )]
     pub leader_elect_release_on_cancel: bool,
+
+    /// Keep the shared informers synced while waiting for the Lease (no worker runs until it is won).
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Leader-election flags",
+        help = "While not leading, register the controllers' informers and keep their caches synced (one LIST+WATCH per watched kind) without starting any worker, so a takeover starts reconciling from a warm cache with no new LIST. The cloud provider's Initialize then runs after the controllers' registration, on winning the Lease. This build's own flag, off as upstream."
+    )]
+    pub leader_elect_warm_standby: bool,
 }
 
 /// Output shape of log lines.

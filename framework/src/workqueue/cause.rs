@@ -29,6 +29,9 @@ pub enum AddReason {
     AddAfter,
     /// `add_rate_limited`: a retry after a failed reconcile, delayed by the rate limiter.
     RateLimited,
+    /// `add_low_priority`: a re-verification of what the cache re-delivered (initial list,
+    /// relist, resync), handed out after every normal key.
+    LowPriority,
 }
 
 impl AddReason {
@@ -38,6 +41,7 @@ impl AddReason {
             AddReason::Add => "add",
             AddReason::AddAfter => "add_after",
             AddReason::RateLimited => "rate_limited",
+            AddReason::LowPriority => "low_priority",
         }
     }
 }

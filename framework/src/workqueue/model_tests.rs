@@ -1,6 +1,8 @@
 //! Model-based property test: random interleavings of add / get / done / add_after / time passing /
 //! shutdown, checked step by step against a deliberately naive reference model of client-go's
-//! rules (plain sets and a sorted list, no heap, no locking).
+//! rules (plain sets and a sorted list, no heap, no locking), plus the low-priority tier: a key
+//! whose every add was `add_low_priority` waits behind every normal key until a normal add
+//! promotes it.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
@@ -13,6 +15,7 @@ use super::{ItemExponential, WorkQueue};
 #[derive(Clone, Debug)]
 enum Op {
     Add(u8),
+    AddLow(u8),
     AddAfter(u8, u64),
     Get,
     /// Completes the n-th (mod count) key currently processing.
@@ -25,6 +28,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0u8..6).prop_map(Op::Add),
+        3 => (0u8..6).prop_map(Op::AddLow),
         3 => (0u8..6, 0u64..40).prop_map(|(k, d)| Op::AddAfter(k, d)),
         4 => Just(Op::Get),
         3 => (0usize..8).prop_map(Op::Done),
@@ -40,6 +44,9 @@ struct Model {
     now: u64,
     seq: u64,
     queue: VecDeque<u8>,
+    /// The low tier's FIFO, and the dirty keys that belong to it.
+    low: VecDeque<u8>,
+    low_dirty: HashSet<u8>,
     dirty: HashSet<u8>,
     processing: Vec<u8>,
     /// (ready, seq, key): the live delayed entry of each waiting key.
@@ -49,12 +56,33 @@ struct Model {
 
 impl Model {
     fn add(&mut self, k: u8) {
-        if self.shutting_down || !self.dirty.insert(k) {
+        if self.shutting_down {
+            return;
+        }
+        if !self.dirty.insert(k) {
+            if self.low_dirty.remove(&k) && self.low.contains(&k) {
+                self.low.retain(|l| *l != k);
+                self.queue.push_back(k);
+            }
             return;
         }
         if !self.processing.contains(&k) {
             self.queue.push_back(k);
         }
+    }
+
+    fn add_low(&mut self, k: u8) {
+        if self.shutting_down || !self.dirty.insert(k) {
+            return;
+        }
+        self.low_dirty.insert(k);
+        if !self.processing.contains(&k) {
+            self.low.push_back(k);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.queue.len() + self.low.len()
     }
 
     fn promote(&mut self) {
@@ -91,9 +119,10 @@ impl Model {
 
     /// `None` = `get` would block; `Some(None)` = shut down and empty.
     fn get(&mut self) -> Option<Option<u8>> {
-        match self.queue.pop_front() {
+        match self.queue.pop_front().or_else(|| self.low.pop_front()) {
             Some(k) => {
                 self.dirty.remove(&k);
+                self.low_dirty.remove(&k);
                 self.processing.push(k);
                 Some(Some(k))
             }
@@ -104,7 +133,9 @@ impl Model {
 
     fn done(&mut self, k: u8) {
         self.processing.retain(|p| *p != k);
-        if self.dirty.contains(&k) {
+        if self.low_dirty.contains(&k) {
+            self.low.push_back(k);
+        } else if self.dirty.contains(&k) {
             self.queue.push_back(k);
         }
     }
@@ -125,6 +156,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 Op::Add(k) => {
                     q.add(k);
                     m.add(k);
+                }
+                Op::AddLow(k) => {
+                    q.add_low_priority(k);
+                    m.add_low(k);
                 }
                 Op::AddAfter(k, d) => {
                     q.add_after(k, Duration::from_millis(d));
@@ -148,7 +183,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     m.now += d;
                 }
                 Op::Len => {
-                    prop_assert_eq!(q.len(), m.queue.len());
+                    prop_assert_eq!(q.len(), m.len());
                 }
                 Op::Shutdown => {
                     q.shutdown();
@@ -158,7 +193,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }
         m.promote();
-        prop_assert_eq!(q.len(), m.queue.len());
+        prop_assert_eq!(q.len(), m.len());
         Ok(())
     })
 }

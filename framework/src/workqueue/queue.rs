@@ -23,6 +23,7 @@ use super::cause::{AddReason, Cause, enqueue_span};
 use super::metrics::WorkQueueMetrics;
 use super::rate_limit::{RateLimiter, default_controller_rate_limiter};
 use super::state::{Scheduled, State};
+use crate::informer::EventSource;
 
 /// How often the unfinished/longest-running gauges are refreshed (client-go's period).
 const IN_FLIGHT_REFRESH: Duration = Duration::from_millis(500);
@@ -152,6 +153,33 @@ impl<K: QueueKey> WorkQueue<K> {
             promoted + usize::from(state.add(key, cause))
         };
         self.wake(pushed);
+    }
+
+    /// Marks `key` as needing processing at low priority: it is handed out only when no normal
+    /// key waits (controller-runtime's priority queue puts its initial list there), and a normal
+    /// [`add`](Self::add) while it waits moves it ahead. For re-verifications: keys of an initial
+    /// list, relist or resync, so fresh changes are reconciled first after a (re)start. Each key is
+    /// still handed out once; only the order changes. A steady stream of normal adds delays the
+    /// low tier until it pauses.
+    pub fn add_low_priority(&self, key: K) {
+        let cause = self.cause(&key, AddReason::LowPriority);
+        let pushed = {
+            let mut state = self.inner.state.lock();
+            let promoted = state.promote_if_delayed();
+            promoted + usize::from(state.add_in_tier(key, cause, true))
+        };
+        self.wake(pushed);
+    }
+
+    /// [`add`](Self::add) for a key of a live watch change, [`add_low_priority`](Self::add_low_priority)
+    /// for one of a re-delivered object (see [`EventSource::is_fresh`]); what an event handler
+    /// registered with [`crate::informer::WithSource`] calls.
+    pub fn add_from(&self, key: K, source: EventSource) {
+        if source.is_fresh() {
+            self.add(key);
+        } else {
+            self.add_low_priority(key);
+        }
     }
 
     /// Adds `key` once `delay` has passed; if it is already waiting, the earlier time wins.

@@ -54,10 +54,12 @@ pub(super) enum Scheduled {
     Waiting(bool),
 }
 
-/// A key that needs processing: when it was first added (when metrics are on) and why.
+/// A key that needs processing: when it was first added (when metrics are on), why, and whether
+/// every add it absorbed was low priority (it then waits in the low tier).
 struct Dirty {
     since: Option<Instant>,
     cause: Cause,
+    low: bool,
 }
 
 /// A delayed key: its earliest ready time and the causes of every `add_after` it absorbed.
@@ -69,8 +71,14 @@ struct Waiting {
 /// client-go's queue state: `queue` (FIFO), `dirty` (needs processing), `processing` (handed out),
 /// plus the delaying queue's heap and per-key earliest ready time. Each dirty or delayed key also
 /// carries the [`Cause`] of the adds it absorbed, handed out with the key.
+///
+/// A second FIFO, `low`, holds keys whose every add was low priority (re-verifications of what an
+/// initial list, relist or resync delivered, as controller-runtime's priority queue): they are
+/// handed out only when `queue` is empty. A normal add of a key waiting in `low` moves it to the
+/// back of `queue`. Each dirty, not-processing key is in exactly one of the two FIFOs.
 pub(super) struct State<K> {
     queue: VecDeque<K>,
+    low: VecDeque<K>,
     /// Keys that need processing.
     dirty: HashMap<K, Dirty>,
     /// Keys handed out and not yet `done`; the value is the hand-out time when metrics are on.
@@ -88,6 +96,7 @@ impl<K: Clone + Eq + Hash> State<K> {
     pub(super) fn new(metrics: Option<QueueMetrics>) -> Self {
         Self {
             queue: VecDeque::new(),
+            low: VecDeque::new(),
             dirty: HashMap::new(),
             processing: HashMap::new(),
             waiting: HashMap::new(),
@@ -106,29 +115,48 @@ impl<K: Clone + Eq + Hash> State<K> {
     /// client-go `Add`: returns `true` if the key was pushed onto the FIFO (one waiter should wake).
     /// A key already dirty absorbs `cause` instead.
     pub(super) fn add(&mut self, key: K, cause: Cause) -> bool {
+        self.add_in_tier(key, cause, false)
+    }
+
+    /// [`Self::add`] in the tier `low` says; a normal add of a key waiting in the low tier
+    /// promotes it, a low add never demotes a key.
+    pub(super) fn add_in_tier(&mut self, key: K, cause: Cause, low: bool) -> bool {
         if self.shutting_down {
             return false;
         }
         if let Some(dirty) = self.dirty.get_mut(&key) {
             dirty.cause.absorb(cause);
+            if dirty.low && !low {
+                dirty.low = false;
+                if let Some(at) = self.low.iter().position(|k| *k == key) {
+                    self.low.remove(at);
+                    self.queue.push_back(key);
+                }
+            }
             return false;
         }
         let since = self.stamp();
         if let Some(m) = &self.metrics {
             m.added();
         }
+        let dirty = Dirty { since, cause, low };
         if self.processing.contains_key(&key) {
-            self.dirty.insert(key, Dirty { since, cause });
+            self.dirty.insert(key, dirty);
             return false;
         }
-        self.dirty.insert(key.clone(), Dirty { since, cause });
-        self.queue.push_back(key);
+        self.dirty.insert(key.clone(), dirty);
+        self.fifo(low).push_back(key);
         true
     }
 
-    /// client-go `Get` without the blocking: pops the head and moves it from dirty to processing.
+    fn fifo(&mut self, low: bool) -> &mut VecDeque<K> {
+        if low { &mut self.low } else { &mut self.queue }
+    }
+
+    /// client-go `Get` without the blocking: pops the head (of the low tier only when the normal
+    /// FIFO is empty) and moves it from dirty to processing.
     pub(super) fn pop(&mut self) -> Option<(K, Cause)> {
-        let key = self.queue.pop_front()?;
+        let key = self.queue.pop_front().or_else(|| self.low.pop_front())?;
         let (added, cause) = match self.dirty.remove(&key) {
             Some(dirty) => (dirty.since, dirty.cause),
             None => (None, Cause::default()),
@@ -149,8 +177,9 @@ impl<K: Clone + Eq + Hash> State<K> {
         if let (Some(m), Some(started)) = (&self.metrics, started) {
             m.finished(Instant::now().saturating_duration_since(started));
         }
-        if self.dirty.contains_key(key) {
-            self.queue.push_back(key.clone());
+        if let Some(dirty) = self.dirty.get(key) {
+            let low = dirty.low;
+            self.fifo(low).push_back(key.clone());
             return true;
         }
         self.shrink_if_sparse();
@@ -167,6 +196,9 @@ impl<K: Clone + Eq + Hash> State<K> {
         }
         if sparse(self.queue.len(), self.queue.capacity()) {
             self.queue.shrink_to(self.queue.len() * 2);
+        }
+        if sparse(self.low.len(), self.low.capacity()) {
+            self.low.shrink_to(self.low.len() * 2);
         }
         if sparse(self.dirty.len(), self.dirty.capacity()) {
             self.dirty.shrink_to(self.dirty.len() * 2);
@@ -272,7 +304,7 @@ impl<K: Clone + Eq + Hash> State<K> {
     }
 
     pub(super) fn len(&self) -> usize {
-        self.queue.len()
+        self.queue.len() + self.low.len()
     }
 
     pub(super) fn processing_is_empty(&self) -> bool {

@@ -352,3 +352,61 @@ async fn unnamed_queues_report_no_metrics() {
     prometheus_client::encoding::text::encode(&mut text, &registry).expect("encode");
     assert!(!text.contains("name=\"\""), "{text}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_fresh_key_overtakes_a_thousand_initial_list_keys_behind_a_slow_worker() {
+    let q: WorkQueue<u32> = WorkQueue::new("priority", ItemExponential::default());
+    for key in 0..1000 {
+        q.add_low_priority(key);
+    }
+    assert_eq!(q.len(), 1000);
+    // One slow worker: while it reconciles the first key, a fresh event arrives for a new key and
+    // for a key still waiting in the low tier.
+    let first = q.get().await;
+    assert_eq!(first, Some(0));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    q.add(5000);
+    q.add(700);
+    q.add_low_priority(5000);
+    assert_eq!(
+        q.len(),
+        1000,
+        "deduplicated: 999 waiting plus the fresh key"
+    );
+    q.done(&0);
+    let (key, cause) = q.get_with_cause().await.unwrap();
+    assert_eq!((key, cause.reason), (5000, AddReason::Add));
+    q.done(&5000);
+    assert_eq!(
+        q.get().await,
+        Some(700),
+        "a fresh event promotes a waiting key"
+    );
+    q.done(&700);
+    let mut rest = Vec::new();
+    while let Some(Some(key)) = q.get().now_or_never() {
+        q.done(&key);
+        rest.push(key);
+    }
+    let expected: Vec<u32> = (1..1000).filter(|k| *k != 700).collect();
+    assert_eq!(
+        rest, expected,
+        "every other key is still verified once, in order"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_low_priority_add_while_processing_requeues_in_the_low_tier() {
+    let q = plain_queue();
+    q.add("busy");
+    assert_eq!(q.get().await, Some("busy"));
+    q.add_low_priority("busy");
+    q.add_low_priority("other");
+    q.add("fresh");
+    q.done(&"busy");
+    for expected in ["fresh", "other", "busy"] {
+        let got = q.get().await.unwrap();
+        assert_eq!(got, expected);
+        q.done(&got);
+    }
+}

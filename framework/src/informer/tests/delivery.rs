@@ -238,3 +238,41 @@ async fn delete_of_an_uncached_object_is_not_delivered() {
     h.send(watcher::Event::Apply(node("a", 6)));
     assert_eq!(a.next().await, "add a@6");
 }
+
+#[tokio::test]
+async fn handlers_learn_whether_an_event_is_fresh_or_a_re_delivery() {
+    use crate::informer::{EventSource, WithSource};
+    let mut h = Harness::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let early_tx = tx.clone();
+    h.informer
+        .add_handler(WithSource(move |e: &Event<Node>, source| {
+            let _ = early_tx.send(("early", describe(e), source));
+        }))
+        .detach();
+    h.start();
+    h.list(vec![node("a", 1)]);
+    h.send(watcher::Event::Apply(node("b", 2)));
+    h.list(vec![node("a", 1), node("b", 2)]);
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        seen.push(rx.recv().await.unwrap().2);
+    }
+    assert_eq!(
+        seen,
+        [
+            EventSource::List,
+            EventSource::Watch,
+            EventSource::Relist,
+            EventSource::Relist
+        ]
+    );
+    h.informer
+        .add_handler(WithSource(move |e: &Event<Node>, source| {
+            let _ = tx.send(("late", describe(e), source));
+        }))
+        .detach();
+    let (_, _, source) = rx.recv().await.unwrap();
+    assert_eq!(source, EventSource::Replay);
+    assert!(!source.is_fresh() && EventSource::Watch.is_fresh());
+}
