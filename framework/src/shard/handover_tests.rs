@@ -172,6 +172,11 @@ fn keys() -> Vec<ObjectKey> {
 }
 
 fn start(world: &Arc<World>, id: &str, log: &Log) -> Member {
+    start_with(world, id, log, Duration::ZERO)
+}
+
+/// A member whose reconciles take `extra` longer, to show they are dropped on lost membership.
+fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Member {
     let mut cfg = RingConfig::new("web", "kube-system", id);
     cfg.lease.lease_duration = Duration::from_secs(2);
     cfg.lease.renew_deadline = Duration::from_secs(1);
@@ -193,6 +198,7 @@ fn start(world: &Arc<World>, id: &str, log: &Log) -> Member {
         id.to_string(),
         log.clone(),
         kill.clone(),
+        extra,
     ));
     Member {
         id: id.to_string(),
@@ -205,8 +211,8 @@ fn start(world: &Arc<World>, id: &str, log: &Log) -> Member {
 }
 
 /// Tries every key every 50 ms; each admitted reconcile takes 10–300 ms (a stable pseudo-random
-/// draw), or ends early when membership is lost or the process is killed.
-async fn workload(ring: Ring, member: String, log: Log, kill: CancellationToken) {
+/// draw) plus `extra`, or ends early when membership is lost or the process is killed.
+async fn workload(ring: Ring, member: String, log: Log, kill: CancellationToken, extra: Duration) {
     let mut draw = 0u64;
     while !kill.is_cancelled() {
         for key in keys() {
@@ -228,7 +234,7 @@ async fn workload(ring: Ring, member: String, log: Log, kill: CancellationToken)
                     log.len() - 1
                 };
                 tokio::select! {
-                    _ = sleep(Duration::from_millis(ms)) => {}
+                    _ = sleep(Duration::from_millis(ms) + extra) => {}
                     _ = admitted.lost().cancelled() => {}
                     _ = kill.cancelled() => {}
                 }
@@ -329,21 +335,38 @@ async fn a_partitioned_member_stops_before_its_lease_expires_and_rejoins() {
     let (world, log) = (Arc::new(World::default()), Log::default());
     let _a = start(&world, "a", &log);
     let _b = start(&world, "b", &log);
-    let c = start(&world, "c", &log);
+    // c's reconciles outlast any lease: only dropping them on lost membership avoids overlap.
+    let c = start_with(&world, "c", &log, Duration::from_secs(30));
     settle().await;
     assert!((c.ring.health_check())().is_ok());
+    assert!(
+        snapshot(&log)
+            .iter()
+            .any(|e| e.member == "c" && e.end.is_none())
+    );
     c.store.cut.store(true, Ordering::SeqCst);
     settle().await;
     assert!((c.ring.health_check())().is_err());
     let since = Instant::now();
     sleep(Duration::from_secs(1)).await;
-    check_reconciled_by_owner(&snapshot(&log), &keys(), since, &["a", "b"]);
+    let during = snapshot(&log);
+    check_no_overlap(&during).unwrap();
+    check_reconciled_by_owner(&during, &keys(), since, &["a", "b"]);
     c.store.cut.store(false, Ordering::SeqCst);
+    let healed = Instant::now();
     settle().await;
-    let since = Instant::now();
     sleep(Duration::from_secs(1)).await;
     let log = snapshot(&log);
     check_no_overlap(&log).unwrap();
-    check_reconciled_by_owner(&log, &keys(), since, &["a", "b", "c"]);
-    assert_eq!(c.id, "c");
+    // c's (30 s) reconciles are still running; each key has started under its final owner.
+    let view = View::new(["a", "b", "c"].map(String::from), VNODES);
+    for k in keys() {
+        let owner = view.owner(&k).unwrap();
+        assert!(
+            log.iter()
+                .any(|e| e.key == k && e.start >= healed && e.member == owner),
+            "{k} not taken up by {owner} after the partition healed"
+        );
+    }
+    assert!(log.iter().any(|e| e.member == c.id && e.start >= healed));
 }
