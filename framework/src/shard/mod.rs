@@ -17,14 +17,12 @@ pub use membership::{RING_LABEL, VIEW_ANNOTATION, lease_name};
 pub use metrics::RingMetrics;
 pub use ring::{DEFAULT_VNODES, View, stable_hash};
 
-use kube::Resource;
-
 use crate::builder::controller_owner;
 use crate::informer::{InformerResource, ObjectKey};
 
 /// The key an object is assigned by in a ring whose primary kind is `K`: its controlling owner's
 /// key when that owner is a `K` (so what `owns` enqueues lands on the owner's member), else its
 /// own.
-pub fn shard_key<K: InformerResource>(obj: &(impl Resource + kube::ResourceExt)) -> ObjectKey {
+pub fn shard_key<K: InformerResource>(obj: &impl kube::ResourceExt) -> ObjectKey {
     controller_owner::<K>(obj).unwrap_or_else(|| ObjectKey::from_object(obj))
 }
