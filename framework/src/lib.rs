@@ -23,5 +23,6 @@ pub mod manager;
 pub mod object;
 pub mod options;
 pub mod panic_guard;
+pub mod shard;
 pub mod telemetry;
 pub mod workqueue;

@@ -24,9 +24,9 @@
 
 mod config;
 mod elector;
-mod record;
+pub(crate) mod record;
 mod status;
-mod store;
+pub(crate) mod store;
 
 pub use config::{LeaderElectionConfig, default_identity, host_name};
 pub use elector::LeaderElector;

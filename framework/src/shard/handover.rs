@@ -1,0 +1,360 @@
+//! The admission gate and the drain/ack handover: a member admits a key only if it owns it under
+//! every view in its chain, publishes a view only after draining what it loses, and settles a view
+//! (takes what it gains) only once every live member has published it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::{Notify, watch};
+use tokio::time::{Instant, sleep_until, timeout_at};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use super::membership::{KubeRingStore, Membership, RingStore, lease_name};
+use super::metrics::RingMetrics;
+use super::ring::{DEFAULT_VNODES, View};
+use crate::informer::ObjectKey;
+use crate::leader::{LeaderElectionConfig, LeaderError};
+
+/// A chain longer than this (membership churning faster than it settles) is cut: nothing is
+/// admissible until the next settle.
+const MAX_CHAIN: usize = 8;
+
+/// One sharded controller's ring as this replica takes part in it.
+#[derive(Clone, Debug)]
+pub struct RingConfig {
+    /// The ring's name (one per sharded controller); prefixes the Lease names and labels them.
+    pub ring: String,
+    /// Namespace, identity and durations; `lease_name` is ignored (each member has its own).
+    pub lease: LeaderElectionConfig,
+    /// Virtual nodes per member; every member of a ring must use the same number.
+    pub vnodes: u32,
+}
+
+impl RingConfig {
+    /// A ring with kube-controller-manager's lease durations and [`DEFAULT_VNODES`].
+    pub fn new(ring: &str, namespace: &str, identity: &str) -> Self {
+        Self {
+            ring: ring.to_string(),
+            lease: LeaderElectionConfig::new(namespace, ring, identity),
+            vnodes: DEFAULT_VNODES,
+        }
+    }
+}
+
+/// What the gate knows: the chain of views, the keys in flight, the last renewal.
+struct Gate {
+    chain: Vec<View>,
+    /// Nothing is admissible (joining, after lost membership, chain cut, shutting down).
+    blocked: bool,
+    stopping: bool,
+    in_flight: HashMap<ObjectKey, CancellationToken>,
+    /// When the last successful Lease write was *sent*.
+    last_renew: Option<Instant>,
+    /// When the current unsettled change was first seen.
+    change_since: Option<Instant>,
+}
+
+impl Gate {
+    fn admissible(&self, me: &str, key: &ObjectKey) -> bool {
+        !self.blocked
+            && !self.stopping
+            && !self.chain.is_empty()
+            && self.chain.iter().all(|v| v.owner(key) == Some(me))
+    }
+
+    fn drained(&self, me: &str) -> bool {
+        self.in_flight.keys().all(|k| self.admissible(me, k))
+    }
+}
+
+struct Shared {
+    cfg: RingConfig,
+    store: Arc<dyn RingStore>,
+    gate: Mutex<Gate>,
+    drained: Notify,
+    changes: watch::Sender<u64>,
+    metrics: RingMetrics,
+}
+
+/// A replica's handle on one ring: [`Ring::run`] keeps the membership, [`Ring::admit`] gates each
+/// reconcile. Cheap to clone.
+#[derive(Clone)]
+pub struct Ring {
+    shared: Arc<Shared>,
+}
+
+/// One admitted reconcile of a key; dropping it ends the reconcile for the handover.
+pub struct Admitted {
+    shared: Arc<Shared>,
+    key: ObjectKey,
+    token: CancellationToken,
+}
+
+impl Admitted {
+    /// Fires when this replica lost its membership: drop the reconcile at once.
+    pub fn lost(&self) -> &CancellationToken {
+        &self.token
+    }
+}
+
+impl Drop for Admitted {
+    fn drop(&mut self) {
+        self.shared.gate.lock().in_flight.remove(&self.key);
+        self.shared.drained.notify_waiters();
+    }
+}
+
+impl Ring {
+    /// Validates `cfg` and prepares this replica's membership of the ring over the API.
+    pub fn new(client: kube::Client, cfg: RingConfig) -> Result<Self, LeaderError> {
+        let name = lease_name(&cfg.ring, &cfg.lease.identity);
+        let store = KubeRingStore::new(client, &cfg.lease.lease_namespace, &cfg.ring, &name);
+        Self::with_store(Arc::new(store), cfg)
+    }
+
+    pub(crate) fn with_store(
+        store: Arc<dyn RingStore>,
+        cfg: RingConfig,
+    ) -> Result<Self, LeaderError> {
+        cfg.lease.validate()?;
+        let (changes, _) = watch::channel(0);
+        Ok(Self {
+            shared: Arc::new(Shared {
+                cfg,
+                store,
+                gate: Mutex::new(Gate {
+                    chain: Vec::new(),
+                    blocked: true,
+                    stopping: false,
+                    in_flight: HashMap::new(),
+                    last_renew: None,
+                    change_since: None,
+                }),
+                drained: Notify::new(),
+                changes,
+                metrics: RingMetrics::default(),
+            }),
+        })
+    }
+
+    /// Reports through `metrics` (see [`RingMetrics::register`]); call before `run`.
+    pub fn with_metrics(mut self, metrics: RingMetrics) -> Self {
+        if let Some(shared) = Arc::get_mut(&mut self.shared) {
+            shared.metrics = metrics;
+        }
+        self
+    }
+
+    fn me(&self) -> &str {
+        &self.shared.cfg.lease.identity
+    }
+
+    /// Admits a reconcile of `key` if this replica may reconcile it now, registering it as in
+    /// flight until the returned guard drops. `None`: drop the key (it is re-enqueued through
+    /// [`Ring::changes`] when it becomes this replica's), or it is already in flight here.
+    pub fn admit(&self, key: &ObjectKey) -> Option<Admitted> {
+        let mut gate = self.shared.gate.lock();
+        let renewed = gate
+            .last_renew
+            .is_some_and(|t| t + self.shared.cfg.lease.renew_deadline > Instant::now());
+        if !renewed || !gate.admissible(self.me(), key) || gate.in_flight.contains_key(key) {
+            return None;
+        }
+        let token = CancellationToken::new();
+        gate.in_flight.insert(key.clone(), token.clone());
+        Some(Admitted {
+            shared: self.shared.clone(),
+            key: key.clone(),
+            token,
+        })
+    }
+
+    /// Whether `key` is this replica's now (for re-enqueueing after [`Ring::changes`] ticks).
+    pub fn owns(&self, key: &ObjectKey) -> bool {
+        self.shared.gate.lock().admissible(self.me(), key)
+    }
+
+    /// Ticks whenever the set of keys this replica may reconcile changes.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
+    }
+
+    /// A health check: fails while the Lease has not been renewed within the renew deadline.
+    pub fn health_check(&self) -> impl Fn() -> Result<(), String> + Send + Sync + 'static {
+        let shared = self.shared.clone();
+        move || {
+            let gate = shared.gate.lock();
+            match gate.last_renew {
+                Some(t) if t + shared.cfg.lease.renew_deadline > Instant::now() => Ok(()),
+                _ => Err(format!(
+                    "shard ring {}: lease not renewed within {:?}",
+                    shared.cfg.ring, shared.cfg.lease.renew_deadline
+                )),
+            }
+        }
+    }
+
+    fn changed(&self) {
+        self.shared.changes.send_modify(|g| *g += 1);
+    }
+
+    /// Keeps this replica's membership until `stop`: renews its Lease every retry period, follows
+    /// the live set, hands keys over, and on `stop` stops admitting, waits for in-flight
+    /// reconciles while still renewing, then deletes its Lease. Returns once the Lease is gone
+    /// (or could not be deleted; it then expires).
+    pub async fn run(&self, stop: CancellationToken) {
+        let cfg = &self.shared.cfg;
+        let mut membership = Membership::new(
+            self.shared.store.clone(),
+            &cfg.ring,
+            &cfg.lease.lease_namespace,
+            &cfg.lease.identity,
+            cfg.lease.lease_duration_seconds(),
+        );
+        let mut published: Option<View> = None;
+        loop {
+            if stop.is_cancelled() {
+                let idle = {
+                    let mut gate = self.shared.gate.lock();
+                    gate.stopping = true;
+                    gate.in_flight.is_empty()
+                };
+                self.changed();
+                if idle {
+                    break;
+                }
+            }
+            let next = Instant::now() + cfg.lease.retry_period;
+            let deadline = self
+                .shared
+                .gate
+                .lock()
+                .last_renew
+                .map(|t| t + cfg.lease.renew_deadline);
+            let sent = Instant::now();
+            let limit = match deadline {
+                Some(d) if d > sent => d.min(next),
+                _ => next,
+            };
+            let view_id = published.as_ref().map(View::id);
+            match timeout_at(limit, membership.renew(view_id.as_deref())).await {
+                Ok(Ok(())) => self.shared.gate.lock().last_renew = Some(sent),
+                Ok(Err(e)) => warn!(ring = %cfg.ring, error = %e, "failed to renew shard lease"),
+                Err(_) => warn!(ring = %cfg.ring, "shard lease renewal timed out"),
+            }
+            if self.check_lost() {
+                published = None;
+            }
+            if !stop.is_cancelled() {
+                match timeout_at(next.max(Instant::now()), membership.live_peers()).await {
+                    Ok(Ok(peers)) => self.step(&peers, &mut published),
+                    Ok(Err(e)) => {
+                        warn!(ring = %cfg.ring, error = %e, "failed to list shard leases")
+                    }
+                    Err(_) => {}
+                }
+            }
+            let deadline = self
+                .shared
+                .gate
+                .lock()
+                .last_renew
+                .map(|t| t + cfg.lease.renew_deadline)
+                .filter(|d| *d > Instant::now());
+            tokio::select! {
+                _ = sleep_until(next) => {}
+                _ = sleep_until(deadline.unwrap_or(next)) => {}
+                _ = stop.cancelled(), if !stop.is_cancelled() => {}
+                _ = self.shared.drained.notified(), if stop.is_cancelled() => {}
+            }
+            self.check_lost();
+        }
+        if let Err(e) = membership.delete().await {
+            warn!(ring = %cfg.ring, error = %e, "failed to delete shard lease; it will expire");
+        }
+        info!(ring = %cfg.ring, "left shard ring");
+    }
+
+    /// Lost membership (not renewed within the renew deadline): admit nothing, cancel every
+    /// in-flight reconcile, forget the chain. Returns whether it was lost.
+    fn check_lost(&self) -> bool {
+        let cfg = &self.shared.cfg;
+        let mut gate = self.shared.gate.lock();
+        let lost = gate
+            .last_renew
+            .is_some_and(|t| t + cfg.lease.renew_deadline <= Instant::now());
+        if lost && !gate.chain.is_empty() {
+            warn!(ring = %cfg.ring, "shard lease not renewed within the renew deadline; dropping all keys");
+            gate.chain.clear();
+            gate.blocked = true;
+            for token in gate.in_flight.values() {
+                token.cancel();
+            }
+            drop(gate);
+            self.shared.metrics.unsettled(&cfg.ring);
+            self.changed();
+        }
+        lost
+    }
+
+    /// One protocol step over a fresh list: restrict to a new live set, publish once drained,
+    /// settle once every live peer has published the same view.
+    fn step(&self, peers: &[super::membership::Peer], published: &mut Option<View>) {
+        let cfg = &self.shared.cfg;
+        let me = self.me().to_string();
+        let mut gate = self.shared.gate.lock();
+        if gate
+            .last_renew
+            .is_none_or(|t| t + cfg.lease.renew_deadline <= Instant::now())
+        {
+            return;
+        }
+        let target = View::new(
+            peers.iter().map(|p| p.identity.clone()).chain([me.clone()]),
+            cfg.vnodes,
+        );
+        let mut changed = false;
+        if gate.chain.last() != Some(&target) {
+            gate.chain.push(target.clone());
+            if gate.chain.len() > MAX_CHAIN {
+                gate.chain = vec![target.clone()];
+                gate.blocked = true;
+            }
+            gate.change_since.get_or_insert_with(Instant::now);
+            changed = true;
+        }
+        if published.as_ref() != Some(&target) && gate.drained(&me) {
+            // Written with the next renewal; acks are only counted once that write succeeded.
+            *published = Some(target);
+        } else if let Some(view) = published.as_ref().filter(|v| gate.chain.last() == Some(v)) {
+            let id = view.id();
+            let settled = gate.chain.len() == 1 && !gate.blocked;
+            if !settled && peers.iter().all(|p| p.view.as_deref() == Some(id.as_str())) {
+                gate.chain = vec![view.clone()];
+                gate.blocked = false;
+                let took = gate
+                    .change_since
+                    .take()
+                    .map_or(0.0, |t| t.elapsed().as_secs_f64());
+                self.shared.metrics.settled(
+                    &cfg.ring,
+                    view.members().len(),
+                    view.owned_fraction(&me),
+                    took,
+                );
+                info!(ring = %cfg.ring, members = view.members().len(), "shard view settled");
+                changed = true;
+            }
+        }
+        drop(gate);
+        if changed {
+            self.changed();
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "handover_tests.rs"]
+mod tests;

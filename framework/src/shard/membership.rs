@@ -1,0 +1,239 @@
+//! A member's own Lease in a ring (create, renew with its published view, delete) and the live set
+//! of the ring, judged as client-go judges a leader's Lease: on the local clock, from when each
+//! Lease was last seen to change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use tokio::time::Instant;
+
+use super::ring::stable_hash;
+use crate::leader::record::LeaderRecord;
+use crate::leader::store::LeaseStore;
+
+/// Label naming the ring a member Lease belongs to.
+pub const RING_LABEL: &str = "controller-manager.io/shard-ring";
+/// Annotation holding the id of the view the member has published (drained for).
+pub const VIEW_ANNOTATION: &str = "controller-manager.io/shard-view";
+
+/// The member's own Lease (get, create, replace through [`LeaseStore`]) plus the ring-wide calls.
+pub(crate) trait RingStore: LeaseStore {
+    /// Every Lease of the ring (by [`RING_LABEL`]).
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Lease>, kube::Error>>;
+    /// Deletes the member's own Lease; a missing one is not an error.
+    fn delete(&self) -> BoxFuture<'_, Result<(), kube::Error>>;
+}
+
+/// The Lease name of `identity` in `ring`: `<ring>-<16 hex of the identity's hash>`, a valid DNS
+/// name whatever the identity contains.
+pub fn lease_name(ring: &str, identity: &str) -> String {
+    format!("{ring}-{:016x}", stable_hash(identity.as_bytes()))
+}
+
+/// The real store: `Api<Lease>` in the ring's namespace.
+pub(crate) struct KubeRingStore {
+    api: Api<Lease>,
+    name: String,
+    selector: String,
+}
+
+impl KubeRingStore {
+    pub fn new(client: kube::Client, namespace: &str, ring: &str, name: &str) -> Self {
+        Self {
+            api: Api::namespaced(client, namespace),
+            name: name.to_string(),
+            selector: format!("{RING_LABEL}={ring}"),
+        }
+    }
+}
+
+impl LeaseStore for KubeRingStore {
+    fn get(&self) -> BoxFuture<'_, Result<Option<Lease>, kube::Error>> {
+        Box::pin(self.api.get_opt(&self.name))
+    }
+
+    fn create(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
+        Box::pin(async move { self.api.create(&PostParams::default(), &lease).await })
+    }
+
+    fn replace(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
+        Box::pin(async move {
+            self.api
+                .replace(&self.name, &PostParams::default(), &lease)
+                .await
+        })
+    }
+}
+
+impl RingStore for KubeRingStore {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<Lease>, kube::Error>> {
+        Box::pin(async move {
+            let lp = ListParams::default().labels(&self.selector);
+            Ok(self.api.list(&lp).await?.items)
+        })
+    }
+
+    fn delete(&self) -> BoxFuture<'_, Result<(), kube::Error>> {
+        Box::pin(async move {
+            match self.api.delete(&self.name, &DeleteParams::default()).await {
+                Ok(_) => Ok(()),
+                Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+    }
+}
+
+/// Another member as last listed: its identity and the view id it has published.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Peer {
+    pub identity: String,
+    pub view: Option<String>,
+}
+
+/// When a Lease was last seen to change (local clock) and for how long it then stays live.
+struct Seen {
+    resource_version: Option<String>,
+    at: Instant,
+    duration: Duration,
+}
+
+/// One member's side of a ring's Leases.
+pub(crate) struct Membership {
+    store: Arc<dyn RingStore>,
+    ring: String,
+    namespace: String,
+    name: String,
+    identity: String,
+    lease_duration_seconds: i32,
+    own: Option<Lease>,
+    seen: HashMap<String, Seen>,
+}
+
+impl Membership {
+    pub fn new(
+        store: Arc<dyn RingStore>,
+        ring: &str,
+        namespace: &str,
+        identity: &str,
+        lease_duration_seconds: i32,
+    ) -> Self {
+        Self {
+            store,
+            ring: ring.to_string(),
+            namespace: namespace.to_string(),
+            name: lease_name(ring, identity),
+            identity: identity.to_string(),
+            lease_duration_seconds,
+            own: None,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Renews the member's Lease, publishing `view` (none while joining). Re-reads the Lease after
+    /// any failure, so a conflict (someone edited it) costs one retry period.
+    pub async fn renew(&mut self, view: Option<&str>) -> Result<(), kube::Error> {
+        let now = Timestamp::now();
+        let base = match self.own.take() {
+            Some(lease) => Some(lease),
+            None => self.store.get().await?,
+        };
+        let acquire_time = base
+            .as_ref()
+            .map(LeaderRecord::from_lease)
+            .filter(|r| r.holder == self.identity)
+            .and_then(|r| r.acquire_time)
+            .unwrap_or(now);
+        let record = LeaderRecord {
+            holder: self.identity.clone(),
+            lease_duration_seconds: self.lease_duration_seconds,
+            acquire_time: Some(acquire_time),
+            renew_time: Some(now),
+            transitions: 0,
+        };
+        let exists = base.is_some();
+        let mut lease = match base {
+            Some(lease) => record.apply_to(lease),
+            None => record.new_lease(&self.namespace, &self.name),
+        };
+        lease
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert(RING_LABEL.to_string(), self.ring.clone());
+        let annotations = lease.metadata.annotations.get_or_insert_default();
+        match view {
+            Some(v) => annotations.insert(VIEW_ANNOTATION.to_string(), v.to_string()),
+            None => annotations.remove(VIEW_ANNOTATION),
+        };
+        let written = if exists {
+            self.store.replace(lease).await?
+        } else {
+            self.store.create(lease).await?
+        };
+        self.own = Some(written);
+        Ok(())
+    }
+
+    /// Deletes the member's Lease (graceful leave).
+    pub async fn delete(&mut self) -> Result<(), kube::Error> {
+        self.own = None;
+        self.store.delete().await
+    }
+
+    /// Lists the ring and returns the other members whose Lease is live on the local clock.
+    pub async fn live_peers(&mut self) -> Result<Vec<Peer>, kube::Error> {
+        let leases = self.store.list().await?;
+        Ok(self.observe(leases, Instant::now()))
+    }
+
+    fn observe(&mut self, leases: Vec<Lease>, now: Instant) -> Vec<Peer> {
+        let mut peers = Vec::new();
+        let mut present = Vec::new();
+        for lease in leases {
+            let Some(name) = lease.metadata.name.clone() else {
+                continue;
+            };
+            if name == self.name {
+                continue;
+            }
+            let record = LeaderRecord::from_lease(&lease);
+            let rv = lease.metadata.resource_version.clone();
+            let duration =
+                Duration::from_secs(u64::try_from(record.lease_duration_seconds).unwrap_or(0));
+            let seen = self.seen.entry(name.clone()).or_insert(Seen {
+                resource_version: None,
+                at: now,
+                duration,
+            });
+            if seen.resource_version != rv {
+                *seen = Seen {
+                    resource_version: rv,
+                    at: now,
+                    duration,
+                };
+            }
+            present.push(name);
+            if record.holder.is_empty() || seen.at + seen.duration <= now {
+                continue;
+            }
+            let view = lease
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(VIEW_ANNOTATION).cloned());
+            peers.push(Peer {
+                identity: record.holder,
+                view,
+            });
+        }
+        self.seen.retain(|name, _| present.contains(name));
+        peers
+    }
+}

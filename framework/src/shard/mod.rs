@@ -1,0 +1,28 @@
+//! Sharded controllers: one controller on every replica at once, each replica reconciling only the
+//! keys assigned to it, never one key on two replicas at the same time, coordinated through one
+//! Lease per replica and nothing else (docs/architecture.md, "Sharded controllers").
+//!
+//! - `ring`: consistent-hash assignment of keys to members ([`View`]).
+//! - `membership`: the member's own Lease and the live set, judged on the local clock.
+//! - `handover`: the admission gate and the drain/ack protocol ([`Ring`]).
+//! - `metrics`: per-ring metrics and the health check.
+
+mod handover;
+mod membership;
+mod metrics;
+mod ring;
+
+pub use handover::{Admitted, Ring, RingConfig};
+pub use membership::{RING_LABEL, VIEW_ANNOTATION, lease_name};
+pub use metrics::RingMetrics;
+pub use ring::{DEFAULT_VNODES, View, stable_hash};
+
+use crate::builder::controller_owner;
+use crate::informer::{InformerResource, ObjectKey};
+
+/// The key an object is assigned by in a ring whose primary kind is `K`: its controlling owner's
+/// key when that owner is a `K` (so what `owns` enqueues lands on the owner's member), else its
+/// own.
+pub fn shard_key<K: InformerResource>(obj: &impl kube::ResourceExt) -> ObjectKey {
+    controller_owner::<K>(obj).unwrap_or_else(|| ObjectKey::from_object(obj))
+}
