@@ -283,7 +283,10 @@ async fn a_full_buffer_drops_and_counts_without_blocking() {
     );
     let fit = BUFFER_BYTES / event_bytes(&one);
     let dropped = rec.dropped();
-    assert!(fit < 130 && dropped == (130 - fit) as u64, "{fit} fit, {dropped} dropped");
+    assert!(
+        fit < 130 && dropped == (130 - fit) as u64,
+        "{fit} fit, {dropped} dropped"
+    );
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
     assert!(
