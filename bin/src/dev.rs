@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance};
+use fake_cloud::{FakeCloud, FakeInstance};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};

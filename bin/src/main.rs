@@ -28,8 +28,10 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(async move {
-        // The stock binary is the fake cloud's binary: a distro leaves `with_fake_provider` out.
-        let ccm = CloudControllerManager::new(NAME, cli.options.clone()).with_fake_provider();
+        // The stock binary is the fake cloud's binary: a distro registers its own providers and,
+        // never depending on the fake-cloud crate, does not compile it.
+        let ccm = CloudControllerManager::new(NAME, cli.options.clone())
+            .provider(fake_cloud::PROVIDER_NAME, fake_cloud::factory);
         let mut errors = ccm.validate();
         errors.extend(cli.dev_conflicts());
         if !errors.is_empty() {

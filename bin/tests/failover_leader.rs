@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{CloudCall, FakeCloud, FakeInstance, Method};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{Manager, ManagerConfig, ManagerError};
+use fake_cloud::{CloudCall, FakeCloud, FakeInstance, Method};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;

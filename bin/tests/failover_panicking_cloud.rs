@@ -16,12 +16,12 @@ use std::time::Duration;
 
 use clap::Parser;
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, FaultSpec, Method};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::admin::HealthChecks;
 use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{Manager, ManagerConfig};
+use fake_cloud::{FakeCloud, FakeInstance, FaultSpec, Method};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::PostParams;

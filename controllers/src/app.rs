@@ -252,7 +252,7 @@ pub struct CloudControllerManager {
 impl CloudControllerManager {
     /// The stock controllers under `name` (the user agent, Lease name, metrics `manager` label
     /// and trace service name), configured by `options`, and no provider: register yours with
-    /// [`Self::provider`] (the stock binary adds the fake with [`Self::with_fake_provider`]).
+    /// [`Self::provider`] (the stock binary registers the `fake-cloud` crate's `factory` so).
     pub fn new(name: impl Into<String>, options: CloudManagerOptions) -> Self {
         CloudControllerManager {
             name: name.into(),
@@ -281,19 +281,6 @@ impl CloudControllerManager {
     ) -> Self {
         if let Err(e) = self.providers.register(name, factory) {
             self.registration_errors.push(e.to_string());
-        }
-        self
-    }
-
-    /// Registers the fake cloud as `fake` (what the stock binary, `--dev` and tests run); see
-    /// [`crate::cloud::fake::factory`]. A distro that leaves this out neither offers nor lists it.
-    pub fn with_fake_provider(mut self) -> Self {
-        if !self.providers.contains(crate::cloud::fake::PROVIDER_NAME) {
-            // Cannot fail: the name is neither empty, reserved nor taken.
-            let _ = self.providers.register(
-                crate::cloud::fake::PROVIDER_NAME,
-                crate::cloud::fake::factory,
-            );
         }
         self
     }
@@ -596,7 +583,7 @@ mod tests {
     async fn invalid_flags_stop_before_anything_starts() {
         let o = options(&["--concurrent-node-syncs=0", "--cloud-provider=fake"]);
         let err = CloudControllerManager::new("t", o)
-            .with_fake_provider()
+            .provider("fake", |_| Err("unused".into()))
             .run(CancellationToken::new())
             .await
             .unwrap_err();
@@ -608,7 +595,7 @@ mod tests {
     }
 
     #[test]
-    fn a_distro_lists_only_its_own_providers_unless_it_adds_the_fake() {
+    fn a_distro_lists_only_the_providers_it_registers() {
         let o = options(&["--cloud-provider=fake"]);
         let ccm =
             CloudControllerManager::new("t", o.clone()).provider("mine", |_| Err("unused".into()));
@@ -624,7 +611,7 @@ mod tests {
             ccm.validate(),
             vec!["--cloud-provider=fake: unknown cloud provider; registered providers are mine"]
         );
-        let ccm = ccm.with_fake_provider().with_fake_provider();
+        let ccm = ccm.provider("fake", |_| Err("unused".into()));
         assert_eq!(ccm.providers.names(), vec!["mine", "fake"]);
         assert!(ccm.validate().is_empty());
         // A taken name does not end the chain: it is reported with the flag errors.

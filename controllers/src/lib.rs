@@ -1,6 +1,7 @@
 //! The Kubernetes cloud controllers, on the shared-cache controller manager.
 //!
-//! [`cloud`] holds the provider contract, its registry and the fake cloud; the controllers
+//! [`cloud`] holds the provider contract and its registry (the fake cloud is the `fake-cloud`
+//! crate, so nothing here compiles it); the controllers
 //! (`node`, `node_lifecycle`, `service`, `route`) each live in their own module and are registered
 //! under the upstream canonical names and aliases. [`app`] runs them as a process: the stock
 //! binary and distros that embed them share it.
@@ -23,8 +24,6 @@ pub mod options;
 pub mod retry;
 pub mod route;
 pub mod service;
-#[cfg(test)]
-mod test_support;
 pub mod webhooks;
 pub mod wiring;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use cloud_controllers::app::{AppError, CloudControllerManager, CloudManagerOptions};
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::FakeCloud;
+use fake_cloud::FakeCloud;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
 use kube::runtime::wait::await_condition;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use cloud_controllers::cloud::LoadBalancer;
-use cloud_controllers::cloud::fake::{DEFAULT_CALL_LOG_CAPACITY, FakeCloud, Method};
+use fake_cloud::{DEFAULT_CALL_LOG_CAPACITY, FakeCloud, Method};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

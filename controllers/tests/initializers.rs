@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use clap::Parser;
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{Facets, FakeCloud};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::manager::{ControllerSelection, Manager, ManagerConfig, ManagerError};
+use fake_cloud::{Facets, FakeCloud};
 use kube_testenv::TestEnv;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

@@ -13,11 +13,11 @@ use k8s_openapi::api::core::v1::{Node, Taint};
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::node_lifecycle::{
     DeletionGuard, NodeLifecycleController, SHUTDOWN_TAINT_KEY, shutdown_taint,
 };
+use fake_cloud::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use node_support::*;
 
 const TWO_TICKS: DeletionGuard = DeletionGuard {

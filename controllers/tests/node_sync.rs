@@ -11,9 +11,6 @@ use kube::api::{DeleteParams, Patch, PatchParams};
 use serde_json::json;
 
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{
-    Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method,
-};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::node::modifiers::{
     LABEL_INSTANCE_TYPE, LABEL_INSTANCE_TYPE_BETA, LABEL_REGION, LABEL_REGION_BETA, LABEL_ZONE,
@@ -24,6 +21,7 @@ use cloud_controllers::node::{
     UNINITIALIZED_TAINT_KEY,
 };
 use cloud_controllers::wiring::RetryHint;
+use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use node_support::*;
 
 fn instance() -> FakeInstance {

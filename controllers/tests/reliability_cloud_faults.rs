@@ -12,7 +12,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::service::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
 use cloud_controllers::service::{
@@ -22,6 +21,7 @@ use cloud_controllers::wiring::{RECONCILE_TIMEOUT, queue_error};
 use controller_manager::controller::layers::{self, ControllerMetrics};
 use controller_manager::controller::{Action, Controller, Request};
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
+use fake_cloud::{FakeCloud, FaultSpec, Method};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use parking_lot::Mutex;

@@ -15,7 +15,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cloud_controllers::cloud::fake::Method;
+use fake_cloud::Method;
 use kube_testenv::TestEnv;
 use rand::Rng;
 use reliability_support::*;

@@ -12,11 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, Method};
 use cloud_controllers::node::addresses::{addresses_from_node_ip, parse_provided_node_ip};
 use cloud_controllers::service::predicates::{
     EXCLUDE_FROM_LOAD_BALANCERS_LABEL, node_included, parse_go_bool,
 };
+use fake_cloud::{FakeCloud, FakeInstance, Method};
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 use kube::Api;
 use kube::api::PostParams;

@@ -17,7 +17,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::node::MemoryNodeLister;
 use cloud_controllers::node_lifecycle::{DeletionGuard, NodeLifecycleController};
@@ -25,6 +24,7 @@ use cloud_controllers::service::predicates::{
     LOAD_BALANCER_CLEANUP_FINALIZER, wants_load_balancer,
 };
 use cloud_controllers::service::{NodeLister, ServiceController, ServiceLister};
+use fake_cloud::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use parking_lot::Mutex;

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use cloud_controllers::cloud::Route;
-use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
 use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::route::cidrs::parse_cluster_cidrs;
 use cloud_controllers::route::{RouteController, RouteError, RouteMetrics};
 use cloud_controllers::service::NodeLister;
+use fake_cloud::{FakeCloud, FaultSpec, Method};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions};
-use cloud_controllers::cloud::fake::{FakeCloud, Method};
+use fake_cloud::{FakeCloud, Method};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
 use kube_testenv::TestEnv;

@@ -5,11 +5,11 @@ mod service_support;
 
 use std::time::Duration;
 
-use cloud_controllers::cloud::fake::{FaultSpec, Method};
 use cloud_controllers::event_sink::EventType;
 use cloud_controllers::service::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
 use cloud_controllers::service::{ServiceController, ServiceLister, ServiceSyncError};
 use cloud_controllers::wiring::RetryHint;
+use fake_cloud::{FaultSpec, Method};
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use service_support::*;

@@ -5,12 +5,12 @@ mod service_support;
 
 use std::sync::Arc;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
 use cloud_controllers::cloud::{CloudProvider, LoadBalancer};
 use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::service::predicates::EXCLUDE_FROM_LOAD_BALANCERS_LABEL;
 use cloud_controllers::service::{NodeLister, ServiceController};
 use cloud_controllers::wiring::RetryHint;
+use fake_cloud::{FakeCloud, FaultSpec, Method};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
@@ -169,7 +169,7 @@ async fn node_sync_ignores_update_errors_when_lb_is_gone() {
 
 #[tokio::test]
 async fn not_started_without_load_balancer_facet() {
-    use cloud_controllers::cloud::fake::Facets;
+    use fake_cloud::Facets;
     let env = TestEnv::start().await.unwrap();
     let cloud = FakeCloud::builder().facets(Facets::none()).build().unwrap();
     assert!(cloud.load_balancer().is_none());

@@ -16,11 +16,11 @@ mod service_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cloud_controllers::cloud::fake::{FakeCloud, FaultSpec, Method};
 use cloud_controllers::service::{MAX_RETRY_DELAY, MIN_RETRY_DELAY, NodeChanges, run_node_sync};
 use cloud_controllers::wiring::RECONCILE_TIMEOUT;
 use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
+use fake_cloud::{FakeCloud, FaultSpec, Method};
 use prometheus_client::registry::Registry;
 use service_support::*;
 use tokio::task::JoinHandle;
@@ -267,8 +267,8 @@ async fn a_failing_or_hung_load_balancer_holds_no_other() {
 
 #[tokio::test]
 async fn a_cloud_quota_paces_the_node_sync_instead_of_hammering_it() {
-    use cloud_controllers::cloud::fake::RateLimit;
     use cloud_controllers::cloud::{BudgetOptions, InstrumentedCloud};
+    use fake_cloud::RateLimit;
     // As the binary wraps the provider, with --cloud-api-pause-on-retry.
     let fake = FakeCloud::new();
     let budget = BudgetOptions {

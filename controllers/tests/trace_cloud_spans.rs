@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use cloud_controllers::cloud::fake::{Facets, FakeCloud, FakeInstance, FaultSpec, Method};
 use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
+use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, Method};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;

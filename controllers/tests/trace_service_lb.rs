@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
-use cloud_controllers::cloud::fake::FakeCloud;
 use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
@@ -19,6 +18,7 @@ use controller_manager::manager::{Manager, ManagerConfig};
 use controller_manager::options::{LogFormat, LoggingOptions};
 use controller_manager::telemetry::testing::{OtlpReceiver, ReceivedSpan, Transport};
 use controller_manager::telemetry::{OtlpProtocol, TelemetryOptions, build_dispatch};
+use fake_cloud::FakeCloud;
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};

@@ -74,7 +74,7 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
     // As shipped it names no real provider: the stock binary (which has only the fake) refuses
     // to start, and says what to change, instead of coming up healthy with a test double.
     let stock = CloudControllerManager::new("cloud-controller-manager", cli.ccm.clone())
-        .with_fake_provider();
+        .provider(fake_cloud::PROVIDER_NAME, fake_cloud::factory);
     assert_eq!(
         stock.validate(),
         vec![
@@ -230,7 +230,7 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
     let cli: Cli = try_parse_args_from(argv).unwrap();
     let stop = CancellationToken::new();
     let manager = CloudControllerManager::new("cloud-controller-manager", cli.ccm)
-        .with_fake_provider()
+        .provider(fake_cloud::PROVIDER_NAME, fake_cloud::factory)
         .with_client_config(env.config())
         .run(stop.clone());
     let manager = tokio::spawn(manager);

@@ -24,11 +24,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use cloud_controllers::cloud::fake::{CallOutcome, FakeCloud, FakeInstance, Method, RateLimit};
 use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::manager::{Manager, ManagerConfig};
+use fake_cloud::{CallOutcome, FakeCloud, FakeInstance, Method, RateLimit};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Node, Service};
 use kube::Api;

@@ -500,6 +500,3 @@ impl Routes for Facets {
             .await
     }
 }
-
-#[cfg(test)]
-mod tests;

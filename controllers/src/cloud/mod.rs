@@ -6,7 +6,6 @@
 //! under a name in a [`CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
 mod error;
-pub mod fake;
 mod provider;
 mod registry;
 mod types;

@@ -90,20 +90,6 @@ impl CloudProviderRegistry {
         Self::default()
     }
 
-    /// A registry holding only the fake cloud, under `fake`: what the stock binary, `--dev` and
-    /// tests use. A distro starts from [`Self::new`] and registers its own providers, so its
-    /// binary neither offers the fake nor lists it in error messages (and, never referring to it,
-    /// links none of it). Without a `--cloud-config` the fake is an empty cloud: it adopts no
-    /// Node (see [`super::fake::factory`]).
-    pub fn with_fake() -> Self {
-        Self {
-            providers: vec![(
-                super::fake::PROVIDER_NAME.to_owned(),
-                Arc::new(super::fake::factory) as ProviderFactory,
-            )],
-        }
-    }
-
     /// Registers `factory` under `name`; a taken, empty or reserved name is an error.
     pub fn register(
         &mut self,
@@ -197,7 +183,8 @@ mod tests {
     use super::*;
 
     fn registry() -> CloudProviderRegistry {
-        let mut r = CloudProviderRegistry::with_fake();
+        let mut r = CloudProviderRegistry::new();
+        r.register("stub", |_| Err("never built".into())).unwrap();
         r.register("broken", |_| Err("no credentials".into()))
             .unwrap();
         r
@@ -210,53 +197,11 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn fake_without_config_is_an_empty_cloud_that_adopts_nothing() {
-        let r = CloudProviderRegistry::with_fake();
-        assert_eq!(r.names(), vec!["fake"]);
-        assert!(CloudProviderRegistry::new().names().is_empty());
-        let cloud = r.init("fake", None).unwrap();
-        assert_eq!(cloud.provider_name(), "fake");
-        assert!(cloud.load_balancer().is_some());
-        let instances = cloud.instances().unwrap();
-        let exists = instances
-            .instance_exists_by_provider_id("fake://any-node")
-            .await;
-        assert!(!exists.unwrap(), "no instance was configured");
-        let err = instances.node_addresses("any-node").await.unwrap_err();
-        assert!(
-            err.to_string().contains("leaves that Node alone"),
-            "an unknown node name is not \"not found\": {err}"
-        );
-    }
-
-    #[test]
-    fn fake_reads_its_config_file() {
-        let dir = std::env::temp_dir().join(format!("registry-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("cloud.yaml");
-        std::fs::write(&path, "providerName: acme\nfacets: {loadBalancer: false}\n").unwrap();
-        let cloud = registry().init("fake", Some(&path)).unwrap();
-        assert_eq!(cloud.provider_name(), "acme");
-        assert!(cloud.load_balancer().is_none());
-
-        std::fs::write(&path, "bogus: 1\n").unwrap();
-        let e = err(&registry(), "fake", Some(&path));
-        assert!(matches!(e, RegistryError::Init { .. }));
-        let msg = e.to_string();
-        assert!(
-            msg.starts_with("could not init cloud provider \"fake\": "),
-            "{msg}"
-        );
-        assert!(msg.contains("bogus"), "{msg}");
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
     #[test]
     fn empty_name_says_which_names_exist() {
         let msg = err(&registry(), "", None).to_string();
         assert!(msg.contains("--cloud-provider cannot be empty"), "{msg}");
-        assert!(msg.contains("fake, broken"), "{msg}");
+        assert!(msg.contains("stub, broken"), "{msg}");
     }
 
     #[test]
@@ -274,7 +219,7 @@ mod tests {
         let msg = err(&registry(), "aws", None).to_string();
         assert_eq!(
             msg,
-            "unknown cloud provider \"aws\": registered providers are fake, broken"
+            "unknown cloud provider \"aws\": registered providers are stub, broken"
         );
         let msg = err(&CloudProviderRegistry::new(), "aws", None).to_string();
         assert!(msg.contains("(none registered)"), "{msg}");
@@ -283,7 +228,7 @@ mod tests {
     #[test]
     fn unreadable_config_names_the_path() {
         let path = Path::new("/nonexistent/cloud.yaml");
-        let e = err(&registry(), "fake", Some(path));
+        let e = err(&registry(), "stub", Some(path));
         assert!(matches!(e, RegistryError::ReadConfig(_)));
         assert!(e.to_string().contains("/nonexistent/cloud.yaml"), "{e}");
     }
@@ -300,11 +245,10 @@ mod tests {
     #[test]
     fn register_rejects_duplicate_empty_and_reserved_names() {
         let mut r = registry();
-        let ok = |_: Option<&[u8]>| {
-            Ok(Arc::new(crate::cloud::fake::FakeCloud::new()) as Arc<dyn CloudProvider>)
-        };
+        let ok =
+            |_: Option<&[u8]>| -> Result<Arc<dyn CloudProvider>, BoxError> { Err("unused".into()) };
         assert!(matches!(
-            r.register("fake", ok),
+            r.register("stub", ok),
             Err(RegistryError::Duplicate { .. })
         ));
         assert!(matches!(
@@ -316,7 +260,7 @@ mod tests {
             Err(RegistryError::ReservedName)
         ));
         r.register("mine", ok).unwrap();
-        assert_eq!(r.names(), vec!["fake", "broken", "mine"]);
+        assert_eq!(r.names(), vec!["stub", "broken", "mine"]);
         assert!(r.contains("mine") && !r.contains("aws"));
     }
 }

@@ -25,10 +25,10 @@
 //! | Add/Update enqueue the name, no Delete handler | `sync::tests::add_and_update_enqueue_the_node_name_delete_enqueues_nothing` |
 //! | Node missing from the cache ⇒ done | `tests/node_sync.rs::missing_node_is_done` |
 //! | Initialized Node ⇒ only beta→GA labels | `labels::tests::*`, `tests/node_sync.rs::initialized_node_gets_ga_labels_only` |
-//! | V2 metadata; `None` ⇒ taint stays, success | `metadata::tests::v2_*`, `tests/node_sync.rs::nil_metadata_leaves_taint` |
-//! | V2 without provider ID ⇒ error, taint stays | `metadata::tests::v2_without_provider_id_falls_back_to_the_node_or_fails`, `tests/node_sync.rs::node_that_never_gets_a_provider_id_keeps_taint` |
-//! | V1: `<provider>://<id>`, NotImplemented ⇒ empty ID, other errors fail | `metadata::tests::v1_*` |
-//! | V1 by-provider-ID lookups with by-name fallbacks; both failing ⇒ error | `metadata::tests::v1_falls_back_to_name_lookups`, `v1_both_lookups_failing_is_an_error` |
+//! | V2 metadata; `None` ⇒ taint stays, success | `tests/over_fake_cloud/node_metadata.rs::v2_*`, `tests/node_sync.rs::nil_metadata_leaves_taint` |
+//! | V2 without provider ID ⇒ error, taint stays | `tests/over_fake_cloud/node_metadata.rs::v2_without_provider_id_falls_back_to_the_node_or_fails`, `tests/node_sync.rs::node_that_never_gets_a_provider_id_keeps_taint` |
+//! | V1: `<provider>://<id>`, NotImplemented ⇒ empty ID, other errors fail | `tests/over_fake_cloud/node_metadata.rs::v1_*` |
+//! | V1 by-provider-ID lookups with by-name fallbacks; both failing ⇒ error | `tests/over_fake_cloud/node_metadata.rs::v1_falls_back_to_name_lookups`, `tests/over_fake_cloud/node_metadata.rs::v1_both_lookups_failing_is_an_error` |
 //! | Provider ID set only when empty | `modifiers::tests::provider_id_is_set_once_and_never_overwritten` |
 //! | GA + beta labels for type, zone, region | `modifiers::tests::cloud_labels_set_ga_and_beta_twins_and_skip_empty_values` |
 //! | Additional labels: `(^|\.)(kubernetes\|k8s)\.io/` dropped, existing kept | `modifiers::tests::reserved_label_keys_match_the_upstream_regex`, `additional_labels_are_filtered_and_never_overwrite` |

@@ -92,9 +92,11 @@ pub(super) fn paced<T>(
 mod tests {
     use std::sync::Arc;
 
+    use k8s_openapi::api::core::v1::Node;
     use parking_lot::Mutex;
 
     use super::*;
+    use crate::cloud::{CloudError, InstanceMetadata};
 
     #[tokio::test(start_paused = true)]
     async fn a_pass_spreads_its_items_evenly_over_the_period() {
@@ -123,6 +125,38 @@ mod tests {
         );
     }
 
+    /// A cloud with instances that no call reaches: the lister panics first.
+    struct Unreached;
+
+    #[async_trait::async_trait]
+    impl crate::cloud::InstancesV2 for Unreached {
+        async fn instance_exists(&self, _: &Node) -> Result<bool, CloudError> {
+            unreachable!("the pass panics before any cloud call")
+        }
+        async fn instance_shutdown(&self, _: &Node) -> Result<bool, CloudError> {
+            unreachable!("the pass panics before any cloud call")
+        }
+        async fn instance_metadata(
+            &self,
+            _: &Node,
+        ) -> Result<Option<InstanceMetadata>, CloudError> {
+            unreachable!("the pass panics before any cloud call")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl crate::cloud::CloudProvider for Unreached {
+        fn instances_v2(&self) -> Option<&dyn crate::cloud::InstancesV2> {
+            Some(self)
+        }
+        fn provider_name(&self) -> &str {
+            "unreached"
+        }
+        fn has_cluster_id(&self) -> bool {
+            true
+        }
+    }
+
     /// A lister whose `list` (what only the refresh pass calls) panics, after saying so.
     struct PanickingList(Arc<tokio::sync::Notify>);
 
@@ -142,7 +176,7 @@ mod tests {
         let client = kube::Client::try_from(config).unwrap();
         let panicked = Arc::new(tokio::sync::Notify::new());
         let controller = NodeController::new(
-            Arc::new(crate::cloud::fake::FakeCloud::new()),
+            Arc::new(Unreached),
             kube::Api::all(client),
             Arc::new(PanickingList(panicked.clone())),
             Arc::new(crate::event_sink::RecordedEvents::default()),

@@ -31,12 +31,12 @@
 //! |---|---|
 //! | Ready (missing condition = Unknown) | `tests::ready_status_defaults_to_unknown` |
 //! | Ready ⇒ remove shutdown taint, no API call if absent | `taints::tests::removing_matches_key_and_effect_only`, `tests/node_lifecycle.rs::ready_node_loses_shutdown_taint_and_is_never_deleted` |
-//! | Existence via V2 / V1 (provider ID lookup, InstanceNotFound ⇒ gone) | `cloud_state::tests::*` |
+//! | Existence via V2 / V1 (provider ID lookup, InstanceNotFound ⇒ gone) | `tests/over_fake_cloud/node_cloud_state.rs::*` |
 //! | Cloud error ⇒ skip node | `tests/node_lifecycle.rs::cloud_errors_skip_the_node` |
 //! | Gone ⇒ `DeletingNode` event + DELETE (after the guard) | `grace::tests::*`, `tests/node_lifecycle.rs::gone_instance_is_deleted_after_the_grace_period`, `grace_period_holds_back_deletion` |
 //! | Uninitialized Node gone ⇒ also guarded | `tests/node_lifecycle.rs::uninitialized_node_is_guarded_too_and_a_blip_resets_the_count` |
 //! | Shut down ⇒ add `…/shutdown:NoSchedule`, replace a differing same key+effect taint | `taints::tests::adding_*`, `tests/node_lifecycle.rs::shutdown_instance_gets_taint` |
-//! | V1 shutdown: InstanceNotFound / NotImplemented ⇒ false | `cloud_state::tests::v1_*` |
+//! | V1 shutdown: InstanceNotFound / NotImplemented ⇒ false | `tests/over_fake_cloud/node_cloud_state.rs::v1_*` |
 //! | Taint patch carries resourceVersion, retried on conflict (5 attempts) | `taints::tests::patch_carries_the_resource_version_and_replaces_the_list`, `tests/node_lifecycle.rs::taint_write_retries_conflicts_five_times` |
 //! | Delete failure ⇒ `DeletingNodeFailed` (Warning) | `tests/node_lifecycle.rs::failed_delete_is_reported` |
 //! | (ours) UID precondition protects a re-created Node | `tests/node_lifecycle.rs::node_recreated_under_the_same_name_is_not_deleted` |

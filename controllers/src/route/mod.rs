@@ -36,11 +36,11 @@
 //! | condition skip-check compares status and reason; patch body | `condition::tests::{condition_current_table, patch_bodies}` |
 //! | metric name | `metrics::tests::registers_upstream_name` |
 //! | property: foreign routes never deleted; a pass converges (blackholes: two passes) | `plan::tests::properties::foreign_routes_survive_and_plans_converge` |
-//! | at most 200 cloud operations in flight | `reconcile::tests::at_most_200_cloud_operations_in_flight` |
-//! | only a ListRoutes failure fails a pass; metric counted per pass | `reconcile::tests::list_failure_fails_the_pass_and_counts_it` |
-//! | not started without Routes facet or cluster CIDRs | `reconcile::tests::needs_routes_facet_and_cidrs` |
-//! | non-sliding period, first pass immediate, stops on shutdown | `reconcile::tests::run_is_non_sliding_and_stops_on_shutdown` |
-//! | zero period raised to 1 s (safe difference) | `reconcile::tests::zero_period_is_raised_to_the_minimum` |
+//! | at most 200 cloud operations in flight | `tests/over_fake_cloud/route_reconcile_pass.rs::at_most_200_cloud_operations_in_flight` |
+//! | only a ListRoutes failure fails a pass; metric counted per pass | `tests/over_fake_cloud/route_reconcile_pass.rs::list_failure_fails_the_pass_and_counts_it` |
+//! | not started without Routes facet or cluster CIDRs | `tests/over_fake_cloud/route_reconcile_pass.rs::needs_routes_facet_and_cidrs` |
+//! | non-sliding period, first pass immediate, stops on shutdown | `tests/over_fake_cloud/route_reconcile_pass.rs::run_is_non_sliding_and_stops_on_shutdown` |
+//! | zero period raised to 1 s (safe difference) | `tests/over_fake_cloud/route_reconcile_pass.rs::zero_period_is_raised_to_the_minimum` |
 //! | watch-based mode: which Node events trigger; one pass per 10 s at most | `watch::tests::{node_event_triggers, at_most_one_pass_per_ten_seconds}` |
 //!
 //! End to end (`tests/route_reconcile.rs`, kube-testenv + fake cloud):

@@ -249,7 +249,3 @@ impl RouteController {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "reconcile_tests.rs"]
-mod tests;

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    ClientIPConfig, Node, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
+    ClientIPConfig, Node, NodeSpec, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::*;
@@ -25,7 +25,13 @@ fn lb_service() -> Service {
             }]),
             ..Default::default()
         }),
-        ..crate::test_support::service("web", "uid-1")
+        metadata: ObjectMeta {
+            namespace: Some("default".into()),
+            name: Some("web".into()),
+            uid: Some("uid-1".into()),
+            ..ObjectMeta::default()
+        },
+        ..Service::default()
     }
 }
 
@@ -337,7 +343,15 @@ fn update_cause_table() {
 }
 
 fn node(name: &str) -> Node {
-    crate::test_support::node(name, Some(&format!("fake://{name}")))
+    let mut node = Node {
+        spec: Some(NodeSpec {
+            provider_id: Some(format!("fake://{name}")),
+            ..NodeSpec::default()
+        }),
+        ..Node::default()
+    };
+    node.metadata.name = Some(name.to_owned());
+    node
 }
 
 fn labelled(name: &str, value: &str) -> Node {

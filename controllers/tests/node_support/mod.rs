@@ -13,8 +13,8 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use serde_json::json;
 
-use cloud_controllers::cloud::fake::{Facets, FakeCloud, FakeInstance};
 use cloud_controllers::node::{MemoryNodeLister, UNINITIALIZED_TAINT_KEY};
+use fake_cloud::{Facets, FakeCloud, FakeInstance};
 
 pub struct Cluster {
     pub env: TestEnv,

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use clap::Parser;
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance};
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::service::predicates::LOAD_BALANCER_CLEANUP_FINALIZER;
 use cloud_controllers::{CloudContext, cloud_initializers};
 use controller_manager::manager::{Manager, ManagerConfig, ManagerError};
+use fake_cloud::{FakeCloud, FakeInstance};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;

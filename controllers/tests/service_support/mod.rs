@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use cloud_controllers::cloud::CloudProvider;
-use cloud_controllers::cloud::fake::{FakeCloud, Method};
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::service::{
     NodeLister, ServiceController, ServiceLister, ServiceMetrics, ServiceSyncError,
 };
+use fake_cloud::{FakeCloud, Method};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
 use kube::api::{Api, ListParams, PostParams};
 use kube_testenv::TestEnv;

@@ -281,7 +281,3 @@ where
     }
     result
 }
-
-#[cfg(test)]
-#[path = "budget_tests.rs"]
-mod tests;

@@ -3,11 +3,22 @@
 
 use k8s_openapi::api::core::v1::{NodeCondition, NodeSpec, NodeStatus};
 
-use super::*;
-use crate::cloud::fake::{FakeCloud, FaultSpec, Method};
-use crate::event_sink::RecordedEvents;
-use crate::route::cidrs::parse_cluster_cidrs;
-use crate::route::condition::{NETWORK_UNAVAILABLE, REASON_ROUTE_CREATED};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cloud_controllers::cloud::CloudProvider;
+use cloud_controllers::event_sink::EventSink;
+use cloud_controllers::event_sink::RecordedEvents;
+use cloud_controllers::node::NodeLister;
+use cloud_controllers::route::cidrs::parse_cluster_cidrs;
+use cloud_controllers::route::condition::{NETWORK_UNAVAILABLE, REASON_ROUTE_CREATED};
+use cloud_controllers::route::{
+    MAX_CONCURRENT_ROUTE_OPERATIONS, RouteController, RouteError, RouteMetrics,
+};
+use fake_cloud::{FakeCloud, FaultSpec, Method};
+use k8s_openapi::api::core::v1::Node;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 struct Nodes(Vec<Arc<Node>>);
 
@@ -90,7 +101,7 @@ async fn list_failure_fails_the_pass_and_counts_it() {
 
 #[tokio::test]
 async fn needs_routes_facet_and_cidrs() {
-    use crate::cloud::fake::Facets;
+    use fake_cloud::Facets;
     let no_routes = FakeCloud::builder().facets(Facets::none()).build().unwrap();
     let events: Arc<dyn EventSink> = Arc::new(RecordedEvents::default());
     let nodes: Arc<dyn NodeLister> = Arc::new(Nodes(vec![]));

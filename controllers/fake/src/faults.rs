@@ -21,7 +21,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::cloud::CloudError;
+use cloud_controllers::cloud::CloudError;
 
 /// Names every provider call the fake records, so tests select calls and faults without typos.
 ///
@@ -215,7 +215,7 @@ impl FaultError {
 ///
 /// ```
 /// # use std::time::Duration;
-/// # use cloud_controllers::cloud::fake::FaultSpec;
+/// # use fake_cloud::FaultSpec;
 /// // The next two calls for default/web fail with "quota exceeded"; other services are unaffected.
 /// let spec = FaultSpec::other("quota exceeded").times(2).only_for("default/web");
 /// // Every call asks to be retried in 30 s, until the fault is cleared.

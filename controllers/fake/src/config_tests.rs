@@ -4,8 +4,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::*;
-use crate::cloud::CloudProvider;
-use crate::cloud::fake::{FakeCloud, Method};
+use crate::{FakeCloud, Method};
+use cloud_controllers::cloud::CloudProvider;
 
 fn parse_err(yaml: &str) -> ConfigError {
     match FakeCloud::from_config(yaml.as_bytes()) {
@@ -82,12 +82,12 @@ fn full_config_sets_every_field() {
 
 #[tokio::test]
 async fn pool_from_config_hands_out_cidr_hosts_then_addresses() {
-    use crate::cloud::LoadBalancer;
+    use cloud_controllers::cloud::LoadBalancer;
 
     let cloud = FakeCloud::from_config(FULL.as_bytes()).unwrap();
     let mut ips = Vec::new();
     for i in 0..3 {
-        let svc = crate::test_support::service(&format!("s{i}"), &format!("uid-{i}"));
+        let svc = crate::objects::service(&format!("s{i}"), &format!("uid-{i}"));
         cloud.ensure_load_balancer("k", &svc, &[]).await.unwrap();
         ips.push(cloud.lb_for(&format!("default/s{i}")).unwrap().ip);
     }
@@ -268,7 +268,7 @@ fn bad_pools_are_rejected() {
 
 #[test]
 fn builder_applies_the_same_rules_without_lines() {
-    use crate::cloud::fake::FakeInstance;
+    use crate::FakeInstance;
     let dup = FakeCloud::builder()
         .instance(FakeInstance::new("a"))
         .instance(FakeInstance::new("a").provider_id("fake://other"))
@@ -349,11 +349,11 @@ rateLimit:
 
 #[tokio::test(start_paused = true)]
 async fn latency_and_rate_limit_come_from_the_config() {
-    use crate::cloud::fake::FakeInstance;
+    use crate::FakeInstance;
 
     let cloud = FakeCloud::from_config(SLOW_AND_LIMITED.as_bytes()).unwrap();
     cloud.add_instance(FakeInstance::new("node-1")).unwrap();
-    let svc = crate::test_support::service("web", "uid-1");
+    let svc = crate::objects::service("web", "uid-1");
     let lb = cloud.load_balancer().unwrap();
     lb.ensure_load_balancer("k", &svc, &[]).await.unwrap();
 
@@ -376,7 +376,7 @@ async fn latency_and_rate_limit_come_from_the_config() {
     lb.update_load_balancer("k", &svc, &[]).await.unwrap();
 
     // Methods outside `methods` are never refused, but keep their own latency.
-    let node = crate::test_support::node("node-1", None);
+    let node = crate::objects::node("node-1", None);
     let v2 = cloud.instances_v2().unwrap();
     let start = tokio::time::Instant::now();
     for _ in 0..5 {
@@ -426,7 +426,7 @@ fn bad_latency_and_rate_limits_are_rejected_with_their_line() {
     assert!(msg.contains("qps"), "{msg}");
     assert!(matches!(
         FakeCloud::builder()
-            .rate_limit(crate::cloud::fake::RateLimit::new(-1.0, 1))
+            .rate_limit(crate::RateLimit::new(-1.0, 1))
             .build(),
         Err(ConfigError::InvalidRateLimit { .. })
     ));

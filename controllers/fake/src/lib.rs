@@ -1,5 +1,6 @@
 //! The fake cloud: an in-memory [`CloudProvider`] for tests, `--dev`, and as the first example a
-//! provider author reads.
+//! provider author reads. It is its own crate (as upstream's `k8s.io/cloud-provider/fake`), so
+//! `cloud-controllers` and a distro built on it never compile it.
 //!
 //! It owns a small world (instances, load balancers, routes, clusters), every facet of the
 //! provider contract, a call log and fault injection. Each facet lives in its own file, the way a
@@ -24,13 +25,13 @@
 //! first, then by name), answers from it, and maps "not there" to the typed [`CloudError`]
 //! the controllers branch on. Where a real provider would call its cloud's API, the fake reads
 //! and writes its in-memory world under one lock; everything else (config parsing with line
-//! numbers, the registry factory in `registry.rs`) is what a real provider needs too.
+//! numbers, the registry [`factory`]) is what a real provider needs too.
 //!
 //! [`FakeCloud`] is a cheap `Clone` handle: a test keeps one to change the world and read the
 //! call log while controllers hold the same cloud as `Arc<dyn CloudProvider>`.
 //!
 //! ```
-//! use cloud_controllers::cloud::fake::{FakeCloud, FakeInstance, InstanceState};
+//! use fake_cloud::{FakeCloud, FakeInstance, InstanceState};
 //!
 //! let cloud = FakeCloud::builder()
 //!     .instance(FakeInstance::new("node-1").zone("zone-a", "region-1").internal_ip("10.0.0.1"))
@@ -49,6 +50,7 @@ mod instances;
 mod ip_pool;
 mod lb_store;
 mod load_balancers;
+pub mod objects;
 mod rate_limit;
 mod routes;
 mod world;
@@ -60,7 +62,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::NodeAddress;
 use parking_lot::Mutex;
 
-use super::{
+use cloud_controllers::cloud::{
     CloudError, CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer,
     Route, Routes, Zones,
 };
@@ -86,10 +88,12 @@ use world::World;
 pub const PROVIDER_NAME: &str = "fake";
 
 /// The registry factory of the `fake` provider: the cloud `--cloud-config` describes, or an
-/// empty one (no instances, no adoption) without a file. Register it with
-/// [`crate::cloud::CloudProviderRegistry::with_fake`] or
-/// [`crate::app::CloudControllerManager::with_fake_provider`].
-pub fn factory(config: Option<&[u8]>) -> Result<Arc<dyn CloudProvider>, crate::cloud::BoxError> {
+/// empty one (no instances, no adoption) without a file. Register it as any provider is, e.g.
+/// `CloudControllerManager::new(..).provider(fake_cloud::PROVIDER_NAME, fake_cloud::factory)`
+/// (what the stock binary does).
+pub fn factory(
+    config: Option<&[u8]>,
+) -> Result<Arc<dyn CloudProvider>, cloud_controllers::cloud::BoxError> {
     let cloud = match config {
         Some(bytes) => FakeCloud::from_config(bytes)?,
         None => FakeCloud::new(),
@@ -506,5 +510,7 @@ impl CloudProvider for FakeCloud {
     }
 }
 
+#[cfg(test)]
+mod factory_tests;
 #[cfg(test)]
 mod tests;

@@ -51,7 +51,7 @@ impl FakeCloudBuilder {
         self
     }
 
-    /// What [`crate::cloud::CloudProvider::has_cluster_id`] answers (default true), to test
+    /// What [`cloud_controllers::cloud::CloudProvider::has_cluster_id`] answers (default true), to test
     /// `--allow-untagged-cloud`.
     pub fn has_cluster_id(mut self, has: bool) -> Self {
         self.has_cluster_id = has;
@@ -116,7 +116,7 @@ impl FakeCloudBuilder {
         self
     }
 
-    /// Gives the cloud an API quota: over it, calls fail with [`crate::cloud::CloudError::Retry`]
+    /// Gives the cloud an API quota: over it, calls fail with [`cloud_controllers::cloud::CloudError::Retry`]
     /// (see [`FakeCloud::set_rate_limit`]).
     pub fn rate_limit(mut self, limit: RateLimit) -> Self {
         self.rate_limit = Some(limit);

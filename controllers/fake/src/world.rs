@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::config_error::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::lb_store::{FakeLoadBalancer, NodeSets, StoredLb};
-use crate::cloud::{CloudError, Route};
+use cloud_controllers::cloud::{CloudError, Route};
 
 /// Which parts of the provider contract the fake offers, so tests can check how controllers
 /// behave on clouds that lack one (upstream: the accessor returns `false`).

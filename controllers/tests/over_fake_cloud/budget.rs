@@ -11,8 +11,8 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 
-use crate::cloud::fake::{FakeCloud, FaultSpec, Method};
-use crate::cloud::{BudgetOptions, CloudMetrics, CloudProvider, InstrumentedCloud};
+use cloud_controllers::cloud::{BudgetOptions, CloudMetrics, CloudProvider, InstrumentedCloud};
+use fake_cloud::{FakeCloud, FaultSpec, Method};
 
 fn svc(name: &str) -> Service {
     Service {
@@ -30,7 +30,7 @@ fn svc(name: &str) -> Service {
 async fn budgeted(options: BudgetOptions) -> (FakeCloud, InstrumentedCloud, Registry) {
     let fake = FakeCloud::new();
     for name in ["a", "b", "c", "d"] {
-        crate::cloud::LoadBalancer::ensure_load_balancer(&fake, "k", &svc(name), &[])
+        cloud_controllers::cloud::LoadBalancer::ensure_load_balancer(&fake, "k", &svc(name), &[])
             .await
             .unwrap();
     }
@@ -193,11 +193,11 @@ async fn the_in_flight_limit_caps_concurrent_calls() {
 /// 40 load balancers updated at once against a cloud quota of 5 calls/s, each caller retrying
 /// after the `Retry-After` it gets: how many calls the cloud refuses, and when the last is done.
 async fn storm_against_a_quota(options: BudgetOptions) -> (usize, Duration) {
-    use crate::cloud::fake::RateLimit;
+    use fake_cloud::RateLimit;
     let fake = FakeCloud::new();
     let names: Vec<String> = (0..40).map(|i| format!("s{i}")).collect();
     for name in &names {
-        crate::cloud::LoadBalancer::ensure_load_balancer(&fake, "k", &svc(name), &[])
+        cloud_controllers::cloud::LoadBalancer::ensure_load_balancer(&fake, "k", &svc(name), &[])
             .await
             .unwrap();
     }

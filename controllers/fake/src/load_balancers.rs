@@ -26,7 +26,7 @@ use super::ip_pool::ClaimError;
 use super::lb_store::StoredLb;
 use super::world::World;
 use super::{FakeCloud, Method};
-use crate::cloud::{CloudError, LoadBalancer};
+use cloud_controllers::cloud::{CloudError, LoadBalancer};
 
 /// Upstream `cloudprovider.DefaultLoadBalancerName`: `"a"` + UID without `-`, at most 32 chars.
 pub fn default_load_balancer_name(svc: &Service) -> String {
@@ -227,7 +227,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-    use crate::cloud::fake::FaultSpec;
+    use crate::FaultSpec;
     use std::collections::BTreeSet;
 
     fn svc(name: &str, uid: &str) -> Service {
@@ -240,7 +240,7 @@ mod tests {
                 }]),
                 ..ServiceSpec::default()
             }),
-            ..crate::test_support::service(name, uid)
+            ..crate::objects::service(name, uid)
         }
     }
 

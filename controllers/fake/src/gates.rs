@@ -6,8 +6,8 @@
 //! the method, waits until the controller's call is parked, acts, then releases.
 //!
 //! ```
-//! # async fn demo(cloud: cloud_controllers::cloud::fake::FakeCloud) {
-//! use cloud_controllers::cloud::fake::Method;
+//! # async fn demo(cloud: fake_cloud::FakeCloud) {
+//! use fake_cloud::Method;
 //! let held = cloud.hold(Method::EnsureLoadBalancer);
 //! // ... start the controller ...
 //! held.wait_for_calls(1).await; // the controller is now inside EnsureLoadBalancer
@@ -130,10 +130,10 @@ mod tests {
     use k8s_openapi::api::core::v1::Service;
 
     use super::*;
-    use crate::cloud::LoadBalancer;
+    use cloud_controllers::cloud::LoadBalancer;
 
     fn svc() -> Service {
-        crate::test_support::service("web", "uid-1")
+        crate::objects::service("web", "uid-1")
     }
 
     #[tokio::test]
@@ -149,10 +149,7 @@ mod tests {
         assert!(!worker.is_finished());
         assert!(cloud.calls().is_empty(), "a parked call is not logged yet");
         // While parked, the test injects a fault the call will meet when it goes on.
-        cloud.fail(
-            Method::EnsureLoadBalancer,
-            crate::cloud::fake::FaultSpec::other("gone"),
-        );
+        cloud.fail(Method::EnsureLoadBalancer, crate::FaultSpec::other("gone"));
         held.release();
         let result = worker.await.unwrap();
         assert_eq!(result.unwrap_err().to_string(), "gone");

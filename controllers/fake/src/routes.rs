@@ -13,7 +13,7 @@
 use async_trait::async_trait;
 
 use super::{FakeCloud, Method};
-use crate::cloud::{CloudError, Clusters, Route, Routes};
+use cloud_controllers::cloud::{CloudError, Clusters, Route, Routes};
 
 fn route_name(cluster_name: &str, name_hint: &str, cidr: &str) -> String {
     let cidr: String = cidr
@@ -94,7 +94,7 @@ impl Clusters for FakeCloud {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloud::fake::FaultSpec;
+    use crate::FaultSpec;
 
     fn route(node: &str, cidr: &str) -> Route {
         Route {

@@ -6,10 +6,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
-use super::*;
-use crate::cloud::fake::{
-    Facets, FakeCloud, FakeInstance, FaultSpec, Method, default_load_balancer_name,
-};
+use std::sync::Arc;
+
+use cloud_controllers::cloud::{CloudError, CloudMetrics, CloudProvider, InstrumentedCloud};
+use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, Method, default_load_balancer_name};
+use k8s_openapi::api::core::v1::{Node, Service};
 
 /// The fake cloud with a load balancer and InstancesV2 only: `GetLoadBalancer` asks to retry in
 /// 5 s, `InstanceShutdown` fails, and `InstanceExists` of `gone` answers InstanceNotFound.

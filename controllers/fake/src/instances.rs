@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Node, NodeAddress};
 
 use super::{FakeCloud, InstanceState, Method};
-use crate::cloud::{CloudError, InstanceMetadata, Instances, InstancesV2, Zone, Zones};
+use cloud_controllers::cloud::{CloudError, InstanceMetadata, Instances, InstancesV2, Zone, Zones};
 
 fn node_name(node: &Node) -> String {
     node.metadata.name.clone().unwrap_or_default()
@@ -188,8 +188,8 @@ impl Zones for FakeCloud {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cloud::fake::{CallOutcome, FakeInstance, FaultSpec};
-    use crate::test_support::node;
+    use crate::objects::node;
+    use crate::{CallOutcome, FakeInstance, FaultSpec};
 
     fn cloud() -> FakeCloud {
         FakeCloud::builder()
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(
             format!(
                 "{}://{id}",
-                crate::cloud::CloudProvider::provider_name(&cloud)
+                cloud_controllers::cloud::CloudProvider::provider_name(&cloud)
             ),
             "fake://node-1"
         );
@@ -464,7 +464,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(md.provider_id, "fake://worker-7");
-        assert_eq!(md.instance_type, crate::cloud::fake::DEFAULT_INSTANCE_TYPE);
+        assert_eq!(md.instance_type, crate::DEFAULT_INSTANCE_TYPE);
         assert!(
             cloud
                 .instance_exists_by_provider_id("fake://worker-8")

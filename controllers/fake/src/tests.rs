@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Node;
 use super::*;
 
 fn node(name: &str) -> Node {
-    crate::test_support::node(name, None)
+    crate::objects::node(name, None)
 }
 
 fn one_node_cloud() -> FakeCloud {

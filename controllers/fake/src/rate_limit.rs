@@ -13,13 +13,13 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use super::Method;
-use crate::cloud::CloudError;
+use cloud_controllers::cloud::CloudError;
 
 /// A cloud API quota: `qps` calls per second with bursts of `burst`, over `methods` (all when
 /// empty).
 ///
 /// ```
-/// # use cloud_controllers::cloud::fake::{Method, RateLimit};
+/// # use fake_cloud::{Method, RateLimit};
 /// // 20 load-balancer calls per second, 20 at once; instance calls are not limited.
 /// let quota = RateLimit::new(20.0, 20)
 ///     .methods([Method::EnsureLoadBalancer, Method::UpdateLoadBalancer]);
