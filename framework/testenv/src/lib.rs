@@ -19,6 +19,7 @@ mod allocations;
 mod auth;
 mod continue_token;
 mod crd;
+mod defaults;
 mod discovery;
 mod faults;
 mod fieldcheck;
