@@ -3,9 +3,7 @@
 
 use serde_json::{Value, json};
 
-fn each_object<'a>(
-    v: Option<&'a mut Value>,
-) -> impl Iterator<Item = &'a mut serde_json::Map<String, Value>> {
+fn each_object(v: Option<&mut Value>) -> impl Iterator<Item = &mut serde_json::Map<String, Value>> {
     v.and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
