@@ -154,12 +154,24 @@ fn record_update(
     new: &mut Value,
     opts: &WriteOptions,
 ) {
+    record_update_of(t, old, requested, new, None, opts)
+}
+
+/// `record_update`, with ownership computed on `tracked` when given (see `defaults`).
+fn record_update_of(
+    t: &Target,
+    old: Option<&Value>,
+    requested: Option<Value>,
+    new: &mut Value,
+    tracked: Option<&Value>,
+    opts: &WriteOptions,
+) {
     let (api_version, now) = (t.rt.api_version(), admission::now());
     let empty = json!({});
     let managed = fields::after_update(
         t.fields_ctx(old.is_none()),
         old.unwrap_or(&empty),
-        new,
+        tracked.unwrap_or(new),
         requested.as_ref(),
         t.writer(opts, &api_version, &now),
     );
@@ -182,8 +194,10 @@ pub fn create(
     crd::lifecycle::check_creatable(state, &t.rt)?;
     let rt = &t.rt;
     let requested = requested_managed_fields(&body);
+    let sent = body.clone();
     let mut obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
-    record_update(t, None, requested, &mut obj, opts);
+    let tracked = crate::defaults::tracked_on_create(rt, &sent, &obj);
+    record_update_of(t, None, requested, &mut obj, tracked.as_ref(), opts);
     if opts.dry_run {
         return Ok((201, obj));
     }

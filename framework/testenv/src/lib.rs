@@ -20,6 +20,7 @@ mod auth;
 mod continue_token;
 mod crd;
 mod decoding;
+mod defaults;
 mod discovery;
 mod faults;
 mod fieldcheck;

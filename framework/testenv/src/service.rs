@@ -152,15 +152,12 @@ pub fn admit(
         }
         let m = spec.as_object_mut();
         if let Some(m) = m {
-            for k in [
-                "clusterIP",
-                "clusterIPs",
-                "ipFamilies",
-                "ipFamilyPolicy",
-                "internalTrafficPolicy",
-            ] {
+            for k in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
                 m.remove(k);
             }
+            // defaults-service-externalname.txt: defaulted for every type, as upstream's v1
+            // defaulting does.
+            m.entry("internalTrafficPolicy").or_insert("Cluster".into());
         }
     } else {
         let old_ip = old_spec

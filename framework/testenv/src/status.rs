@@ -83,6 +83,27 @@ pub fn go_quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
+/// Renders decoded JSON the way Go's `%v` prints it (`map[a:1 b:[x y]]`, keys sorted), as
+/// upstream's errors quote a patch fragment.
+pub fn go_value(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Array(a) => format!("[{}]", a.iter().map(go_value).collect::<Vec<_>>().join(" ")),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{k}:{}", go_value(&m[k.as_str()])))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
 fn details(name: &str, group: &str, kind: &str) -> Value {
     let mut m = Map::new();
     // Go omits the empty name (cm-apply-force-missing-manager.txt).
@@ -325,6 +346,12 @@ impl ApiError {
                 format!("Internal error occurred: {message}"),
             )
         }
+    }
+
+    /// 500 without a reason: what upstream answers for an error that is no API status (its
+    /// `ErrorToAPIStatus` of a plain Go error), e.g. a strategic merge patch's bad directive.
+    pub fn unknown(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "", message)
     }
 
     /// Any status code chosen by fault injection, with the reason upstream pairs with it.

@@ -107,7 +107,9 @@ async fn cluster_ip_is_immutable_and_allocations_survive_updates() {
         .iter()
         .map(|p| p.port)
         .collect();
-    assert_eq!(ports, [80, 443]);
+    // Upstream's order: the patch's items first, then the original's others (kubectl sends
+    // `$setElementOrder/ports` to keep its own order).
+    assert_eq!(ports, [443, 80]);
 
     // Changing to ClusterIP drops the nodePorts and LB-only fields.
     let cip = patch_svc(

@@ -187,6 +187,11 @@ pub fn after_update(
             sent
         }
     };
+    if entries.is_empty() && !ctx.creating {
+        // An object that carries no managedFields stays untracked by ordinary writes (upstream's
+        // skip-non-applied manager: clearing them opts the object out until the next apply).
+        return None;
+    }
     let ch = walk::compare(ctx, old, new);
     let touched = ch.added.union(&ch.modified);
     let lost = touched.union(&ch.removed);

@@ -58,7 +58,17 @@ const MAPS: &[(&str, &str)] = &[
 ];
 
 /// Maps replaced whole (`+mapType=atomic`).
-const ATOMIC_MAPS: &[(&str, &str)] = &[("Service", "spec.selector"), ("Pod", "spec.nodeSelector")];
+/// Also the structs upstream marks `+structType=atomic` (ObjectReference, RoleRef:
+/// defaults-event-core-node.txt, defaults-clusterrolebinding.txt).
+const ATOMIC_MAPS: &[(&str, &str)] = &[
+    ("Service", "spec.selector"),
+    ("Pod", "spec.nodeSelector"),
+    ("Event", "involvedObject"),
+    ("Event", "regarding"),
+    ("Event", "related"),
+    ("ClusterRoleBinding", "roleRef"),
+    ("RoleBinding", "roleRef"),
+];
 
 /// Key fields that default when an item leaves them out, so `k:` steps name them anyway.
 pub const KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];

@@ -5,6 +5,7 @@
 mod json_patch;
 mod merge;
 mod strategic;
+mod typed;
 
 use serde_json::Value;
 

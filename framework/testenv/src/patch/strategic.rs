@@ -1,11 +1,13 @@
 //! Strategic merge patch, the subset kubectl and controllers use: maps merge recursively and
 //! `null` deletes; a list is replaced whole unless the resource table gives it a strategy (merge by
 //! key, or set-union of scalars); directives `$patch: replace|delete|merge`, `$retainKeys`,
-//! `$deleteFromPrimitiveList/<f>` and `$setElementOrder/<f>` are honoured.
+//! `$deleteFromPrimitiveList/<f>` and `$setElementOrder/<f>` are honoured, with upstream's errors
+//! (a bad `$patch` is a 500, an unlisted `$retainKeys` field a 400).
 
 use serde_json::{Map, Value};
 
-use crate::status::ApiError;
+use super::typed::{self, strip_directives};
+use crate::status::{ApiError, go_value};
 use crate::types::{ListType, Served};
 
 const DELETE_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
@@ -37,19 +39,6 @@ fn merge_value(
     }
 }
 
-fn strip_directives(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .filter(|(k, _)| !k.starts_with('$'))
-                .map(|(k, v)| (k.clone(), strip_directives(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(strip_directives).collect()),
-        other => other.clone(),
-    }
-}
-
 fn merge_map(
     rt: &Served,
     path: &str,
@@ -60,13 +49,12 @@ fn merge_map(
         Some("replace") => return Ok(strip_directives(&Value::Object(patch.clone()))),
         Some("delete") => return Ok(Value::Null),
         Some("merge") | None => {}
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "Unknown patch type: {other}"
-            )));
-        }
+        Some(other) => return Err(bad_patch_type(other, patch)),
     }
     let mut out = original.clone();
+    if let Some(keep) = patch.get("$retainKeys") {
+        retain_keys(&mut out, keep, patch)?;
+    }
     for (k, pv) in patch {
         if k.starts_with('$') {
             continue;
@@ -77,12 +65,21 @@ fn merge_map(
         }
         let child = join(path, k);
         let merged = match (original.get(k), pv) {
+            // A field the original lacks takes the patch's value as sent, directives included,
+            // and the typed decode then makes of it what Go's decoder would (upstream's
+            // `mergeMap`); the server never stores an empty list, so `[]` counts as absent.
+            (None | Some(Value::Null), pv) => typed::decode(rt, &child, pv),
+            (Some(Value::Array(o)), Value::Array(_)) if o.is_empty() => {
+                typed::decode(rt, &child, pv)
+            }
             (Some(Value::Array(o)), Value::Array(p)) => merge_list(rt, &child, o, p)?,
-            (None, Value::Array(p)) => merge_list(rt, &child, &[], p)?,
             (Some(ov), pv) => merge_value(rt, &child, ov, pv)?,
-            (None, pv) => merge_value(rt, &child, &Value::Null, pv)?,
         };
-        if merged.is_null() && pv.get("$patch").and_then(Value::as_str) == Some("delete") {
+        let deleted =
+            merged.is_null() && pv.get("$patch").and_then(Value::as_str) == Some("delete");
+        // An empty list is dropped, as the typed object's `omitempty` drops it.
+        let emptied = merged.as_array().is_some_and(Vec::is_empty);
+        if deleted || emptied {
             out.remove(k);
         } else {
             out.insert(k.clone(), merged);
@@ -107,11 +104,34 @@ fn merge_map(
             reorder(list, order, key.as_ref());
         }
     }
-    if let Some(keep) = patch.get("$retainKeys").and_then(Value::as_array) {
-        let keep: Vec<&str> = keep.iter().filter_map(Value::as_str).collect();
-        out.retain(|k, _| keep.contains(&k.as_str()));
-    }
     Ok(Value::Object(out))
+}
+
+/// upstream's `ErrBadPatchType`: a plain error, so a 500 without a reason.
+fn bad_patch_type(directive: &str, m: &Map<String, Value>) -> ApiError {
+    ApiError::unknown(format!(
+        "unknown patch type: {directive} in map: {}",
+        go_value(&Value::Object(m.clone()))
+    ))
+}
+
+/// `$retainKeys`: a list naming every field the patch sets; the original keeps only those.
+fn retain_keys(
+    out: &mut Map<String, Value>,
+    keep: &Value,
+    patch: &Map<String, Value>,
+) -> Result<(), ApiError> {
+    let refused = || ApiError::bad_request("invalid patch format of retainKeys");
+    let keep: Vec<&Value> = keep.as_array().ok_or_else(refused)?.iter().collect();
+    let listed = |k: &str| keep.iter().any(|v| v.as_str() == Some(k));
+    let unlisted = patch
+        .iter()
+        .any(|(k, v)| !v.is_null() && !k.starts_with('$') && !listed(k));
+    if unlisted {
+        return Err(refused());
+    }
+    out.retain(|k, _| listed(k));
+    Ok(())
 }
 
 fn reorder(list: &mut [Value], order: &[Value], strategy: Option<&ListType>) {
@@ -148,13 +168,31 @@ fn merge_list(
                     out.push(v.clone());
                 }
             }
-            Ok(Value::Array(out))
+            Ok(Value::Array(upstream_order(
+                out,
+                patch,
+                original,
+                |a, b| a == b,
+            )))
         }
         Some(ListType::Map(keys)) => {
             // Strategic merge patch has one merge key per list (the built-ins' patchMergeKey).
             let Some(key) = keys.first().map(String::as_str) else {
                 return Ok(Value::Array(patch.to_vec()));
             };
+            for p in patch {
+                match p.get("$patch").and_then(Value::as_str) {
+                    None | Some("replace" | "delete") => {}
+                    Some("merge") => {
+                        return Err(ApiError::unknown(
+                            "merging lists cannot yet be specified in the patch",
+                        ));
+                    }
+                    Some(other) => {
+                        return Err(bad_patch_type(other, p.as_object().unwrap_or(&Map::new())));
+                    }
+                }
+            }
             if patch
                 .iter()
                 .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"))
@@ -183,8 +221,9 @@ fn merge_list(
                     continue;
                 }
                 let Some(k) = p.get(key) else {
-                    return Err(ApiError::bad_request(format!(
-                        "map: {p} does not contain declared merge key: {key}"
+                    return Err(ApiError::unknown(format!(
+                        "map: {} does not contain declared merge key: {key}",
+                        go_value(p)
                     )));
                 };
                 let pos = out.iter().position(|o| o.get(key) == Some(k));
@@ -198,9 +237,42 @@ fn merge_list(
                     (None, false) => out.push(merge_value(rt, path, &Value::Null, p)?),
                 }
             }
-            Ok(Value::Array(out))
+            let same = |a: &Value, b: &Value| a.get(key).is_some() && a.get(key) == b.get(key);
+            Ok(Value::Array(upstream_order(out, patch, original, same)))
         }
     }
+}
+
+/// The merged list in upstream's order (`normalizeElementOrder`): the items the patch names in
+/// its order, with the items only the original had slotted in before the first patch item they
+/// preceded in the original.
+fn upstream_order(
+    merged: Vec<Value>,
+    patch: &[Value],
+    original: &[Value],
+    same: impl Fn(&Value, &Value) -> bool,
+) -> Vec<Value> {
+    let pos = |list: &[Value], v: &Value| list.iter().position(|x| same(x, v));
+    let (mut named, server_only): (Vec<Value>, Vec<Value>) =
+        merged.into_iter().partition(|v| pos(patch, v).is_some());
+    named.sort_by_key(|v| pos(patch, v));
+    let mut out = Vec::with_capacity(named.len() + server_only.len());
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        named.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (Some(l), Some(r)) => {
+                matches!((pos(original, l), pos(original, r)), (Some(a), Some(b)) if a < b)
+            }
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        out.extend(if take_left { left.next() } else { right.next() });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -238,6 +310,24 @@ mod tests {
     }
 
     #[test]
+    fn a_directive_taken_as_sent_decodes_to_a_zero_element() {
+        let replace = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"$patch": "replace"}]}});
+        let out = apply(&nodes(), &json!({"status": {}}), &replace).unwrap();
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "", "address": ""}])
+        );
+        let services = Served::Builtin(&TABLE[lookup("", "v1", "services").unwrap()]);
+        let out = apply(
+            &services,
+            &json!({"spec": {}}),
+            &json!({"spec": {"ports": [{"$patch": "replace"}]}}),
+        )
+        .unwrap();
+        assert_eq!(out["spec"]["ports"], json!([{"port": 0}]));
+    }
+
+    #[test]
     fn directives() {
         let node = json!({
             "metadata": {"finalizers": ["a", "b"], "labels": {"x": "1", "y": "2"}},
@@ -248,7 +338,7 @@ mod tests {
             "status": {"addresses": [{"type": "Hostname", "$patch": "delete"}], "$setElementOrder/addresses": [{"type": "InternalIP"}]}
         });
         let out = apply(&nodes(), &node, &patch).unwrap();
-        assert_eq!(out["metadata"]["finalizers"], json!(["b", "c"]));
+        assert_eq!(out["metadata"]["finalizers"], json!(["c", "b"]));
         assert_eq!(out["metadata"]["labels"], json!({"z": "3"}));
         assert_eq!(
             out["status"]["addresses"],
@@ -264,17 +354,23 @@ mod tests {
         assert_eq!(
             out["status"]["addresses"],
             json!([
-                {"type": "Hostname", "address": "n"},
                 {"type": "InternalIP", "address": "10.0.0.2"},
-                {"type": "InternalIP", "address": "10.0.0.3"}
+                {"type": "InternalIP", "address": "10.0.0.3"},
+                {"type": "Hostname", "address": "n"}
             ])
         );
         let out = apply(
             &nodes(),
-            &node,
-            &json!({"spec": {"$retainKeys": ["a"], "a": 1, "b": 2}}),
+            &json!({"spec": {"a": 0, "b": 2}}),
+            &json!({"spec": {"$retainKeys": ["a"], "a": 1}}),
         )
         .unwrap();
         assert_eq!(out["spec"], json!({"a": 1}));
+        let refused = apply(
+            &nodes(),
+            &json!({"spec": {"a": 0}}),
+            &json!({"spec": {"$retainKeys": ["a"], "b": 2}}),
+        );
+        assert_eq!(refused.unwrap_err().code, 400);
     }
 }

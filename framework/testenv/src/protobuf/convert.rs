@@ -91,6 +91,7 @@ const MEANINGFUL_ZERO: &[&str] = &[
     "minimum",
     "multipleOf",
     "optional",
+    "priority",
     "privileged",
     "readOnlyRootFilesystem",
     "ready",
