@@ -18,8 +18,8 @@ pub(crate) trait LeaseStore: Send + Sync {
 
 /// The real store: `Api<Lease>` in the lease namespace.
 pub(crate) struct KubeLeaseStore {
-    api: Api<Lease>,
-    name: String,
+    pub(crate) api: Api<Lease>,
+    pub(crate) name: String,
 }
 
 impl KubeLeaseStore {

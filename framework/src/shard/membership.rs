@@ -9,13 +9,12 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams};
 use tokio::time::Instant;
 
 use super::ring::stable_hash;
 use crate::leader::record::LeaderRecord;
-use crate::leader::store::LeaseStore;
+use crate::leader::store::{KubeLeaseStore, LeaseStore};
 
 /// Label naming the ring a member Lease belongs to.
 pub const RING_LABEL: &str = "controller-manager.io/shard-ring";
@@ -36,18 +35,17 @@ pub fn lease_name(ring: &str, identity: &str) -> String {
     format!("{ring}-{:016x}", stable_hash(identity.as_bytes()))
 }
 
-/// The real store: `Api<Lease>` in the ring's namespace.
+/// The real store: the member's own Lease through the leader election's [`KubeLeaseStore`], plus
+/// the ring's label selector.
 pub(crate) struct KubeRingStore {
-    api: Api<Lease>,
-    name: String,
+    own: KubeLeaseStore,
     selector: String,
 }
 
 impl KubeRingStore {
     pub fn new(client: kube::Client, namespace: &str, ring: &str, name: &str) -> Self {
         Self {
-            api: Api::namespaced(client, namespace),
-            name: name.to_string(),
+            own: KubeLeaseStore::new(client, namespace, name),
             selector: format!("{RING_LABEL}={ring}"),
         }
     }
@@ -55,19 +53,15 @@ impl KubeRingStore {
 
 impl LeaseStore for KubeRingStore {
     fn get(&self) -> BoxFuture<'_, Result<Option<Lease>, kube::Error>> {
-        Box::pin(self.api.get_opt(&self.name))
+        self.own.get()
     }
 
     fn create(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
-        Box::pin(async move { self.api.create(&PostParams::default(), &lease).await })
+        self.own.create(lease)
     }
 
     fn replace(&self, lease: Lease) -> BoxFuture<'_, Result<Lease, kube::Error>> {
-        Box::pin(async move {
-            self.api
-                .replace(&self.name, &PostParams::default(), &lease)
-                .await
-        })
+        self.own.replace(lease)
     }
 }
 
@@ -75,13 +69,18 @@ impl RingStore for KubeRingStore {
     fn list(&self) -> BoxFuture<'_, Result<Vec<Lease>, kube::Error>> {
         Box::pin(async move {
             let lp = ListParams::default().labels(&self.selector);
-            Ok(self.api.list(&lp).await?.items)
+            Ok(self.own.api.list(&lp).await?.items)
         })
     }
 
     fn delete(&self) -> BoxFuture<'_, Result<(), kube::Error>> {
         Box::pin(async move {
-            match self.api.delete(&self.name, &DeleteParams::default()).await {
+            match self
+                .own
+                .api
+                .delete(&self.own.name, &DeleteParams::default())
+                .await
+            {
                 Ok(_) => Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
                 Err(e) => Err(e),
