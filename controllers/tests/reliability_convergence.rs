@@ -24,20 +24,22 @@ const NODES: usize = 200;
 const SERVICES: usize = 100;
 const DELETED: usize = 20;
 
-/// Cuts watches every 1–3 s, expires history every other cut, and flips the 10 % failure
+/// Cuts watches every 1–3 s (the first cut within 0.5–1 s, so that even a fast run sees one),
+/// expires history on the first cut and every other one after it, and flips the 10 % failure
 /// status between 500 and 429, until `stop`.
 async fn chaos(env: TestEnv, stop: tokio_util::sync::CancellationToken) -> usize {
     let faults = env.faults();
     let mut cuts = 0;
     loop {
-        let wait = Duration::from_millis(rand::rng().random_range(1000..=3000));
+        let range = if cuts == 0 { 500..=1000 } else { 1000..=3000 };
+        let wait = Duration::from_millis(rand::rng().random_range(range));
         tokio::select! {
             _ = stop.cancelled() => break,
             _ = tokio::time::sleep(wait) => {}
         }
         cuts += 1;
         faults.fail_ratio(0.10, if cuts % 2 == 0 { 500 } else { 429 });
-        if cuts % 2 == 0 {
+        if cuts % 2 == 1 {
             faults.expire_history();
         }
         faults.close_watches();
