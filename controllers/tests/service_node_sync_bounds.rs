@@ -55,6 +55,7 @@ async fn start(h: Harness, lbs: usize, period: Duration, workers: usize) -> Node
         changes.clone(),
         workers,
         ControllerMetrics::new(&mut Registry::default()),
+        None,
         stop.clone(),
     ));
     NodeSync {

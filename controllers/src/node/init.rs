@@ -6,8 +6,10 @@ use std::sync::Arc;
 use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::Event;
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
+use controller_manager::shard::{ShardLayer, requeue_gained};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
+use tower::ServiceBuilder;
 
 use super::{NodeController, NodeEvent, NodeMetrics, node_key_for_event, refresh};
 use crate::context::CloudContext;
@@ -17,7 +19,9 @@ use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 
 /// The `cloud-node-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
-    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+    Initializer::new(CONTROLLER_NAME, init)
+        .alias(CONTROLLER_ALIAS)
+        .shardable()
 }
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
@@ -43,28 +47,46 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         })
         .detach();
 
-    let controller = Arc::new(NodeController::new(
-        cloud,
-        Api::all(client.clone()),
-        Arc::new(informer.store()),
-        Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
-        ctx.register_metrics(NodeMetrics::new),
-    )?);
+    let shard = ctx.shard().cloned();
+    let controller = Arc::new(
+        NodeController::new(
+            cloud,
+            Api::all(client.clone()),
+            Arc::new(informer.store()),
+            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            ctx.register_metrics(NodeMetrics::new),
+        )?
+        .with_shard(shard.clone()),
+    );
 
     let reconciler = controller.clone();
-    let service = layers::standard(
-        CONTROLLER_NAME,
-        &ctx.controller_metrics(),
-        RECONCILE_TIMEOUT,
-    )
-    .service_fn(move |req: Request<String>| {
-        let c = reconciler.clone();
-        async move {
-            c.sync_node(&req.key)
-                .await
-                .map(|()| Action::Done)
-                .map_err(queue_error)
-        }
+    let service = ServiceBuilder::new()
+        .option_layer(shard.clone().map(ShardLayer::for_string_keys))
+        .service(
+            layers::standard(
+                CONTROLLER_NAME,
+                &ctx.controller_metrics(),
+                RECONCILE_TIMEOUT,
+            )
+            .service_fn(move |req: Request<String>| {
+                let c = reconciler.clone();
+                async move {
+                    c.sync_node(&req.key)
+                        .await
+                        .map(|()| Action::Done)
+                        .map_err(queue_error)
+                }
+            }),
+        );
+    // Sharded: a Node this replica gains is synced again, as every listed one is at start.
+    let gained = shard.map(|ring| {
+        requeue_gained(
+            ring,
+            informer.store(),
+            queue.clone(),
+            |node: &Node| node_key_for_event(&NodeEvent::Added(node)),
+            ctx.shutdown.clone(),
+        )
     });
     let workers = Controller::new(CONTROLLER_NAME, queue, service)
         .workers(options.concurrent_node_syncs as usize);
@@ -77,7 +99,14 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         // running; on shutdown both stop and both are awaited.
         let refresh = refresh::spawn(controller, period, status_workers, shutdown.clone());
         let refresh = refresh.stopped();
-        let workers = workers.run(shutdown);
+        let workers = async move {
+            match gained {
+                Some(gained) => {
+                    tokio::join!(workers.run(shutdown), gained);
+                }
+                None => workers.run(shutdown).await,
+            }
+        };
         tokio::pin!(refresh, workers);
         tokio::select! {
             () = &mut workers => refresh.await,

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use controller_manager::informer::ObjectKey;
+use controller_manager::shard::Ring;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -78,6 +80,8 @@ pub struct NodeController {
     lister: Arc<dyn NodeLister>,
     events: Arc<dyn EventSink>,
     metrics: NodeMetrics,
+    /// The ring when cloud-node runs sharded: the address refresh touches admitted Nodes only.
+    shard: Option<Ring>,
 }
 
 impl NodeController {
@@ -97,7 +101,15 @@ impl NodeController {
             lister,
             events,
             metrics,
+            shard: None,
         })
+    }
+
+    /// Runs sharded in `ring`: the periodic address refresh visits only the Nodes the ring
+    /// admits here (the workers are gated by a [`controller_manager::shard::ShardLayer`]).
+    pub fn with_shard(mut self, ring: Option<Ring>) -> Self {
+        self.shard = ring;
+        self
     }
 
     /// Reconciles one Node (upstream `syncNode`): initialized Nodes only get their GA labels
@@ -204,16 +216,36 @@ impl NodeController {
     ) {
         let mut nodes = self.lister.list();
         nodes.retain(|node| !has_uninitialized_taint(node));
+        if let Some(ring) = &self.shard {
+            nodes.retain(|node| ring.owns(&ObjectKey::from_object(&**node)));
+        }
         super::refresh::paced(nodes, spread, stop)
             .for_each_concurrent(concurrency.max(1), |node| self.refresh_addresses(node))
             .await;
     }
 
     async fn refresh_addresses(&self, node: Arc<Node>) {
+        let Some(ring) = &self.shard else {
+            return self.refresh_node_addresses(&node).await;
+        };
+        // Sharded: skipped (until the next pass) unless admitted now, and dropped if the
+        // replica loses its membership meanwhile.
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        match instance_addresses(&*self.cloud, &node).await {
+        let Some(admitted) = ring.admit(&ObjectKey::cluster(name)) else {
+            return;
+        };
+        tokio::select! {
+            biased;
+            () = admitted.lost().cancelled() => {}
+            () = self.refresh_node_addresses(&node) => {}
+        }
+    }
+
+    async fn refresh_node_addresses(&self, node: &Node) {
+        let name = node.metadata.name.as_deref().unwrap_or_default();
+        match instance_addresses(&*self.cloud, node).await {
             Ok(Some(addresses)) => {
-                update_node_address(&self.api, &node, &addresses).await;
+                update_node_address(&self.api, node, &addresses).await;
             }
             Ok(None) => {
                 tracing::debug!(node = name, "cloud provided no metadata; addresses kept");

@@ -18,7 +18,11 @@ use crate::wiring::RecorderSink;
 
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
-    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+    Initializer::new(CONTROLLER_NAME, init)
+        .alias(CONTROLLER_ALIAS)
+        .not_shardable(
+            "it is one periodic pass over every Node with no work queue to gate by key; it stays on the Lease holder",
+        )
 }
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {

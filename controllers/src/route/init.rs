@@ -18,7 +18,11 @@ use crate::wiring::RecorderSink;
 
 /// The `node-route-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
-    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+    Initializer::new(CONTROLLER_NAME, init)
+        .alias(CONTROLLER_ALIAS)
+        .not_shardable(
+            "it reconciles the whole route table in one pass (ListRoutes against every Node), so no key has a single owner; it stays on the Lease holder",
+        )
 }
 
 async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {

@@ -11,10 +11,12 @@ use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::{Event, EventSource, Store, WithSource};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
+use controller_manager::shard::{Ring, ShardLayer, requeue_gained};
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
 
 use super::coalesce::NodeChanges;
 use super::predicates::wants_load_balancer;
@@ -28,7 +30,9 @@ use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
 
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
-    Initializer::new(CONTROLLER_NAME, init).alias(CONTROLLER_ALIAS)
+    Initializer::new(CONTROLLER_NAME, init)
+        .alias(CONTROLLER_ALIAS)
+        .shardable()
 }
 
 impl ServiceLister for Store<Service> {
@@ -80,6 +84,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         changes,
         options.concurrent_service_syncs as usize,
         ctx.controller_metrics(),
+        ctx.shard().cloned(),
         ctx.shutdown.clone(),
     );
     let service_workers = lane.run;
@@ -146,27 +151,49 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
         .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
     );
     let c = controller.clone();
-    let sync_service = layers::standard(
-        CONTROLLER_NAME,
-        &ctx.controller_metrics(),
-        RECONCILE_TIMEOUT,
-    )
-    .service_fn(move |req: Request<String>| {
-        let c = c.clone();
-        async move {
-            c.sync_service(&req.key)
-                .await
-                .map(|()| Action::Done)
-                .map_err(queue_error)
-        }
-    });
+    let shard = ctx.shard().cloned();
+    let sync_service = ServiceBuilder::new()
+        .option_layer(shard.clone().map(ShardLayer::for_string_keys))
+        .service(
+            layers::standard(
+                CONTROLLER_NAME,
+                &ctx.controller_metrics(),
+                RECONCILE_TIMEOUT,
+            )
+            .service_fn(move |req: Request<String>| {
+                let c = c.clone();
+                async move {
+                    c.sync_service(&req.key)
+                        .await
+                        .map(|()| Action::Done)
+                        .map_err(queue_error)
+                }
+            }),
+        );
     let workers = Controller::new(CONTROLLER_NAME, queue.clone(), sync_service)
         .workers(options.concurrent_service_syncs as usize);
     let shutdown = ctx.shutdown.clone();
+    // Sharded: a Service this replica gains is re-verified, as every listed one is at start.
+    let gained = shard.map(|ring| {
+        requeue_gained(
+            ring,
+            services.store(),
+            queue.clone(),
+            |svc: &Service| ServiceController::service_event_keys(None, svc),
+            shutdown.clone(),
+        )
+    });
     Ok(ServiceLane {
         controller,
         queue,
-        run: Box::pin(async move { workers.run(shutdown).await }),
+        run: Box::pin(async move {
+            match gained {
+                Some(gained) => {
+                    tokio::join!(workers.run(shutdown), gained);
+                }
+                None => workers.run(shutdown).await,
+            }
+        }),
     })
 }
 
@@ -182,19 +209,25 @@ pub async fn run_node_sync(
     changes: NodeChanges,
     workers: usize,
     metrics: ControllerMetrics,
+    shard: Option<Ring>,
     shutdown: CancellationToken,
 ) {
     let c = controller.clone();
-    let sync_hosts = layers::standard(NODE_SYNC_CONTROLLER, &metrics, RECONCILE_TIMEOUT)
-        .service_fn(move |req: Request<String>| {
-            let c = c.clone();
-            async move {
-                c.sync_load_balancer_hosts(&req.key)
-                    .await
-                    .map(|()| Action::Done)
-                    .map_err(queue_error)
-            }
-        });
+    let sync_hosts = ServiceBuilder::new()
+        .option_layer(shard.map(ShardLayer::for_string_keys))
+        .service(
+            layers::standard(NODE_SYNC_CONTROLLER, &metrics, RECONCILE_TIMEOUT).service_fn(
+                move |req: Request<String>| {
+                    let c = c.clone();
+                    async move {
+                        c.sync_load_balancer_hosts(&req.key)
+                            .await
+                            .map(|()| Action::Done)
+                            .map_err(queue_error)
+                    }
+                },
+            ),
+        );
     let q = queue.clone();
     let answer = move |first_change| {
         for key in controller.node_sync_keys_since(first_change) {

@@ -34,6 +34,16 @@ impl ObjectKey {
         }
     }
 
+    /// Reads a client-go style key: `namespace/name`, or `name` for a cluster-scoped object
+    /// (split at the first `/`, as `SplitMetaNamespaceKey`).
+    pub fn parse(key: &str) -> Self {
+        match key.split_once('/') {
+            Some((ns, name)) if !ns.is_empty() => Self::namespaced(ns, name),
+            Some((_, name)) => Self::cluster(name),
+            None => Self::cluster(key),
+        }
+    }
+
     /// Derives the key from an object's metadata, the way the informer files it.
     ///
     /// An empty namespace counts as none, matching client-go's key function.
@@ -65,5 +75,16 @@ mod tests {
             "kube-system/dns"
         );
         assert_eq!(ObjectKey::cluster("node-1").to_string(), "node-1");
+    }
+
+    #[test]
+    fn parse_reads_what_display_writes() {
+        for key in [
+            ObjectKey::namespaced("kube-system", "dns"),
+            ObjectKey::cluster("node-1"),
+        ] {
+            assert_eq!(ObjectKey::parse(&key.to_string()), key);
+        }
+        assert_eq!(ObjectKey::parse("/n"), ObjectKey::cluster("n"));
     }
 }

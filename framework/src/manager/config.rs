@@ -32,6 +32,11 @@ pub struct ManagerConfig {
     /// keep the caches synced while waiting for the Lease; on winning it, run the start hook and
     /// start the workers from the warm cache. No effect without leader election.
     pub warm_standby: bool,
+    /// Controllers (names or aliases, each also selected by `controllers`) that run on every
+    /// replica at once, each reconciling the keys its shard ring assigns it, with no Lease to
+    /// win. The others still run on the Lease holder only, from a warm cache: the one shared
+    /// cache serves both, so a non-empty list implies [`Self::warm_standby`].
+    pub sharded_controllers: Vec<String>,
     /// Serve /healthz, /readyz, /livez, /metrics here.
     pub admin_addr: Option<SocketAddr>,
     /// Serve them over HTTPS with this certificate (upstream's secure serving); `None` serves
@@ -54,6 +59,7 @@ impl ManagerConfig {
             graceful_shutdown_timeout: Duration::from_secs(30),
             leader_election: None,
             warm_standby: false,
+            sharded_controllers: Vec::new(),
             admin_addr: None,
             admin_tls: None,
             admin: AdminOptions::default(),
@@ -68,6 +74,7 @@ impl ManagerConfig {
     pub fn from_options(name: impl Into<String>, options: &GenericOptions) -> Self {
         let mut config = ManagerConfig::new(name);
         config.controllers = options.controllers.clone();
+        config.sharded_controllers = options.sharded_controllers.clone();
         config.controller_start_interval = options.controller_start_interval.get();
         config.min_resync_period = Some(options.min_resync_period.get());
         let serving = &options.serving;

@@ -14,6 +14,7 @@ use crate::client::{ClientBuilder, ClientError};
 use crate::controller::layers::ControllerMetrics;
 use crate::events::{EventCounters, EventRecorder};
 use crate::informer::SharedInformerFactory;
+use crate::shard::Ring;
 use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
 
 /// Process-wide pieces every controller shares.
@@ -45,6 +46,8 @@ pub struct InitContext<C> {
     pub shutdown: CancellationToken,
     /// The embedder's context.
     pub extra: Arc<C>,
+    /// The controller's shard ring when it runs sharded (`--sharded-controllers`), else `None`.
+    pub(crate) shard: Option<Ring>,
     pub(crate) shared: Arc<Shared>,
 }
 
@@ -57,12 +60,20 @@ impl<C> Clone for InitContext<C> {
             factory: self.factory.clone(),
             shutdown: self.shutdown.clone(),
             extra: self.extra.clone(),
+            shard: self.shard.clone(),
             shared: self.shared.clone(),
         }
     }
 }
 
 impl<C> InitContext<C> {
+    /// The ring this controller runs in when it is sharded: gate its reconciles with a
+    /// [`crate::shard::ShardLayer`] over it and re-enqueue gained keys with
+    /// [`crate::shard::requeue_gained`]. `None` when it runs on the Lease holder only.
+    pub fn shard(&self) -> Option<&Ring> {
+        self.shard.as_ref()
+    }
+
     /// A named queue lane with the process's work-queue metrics.
     pub fn queue<K>(&self, name: &str, limiter: impl RateLimiter<K>) -> WorkQueue<K>
     where

@@ -44,8 +44,14 @@ pub struct Initializer<C> {
     pub(crate) name: String,
     pub(crate) aliases: Vec<String>,
     pub(crate) enabled_by_default: bool,
+    /// `Ok` if the controller may run sharded (`--sharded-controllers`), else why not.
+    pub(crate) shardable: Result<(), String>,
     pub(crate) init: InitFn<C>,
 }
+
+/// Why an unmarked controller cannot be sharded.
+const NOT_DECLARED_SHARDABLE: &str =
+    "its initializer does not declare it shardable (Initializer::shardable)";
 
 impl<C> Clone for Initializer<C> {
     fn clone(&self) -> Self {
@@ -53,6 +59,7 @@ impl<C> Clone for Initializer<C> {
             name: self.name.clone(),
             aliases: self.aliases.clone(),
             enabled_by_default: self.enabled_by_default,
+            shardable: self.shardable.clone(),
             init: self.init.clone(),
         }
     }
@@ -69,6 +76,7 @@ impl<C: Send + Sync + 'static> Initializer<C> {
             name: name.into(),
             aliases: Vec::new(),
             enabled_by_default: true,
+            shardable: Err(NOT_DECLARED_SHARDABLE.to_string()),
             init: Arc::new(move |ctx| Box::pin(init(ctx))),
         }
     }
@@ -82,6 +90,22 @@ impl<C: Send + Sync + 'static> Initializer<C> {
     /// Leaves the controller off under `*`; it runs only when named explicitly.
     pub fn disabled_by_default(mut self) -> Self {
         self.enabled_by_default = false;
+        self
+    }
+
+    /// Declares that the controller may run sharded: on every replica at once, each reconciling
+    /// the keys its ring assigns it. Its initializer must then gate its reconciles through
+    /// [`InitContext::shard`] (a [`crate::shard::ShardLayer`] and
+    /// [`crate::shard::requeue_gained`]), and any periodic loop must act only on admitted keys.
+    pub fn shardable(mut self) -> Self {
+        self.shardable = Ok(());
+        self
+    }
+
+    /// Says why the controller cannot be sharded; `--sharded-controllers` naming it is refused
+    /// with this reason.
+    pub fn not_shardable(mut self, reason: impl Into<String>) -> Self {
+        self.shardable = Err(reason.into());
         self
     }
 

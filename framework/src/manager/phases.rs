@@ -5,9 +5,11 @@
 //! controller or lost leadership, then drain or abandon them).
 //!
 //! A cold manager runs all three after winning the Lease; a warm standby runs the first two while
-//! waiting for it (see `run.rs`). A controller that must run on every replica (e.g. a sharded
-//! one) would have its workers started from [`Registered`] without waiting for the Lease.
+//! waiting for it (see `run.rs`). Sharded controllers are registered with the rest, each with its
+//! ring, and [`Registered::split`] hands their workers to a [`Manager::start_workers`] that does
+//! not wait for the Lease; that call also keeps each ring's membership while its workers run.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -24,7 +26,9 @@ use super::selection::ControllerSelection;
 use crate::controller::ControllerScope;
 use crate::controller::layers::ControllerMetrics;
 use crate::informer::SharedInformerFactory;
+use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::panic_guard::guard;
+use crate::shard::{DEFAULT_VNODES, Ring, RingConfig, RingMetrics};
 use crate::workqueue::{TokenBucket, WorkQueueMetrics};
 
 /// One controller whose initializer registered it; its workers have not been polled yet.
@@ -32,6 +36,8 @@ pub(super) struct Pending {
     name: String,
     metric_name: String,
     run: BoxFuture<'static, ()>,
+    /// Its ring, when it runs sharded.
+    ring: Option<Ring>,
 }
 
 /// What the registration phase produced: the shared cache (not started) and each controller's
@@ -39,7 +45,28 @@ pub(super) struct Pending {
 pub(super) struct Registered {
     pub(super) factory: SharedInformerFactory,
     shared: std::sync::Arc<Shared>,
+    running: Family<RunningLabels, Gauge>,
     controllers: Vec<Pending>,
+}
+
+impl Registered {
+    /// The sharded controllers (run on every replica) and the others (run on the Lease holder),
+    /// over the same cache.
+    pub(super) fn split(self) -> (Registered, Registered) {
+        let (sharded, leading) = self.controllers.into_iter().partition(|p| p.ring.is_some());
+        let part = |controllers| Registered {
+            factory: self.factory.clone(),
+            shared: self.shared.clone(),
+            running: self.running.clone(),
+            controllers,
+        };
+        (part(sharded), part(leading))
+    }
+
+    /// Whether no controller is in this part.
+    pub(super) fn is_empty(&self) -> bool {
+        self.controllers.is_empty()
+    }
 }
 
 impl<C: Send + Sync + 'static> Manager<C> {
@@ -48,6 +75,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
     pub(super) async fn register(
         &self,
         selection: &ControllerSelection,
+        sharded: &BTreeSet<String>,
         stop: &CancellationToken,
     ) -> Result<Registered, ManagerError> {
         let informer_client = self
@@ -67,12 +95,27 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 event_counters: Default::default(),
             })
         };
+        let running: Family<RunningLabels, Gauge> = Family::default();
+        self.registry.lock().register(
+            "running_managed_controllers",
+            "Indicates where instances of a controller are currently running",
+            running.clone(),
+        );
+        let ring_metrics =
+            (!sharded.is_empty()).then(|| RingMetrics::register(&mut self.registry.lock()));
         let mut controllers = Vec::new();
         for init in self.initializers.iter() {
             if !selection.is_enabled(&init.name) {
                 warn!(controller = %init.name, "controller is disabled");
                 continue;
             }
+            let ring = match &ring_metrics {
+                Some(metrics) if sharded.contains(&init.name) => Some(
+                    Ring::new(self.client.clone(), self.ring_config(&init.name))?
+                        .with_metrics(metrics.clone()),
+                ),
+                _ => None,
+            };
             let ctx = InitContext {
                 name: init.name.clone(),
                 client: self.client.clone(),
@@ -80,6 +123,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 factory: factory.clone(),
                 shutdown: stop.clone(),
                 extra: self.extra.clone(),
+                shard: ring.clone(),
                 shared: shared.clone(),
             };
             info!(controller = %init.name, "starting controller");
@@ -88,6 +132,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                     name: init.name.clone(),
                     metric_name: init.aliases.first().unwrap_or(&init.name).clone(),
                     run,
+                    ring,
                 }),
                 Ok(InitOutcome::NotStarted(reason)) => {
                     warn!(controller = %init.name, %reason, "Skipping controller");
@@ -106,6 +151,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         Ok(Registered {
             factory,
             shared,
+            running,
             controllers,
         })
     }
@@ -148,24 +194,29 @@ impl<C: Send + Sync + 'static> Manager<C> {
         stop: &CancellationToken,
         lost: impl Fn() -> bool,
     ) -> Result<(), ManagerError> {
-        let running: Family<RunningLabels, Gauge> = Family::default();
-        self.registry.lock().register(
-            "running_managed_controllers",
-            "Indicates where instances of a controller are currently running",
-            running.clone(),
-        );
+        let running = registered.running;
         let shared = registered.shared;
         // A JoinSet, not detached tasks: when in-flight work is abandoned (or this future is
         // dropped) every controller still running is stopped, so no reconcile goes on acting after
         // the manager returned and the Lease was released.
         let abandon = CancellationToken::new();
         let mut tasks = JoinSet::new();
+        // Each ring keeps its membership until `stop`, then until its in-flight reconciles
+        // ended, then deletes its Lease: awaited last, once the workers are gone.
+        let mut rings = JoinSet::new();
         for Pending {
             name,
             metric_name,
             run,
+            ring,
         } in registered.controllers
         {
+            if let Some(ring) = ring {
+                self.health
+                    .add_check(&format!("shard-ring-{name}"), ring.health_check());
+                let stop = stop.clone();
+                rings.spawn(async move { ring.run(stop).await });
+            }
             let labels = RunningLabels {
                 name: metric_name,
                 manager: self.config.name.clone(),
@@ -224,11 +275,34 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 abandon_all(&mut tasks, &abandon).await;
             }
         }
+        // The workers are gone, so no reconcile is admitted any more: each ring leaves at once.
+        stop.cancel();
+        while rings.join_next().await.is_some() {}
         match stopped {
             Some((name, reason)) => Err(ManagerError::ControllerStopped { name, reason }),
             None => Ok(()),
         }
     }
+
+    /// The ring of sharded controller `name`: named `<manager>-<controller>`, in the leader
+    /// election's namespace with its identity and durations (upstream's defaults without it).
+    fn ring_config(&self, name: &str) -> RingConfig {
+        let ring = ring_name(&self.config.name, name);
+        let lease = match &self.config.leader_election {
+            Some(le) => le.clone(),
+            None => LeaderElectionConfig::new("kube-system", &ring, &default_identity()),
+        };
+        RingConfig {
+            ring,
+            lease,
+            vnodes: DEFAULT_VNODES,
+        }
+    }
+}
+
+/// The ring of a sharded controller; also the value of its Leases' ring label.
+pub(super) fn ring_name(manager: &str, controller: &str) -> String {
+    format!("{manager}-{controller}")
 }
 
 /// How long controllers get to drop their in-flight work once told to, before their tasks are

@@ -5,6 +5,7 @@
 //! controllers' workers and periodic loops drop it (see `ControllerScope::abandoned`) before `run`
 //! returns, so nothing acts after the Lease is released or lost.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -16,11 +17,12 @@ use tracing::info;
 
 use super::config::ManagerConfig;
 use super::initializers::{InitError, Initializers, InitializersError};
+use super::phases::{Registered, ring_name};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::client::{ClientBuilder, ClientError};
 use crate::informer::SyncError;
-use crate::leader::{LeaderElector, LeaderError, LeaderMetrics};
+use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +56,9 @@ pub enum ManagerError {
     /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
     #[error("preparing to start controllers failed: {0}")]
     StartHook(#[source] InitError),
+    /// `--sharded-controllers` named a controller that cannot run sharded.
+    #[error("--sharded-controllers: {0}")]
+    Sharding(String),
     /// A controller's task returned or panicked while the manager was running. The manager
     /// stops every other controller and returns, as upstream's process dies: a replica that
     /// keeps the Lease with a dead controller does that controller's work nowhere.
@@ -161,13 +166,50 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self.health.clone()
     }
 
-    /// Checks `--controllers` against the map without running anything.
+    /// Checks `--controllers` and `--sharded-controllers` against the map without running
+    /// anything.
     pub fn validate(&self) -> Result<ControllerSelection, ManagerError> {
         self.initializers.check()?;
-        Ok(ControllerSelection::parse(
-            &self.config.controllers,
-            &self.initializers.known(),
-        )?)
+        let selection =
+            ControllerSelection::parse(&self.config.controllers, &self.initializers.known())?;
+        self.sharded(&selection)?;
+        Ok(selection)
+    }
+
+    /// The canonical names of the sharded controllers, each known, selected and shardable.
+    fn sharded(&self, selection: &ControllerSelection) -> Result<BTreeSet<String>, ManagerError> {
+        let known = self.initializers.known();
+        let mut names = BTreeSet::new();
+        let mut errors = Vec::new();
+        for entry in self
+            .config
+            .sharded_controllers
+            .iter()
+            .filter(|e| !e.is_empty())
+        {
+            let Some(name) = known.canonical(entry) else {
+                errors.push(format!("{entry:?} is not a known controller"));
+                continue;
+            };
+            let init = self.initializers.iter().find(|i| i.name == name);
+            if !selection.is_enabled(name) {
+                errors.push(format!("{entry:?} is not enabled by --controllers"));
+            } else if let Some(Err(reason)) = init.map(|i| &i.shardable) {
+                errors.push(format!("{entry:?} cannot run sharded: {reason}"));
+            } else if ring_name(&self.config.name, name).len() > MAX_RING_NAME {
+                errors.push(format!(
+                    "{entry:?}: its ring name {:?} is longer than {MAX_RING_NAME} characters (a label value); shorten the manager's name",
+                    ring_name(&self.config.name, name)
+                ));
+            } else {
+                names.insert(name.to_string());
+            }
+        }
+        if errors.is_empty() {
+            Ok(names)
+        } else {
+            Err(ManagerError::Sharding(errors.join("; ")))
+        }
     }
 
     /// Runs until `shutdown` is cancelled (or leadership is lost), then drains.
@@ -203,43 +245,22 @@ impl<C: Send + Sync + 'static> Manager<C> {
             None => None,
         };
 
+        let sharded = this.sharded(&selection)?;
         let result = match this.config.leader_election.clone() {
-            None => {
+            None if sharded.is_empty() => {
                 this.clone()
                     .run_controllers(selection, shutdown.clone(), || false)
                     .await
             }
-            Some(cfg) if this.config.warm_standby => {
+            Some(cfg) if sharded.is_empty() && !this.config.warm_standby => {
                 this.clone()
-                    .run_warm(selection, cfg, shutdown.clone())
+                    .run_cold(selection, cfg, shutdown.clone())
                     .await
             }
-            Some(cfg) => {
-                let metrics = LeaderMetrics::register(&mut this.registry.lock());
-                let elector = LeaderElector::new(this.client.clone(), cfg)?.with_metrics(metrics);
-                let status = elector.status();
-                this.health
-                    .add_check("leaderElection", status.health_check());
-                let outcome = Arc::new(Mutex::new(Ok(())));
-                let slot = outcome.clone();
-                let me = this.clone();
-                let stop_leading = shutdown.clone();
-                let led = elector
-                    .run(shutdown.clone(), move |leading| {
-                        Box::pin(async move {
-                            // The elector says "not leader" before it cancels `leading` on loss.
-                            let lost = move || !status.is_leader();
-                            let r = me.run_controllers(selection, leading, lost).await;
-                            *slot.lock() = r;
-                            // Whatever ended the controllers (a start-up error, a dead
-                            // controller, shutdown), nothing is left to lead: stop renewing and
-                            // release the Lease so a standby takes over, instead of holding it idle.
-                            stop_leading.cancel();
-                        })
-                    })
-                    .await;
-                let ran = std::mem::replace(&mut *outcome.lock(), Ok(()));
-                led.map_err(ManagerError::from).and(ran)
+            cfg => {
+                this.clone()
+                    .run_warm(selection, sharded, cfg, shutdown.clone())
+                    .await
             }
         };
 
@@ -248,6 +269,40 @@ impl<C: Send + Sync + 'static> Manager<C> {
             let _ = task.await;
         }
         result
+    }
+
+    /// Campaigns, and on winning the Lease runs every controller cold ([`Self::run_controllers`]).
+    async fn run_cold(
+        self: Arc<Self>,
+        selection: ControllerSelection,
+        cfg: LeaderElectionConfig,
+        shutdown: CancellationToken,
+    ) -> Result<(), ManagerError> {
+        let metrics = LeaderMetrics::register(&mut self.registry.lock());
+        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        let status = elector.status();
+        self.health
+            .add_check("leaderElection", status.health_check());
+        let outcome = Arc::new(Mutex::new(Ok(())));
+        let slot = outcome.clone();
+        let me = self.clone();
+        let stop_leading = shutdown.clone();
+        let led = elector
+            .run(shutdown.clone(), move |leading| {
+                Box::pin(async move {
+                    // The elector says "not leader" before it cancels `leading` on loss.
+                    let lost = move || !status.is_leader();
+                    let r = me.run_controllers(selection, leading, lost).await;
+                    *slot.lock() = r;
+                    // Whatever ended the controllers (a start-up error, a dead controller,
+                    // shutdown), nothing is left to lead: stop renewing and release the Lease so
+                    // a standby takes over, instead of holding it idle.
+                    stop_leading.cancel();
+                })
+            })
+            .await;
+        let ran = std::mem::replace(&mut *outcome.lock(), Ok(()));
+        led.map_err(ManagerError::from).and(ran)
     }
 
     /// Cold start, after the Lease is won (or without leader election): start hook, registration,
@@ -261,58 +316,98 @@ impl<C: Send + Sync + 'static> Manager<C> {
     ) -> Result<(), ManagerError> {
         let _stop_on_return = stop.clone().drop_guard();
         self.run_start_hook(&stop).await?;
-        let registered = self.register(&selection, &stop).await?;
+        let registered = self.register(&selection, &BTreeSet::new(), &stop).await?;
         if !self.sync_caches(&registered.factory, &stop).await? {
             return Ok(());
         }
         self.start_workers(registered, &stop, lost).await
     }
 
-    /// Warm standby: registration and cache sync before campaigning, then, on winning the Lease,
-    /// the start hook and the workers from the synced cache (no new LIST). The controllers' token
-    /// is a child of `shutdown` cancelled when leading ends, so a lost Lease stops them as in the
-    /// cold path.
+    /// Warm standby and sharded controllers: registration and cache sync first, before any
+    /// campaign. Then the sharded controllers start at once (after the start hook), each in its
+    /// ring, and the others start from the synced cache (no new LIST) on winning the Lease, or
+    /// at once without leader election. Everything runs under `stop`, a child of `shutdown`
+    /// cancelled when leading ends, so a lost Lease stops the whole manager as in the cold path.
     async fn run_warm(
         self: Arc<Self>,
         selection: ControllerSelection,
-        cfg: crate::leader::LeaderElectionConfig,
+        sharded: BTreeSet<String>,
+        cfg: Option<LeaderElectionConfig>,
         shutdown: CancellationToken,
+    ) -> Result<(), ManagerError> {
+        let stop = shutdown.child_token();
+        let _stop_on_return = stop.clone().drop_guard();
+        let registered = self.register(&selection, &sharded, &stop).await?;
+        if !self.sync_caches(&registered.factory, &stop).await? {
+            return Ok(());
+        }
+        let (sharded, leading) = registered.split();
+        let hook_ran = !sharded.is_empty();
+        if hook_ran {
+            // Sharded controllers act on every replica, so every replica prepares for them.
+            self.run_start_hook(&stop).await?;
+        }
+        let sharded_run = async {
+            let r = self.start_workers(sharded, &stop, || false).await;
+            stop.cancel();
+            r
+        };
+        let leading_run = async {
+            let r = match cfg {
+                _ if leading.is_empty() => {
+                    stop.cancelled().await;
+                    Ok(())
+                }
+                None => self.start_workers(leading, &stop, || false).await,
+                Some(cfg) => self.clone().lead_warm(leading, cfg, &stop, hook_ran).await,
+            };
+            stop.cancel();
+            r
+        };
+        let (sharded, leading) = tokio::join!(sharded_run, leading_run);
+        leading.and(sharded)
+    }
+
+    /// The Lease part of [`Self::run_warm`]: campaigns with `leading` registered and synced; on
+    /// winning, runs the start hook (unless it ran already) and the workers.
+    async fn lead_warm(
+        self: Arc<Self>,
+        leading: Registered,
+        cfg: LeaderElectionConfig,
+        stop: &CancellationToken,
+        hook_ran: bool,
     ) -> Result<(), ManagerError> {
         let metrics = LeaderMetrics::register(&mut self.registry.lock());
         let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
         let status = elector.status();
         self.health
             .add_check("leaderElection", status.health_check());
-        let stop = shutdown.child_token();
-        let _stop_on_return = stop.clone().drop_guard();
-        let registered = self.register(&selection, &stop).await?;
-        if !self.sync_caches(&registered.factory, &stop).await? {
-            return Ok(());
-        }
         info!("warm standby: caches synced, not leading");
         self.ready.add_check(WARM_STANDBY_CHECK, || Ok(()));
 
         let outcome = Arc::new(Mutex::new(Ok(())));
         let slot = outcome.clone();
         let me = self.clone();
-        let stop_leading = shutdown.clone();
+        let stop = stop.clone();
+        let stop_leading = stop.clone();
         let led = elector
-            .run(shutdown.clone(), move |leading| {
+            .run(stop.clone(), move |leading_token| {
                 Box::pin(async move {
                     me.ready.remove_check(WARM_STANDBY_CHECK);
-                    let workers_stop = stop.clone();
                     let r = async {
-                        tokio::select! {
-                            biased;
-                            () = leading.cancelled() => return Ok(()),
-                            r = me.run_start_hook(&stop) => r?,
+                        if !hook_ran {
+                            tokio::select! {
+                                biased;
+                                () = leading_token.cancelled() => return Ok(()),
+                                r = me.run_start_hook(&stop) => r?,
+                            }
                         }
                         let lost = move || !status.is_leader();
-                        let run = me.start_workers(registered, &workers_stop, lost);
+                        let run = me.start_workers(leading, &stop, lost);
                         tokio::pin!(run);
                         tokio::select! {
                             r = &mut run => r,
-                            () = leading.cancelled() => {
+                            () = leading_token.cancelled() => {
                                 stop.cancel();
                                 run.await
                             }
@@ -339,6 +434,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
     }
 }
+
+/// A ring's name is a label value: at most 63 characters.
+const MAX_RING_NAME: usize = 63;
 
 /// The `/readyz` check a warm standby adds once its caches synced and removes on winning the
 /// Lease: `[+]warm-standby ok` says the replica is ready to take over, not that it leads.

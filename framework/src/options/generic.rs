@@ -22,6 +22,15 @@ pub struct GenericOptions {
     )]
     pub controllers: Vec<String>,
 
+    /// Which of the selected controllers run on every replica at once, sharded by key.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "Generic flags",
+        help = "A list of selected controllers that run on every replica at once, each replica reconciling the keys a consistent-hash ring over one Lease per live replica assigns it, never one key on two replicas at a time. The other controllers still run on the Lease holder only, from a warm cache. This build's own flag; empty (off) by default."
+    )]
+    pub sharded_controllers: Vec<String>,
+
     /// Pause between controller starts, so a large manager does not hit the API server all at once.
     #[arg(
         long,

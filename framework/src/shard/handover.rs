@@ -54,6 +54,9 @@ struct Gate {
     last_renew: Option<Instant>,
     /// When the current unsettled change was first seen.
     change_since: Option<Instant>,
+    /// Bumped, under the lock, by every change of what is admissible, so an [`Ownership`] taken
+    /// after two changes knows it may have missed a state in between.
+    generation: u64,
 }
 
 impl Gate {
@@ -106,6 +109,28 @@ impl Drop for Admitted {
     }
 }
 
+/// A frozen copy of which keys a replica could admit (see [`Ring::ownership`]).
+#[derive(Clone, Debug, Default)]
+pub struct Ownership {
+    me: String,
+    chain: Vec<View>,
+    generation: u64,
+}
+
+impl Ownership {
+    /// Whether `key` was admissible here when this was taken (in-flight state aside).
+    pub fn admits(&self, key: &ObjectKey) -> bool {
+        !self.chain.is_empty() && self.chain.iter().all(|v| v.owner(key) == Some(&*self.me))
+    }
+
+    /// Whether `key` may have been refused since `before` was taken and is admissible now: it
+    /// was not admissible then, or a state between the two (which `before` cannot show) may have
+    /// refused it.
+    pub fn gained_since(&self, before: &Ownership, key: &ObjectKey) -> bool {
+        self.admits(key) && (self.generation > before.generation + 1 || !before.admits(key))
+    }
+}
+
 impl Ring {
     /// Validates `cfg` and prepares this replica's membership of the ring over the API.
     pub fn new(client: kube::Client, cfg: RingConfig) -> Result<Self, LeaderError> {
@@ -131,6 +156,7 @@ impl Ring {
                     in_flight: HashMap::new(),
                     last_renew: None,
                     change_since: None,
+                    generation: 0,
                 }),
                 drained: Notify::new(),
                 changes,
@@ -171,9 +197,48 @@ impl Ring {
         })
     }
 
+    /// Admits `key` as [`Ring::admit`] does, but while the key is this replica's and in flight
+    /// here already (another lane of the same controller), waits for that reconcile to end
+    /// instead of refusing. `None` once the key is not this replica's.
+    pub async fn admit_wait(&self, key: &ObjectKey) -> Option<Admitted> {
+        loop {
+            // Registered before the check, so a drop between the check and the wait is seen.
+            let dropped = self.shared.drained.notified();
+            tokio::pin!(dropped);
+            dropped.as_mut().enable();
+            if let Some(admitted) = self.admit(key) {
+                return Some(admitted);
+            }
+            let busy_here = {
+                let gate = self.shared.gate.lock();
+                gate.admissible(self.me(), key) && gate.in_flight.contains_key(key)
+            };
+            if !busy_here {
+                return None;
+            }
+            dropped.await;
+        }
+    }
+
     /// Whether `key` is this replica's now (for re-enqueueing after [`Ring::changes`] ticks).
     pub fn owns(&self, key: &ObjectKey) -> bool {
         self.shared.gate.lock().admissible(self.me(), key)
+    }
+
+    /// What this replica may reconcile now, frozen: compare two to find the keys it gained.
+    pub fn ownership(&self) -> Ownership {
+        let gate = self.shared.gate.lock();
+        let open = !gate.blocked && !gate.stopping;
+        Ownership {
+            me: self.me().to_string(),
+            chain: if open { gate.chain.clone() } else { Vec::new() },
+            generation: gate.generation,
+        }
+    }
+
+    /// The ring's name.
+    pub fn name(&self) -> &str {
+        &self.shared.cfg.ring
     }
 
     /// Ticks whenever the set of keys this replica may reconcile changes.
@@ -219,6 +284,7 @@ impl Ring {
                 let idle = {
                     let mut gate = self.shared.gate.lock();
                     gate.stopping = true;
+                    gate.generation += 1;
                     gate.in_flight.is_empty()
                 };
                 self.changed();
@@ -289,6 +355,7 @@ impl Ring {
             warn!(ring = %cfg.ring, "shard lease not renewed within the renew deadline; dropping all keys");
             gate.chain.clear();
             gate.blocked = true;
+            gate.generation += 1;
             for token in gate.in_flight.values() {
                 token.cancel();
             }
@@ -323,6 +390,7 @@ impl Ring {
                 gate.blocked = true;
             }
             gate.change_since.get_or_insert_with(Instant::now);
+            gate.generation += 1;
             changed = true;
         }
         if published.as_ref() != Some(&target) && gate.drained(&me) {
@@ -345,6 +413,7 @@ impl Ring {
                     took,
                 );
                 info!(ring = %cfg.ring, members = view.members().len(), "shard view settled");
+                gate.generation += 1;
                 changed = true;
             }
         }

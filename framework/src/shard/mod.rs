@@ -6,15 +6,21 @@
 //! - `membership`: the member's own Lease and the live set, judged on the local clock.
 //! - `handover`: the admission gate and the drain/ack protocol ([`Ring`]).
 //! - `metrics`: per-ring metrics and the health check.
+//! - `layer`: the gate as a tower layer in front of a controller's service ([`ShardLayer`]).
+//! - `requeue`: re-enqueues the keys a replica gains ([`requeue_gained`]).
 
 mod handover;
+mod layer;
 mod membership;
 mod metrics;
+mod requeue;
 mod ring;
 
-pub use handover::{Admitted, Ring, RingConfig};
+pub use handover::{Admitted, Ownership, Ring, RingConfig};
+pub use layer::{ShardLayer, ShardService};
 pub use membership::{RING_LABEL, VIEW_ANNOTATION, lease_name};
 pub use metrics::RingMetrics;
+pub use requeue::requeue_gained;
 pub use ring::{DEFAULT_VNODES, View, stable_hash};
 
 use crate::builder::controller_owner;

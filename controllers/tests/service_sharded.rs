@@ -1,0 +1,240 @@
+//! The service controller sharded over three replicas (`--sharded-controllers=service`) against
+//! one kube-testenv and one cloud: once the ring of three has settled, every load balancer is
+//! ensured by exactly one replica and all three take part; a replica that stops leaves its
+//! Services to the other two, which re-verify them and provision what comes next, and its Lease
+//! is deleted. The "never two at once" proof is the paused-clock suite of
+//! `framework/src/shard/handover_tests.rs`; this checks the wiring end to end.
+//!
+//! `--sharded-controllers` naming a controller that cannot be sharded, or one not selected, is
+//! refused before anything starts, with the reason.
+
+mod reliability_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use controller_manager::leader::LeaderElectionConfig;
+use controller_manager::manager::{Manager, ManagerConfig};
+use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION};
+use fake_cloud::{FakeCloud, Method};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, ListParams};
+use kube_testenv::TestEnv;
+use reliability_support::*;
+
+use cloud_controllers::{CloudContext, cloud_initializers};
+
+const RING: &str = "ccm-service-lb-controller";
+
+fn replica_config(identity: &str) -> ManagerConfig {
+    let mut config = manager_config("ccm");
+    config.controllers = vec!["service".into()];
+    config.sharded_controllers = vec!["service".into()];
+    let mut le = LeaderElectionConfig::new("kube-system", "ccm", identity);
+    le.lease_duration = Duration::from_millis(2000);
+    le.renew_deadline = Duration::from_millis(1500);
+    le.retry_period = Duration::from_millis(200);
+    config.leader_election = Some(le);
+    config
+}
+
+/// The ring's Leases: identity-hash name → published view.
+async fn ring_leases(client: &kube::Client) -> BTreeMap<String, Option<String>> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let lp = ListParams::default().labels(&format!("{RING_LABEL}={RING}"));
+    let leases = api.list(&lp).await.expect("list leases");
+    leases
+        .items
+        .into_iter()
+        .map(|l| {
+            let view = l
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(VIEW_ANNOTATION).cloned());
+            (l.metadata.name.unwrap_or_default(), view)
+        })
+        .collect()
+}
+
+/// Waits until the ring has `n` Leases that all publish one view.
+async fn ring_of(client: &kube::Client, n: usize) {
+    let mut last = BTreeMap::new();
+    for _ in 0..150 {
+        last = ring_leases(client).await;
+        let views: BTreeSet<_> = last.values().collect();
+        if last.len() == n && views.len() == 1 && views.iter().all(|v| v.is_some()) {
+            // One more retry period: every member settles on its next step.
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the ring never settled on {n} members: {last:?}");
+}
+
+async fn provisioned(client: &kube::Client, cloud: &FakeCloud, live: &BTreeSet<String>) {
+    let mut last = None;
+    for _ in 0..200 {
+        if let Some(s) = Snapshot::take(client, cloud).await {
+            let done = live
+                .iter()
+                .all(|name| s.services.get(name).is_some_and(|(ingress, _, _)| *ingress));
+            if done && s.lb_count == live.len() {
+                return;
+            }
+            last = Some(s);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("not every Service was provisioned: {last:?}");
+}
+
+/// Replicas that called EnsureLoadBalancer for each Service.
+fn ensurers(cloud: &FakeCloud) -> BTreeMap<String, Vec<String>> {
+    let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for call in cloud.calls_to(Method::EnsureLoadBalancer) {
+        by_key
+            .entry(call.key)
+            .or_default()
+            .push(call.caller.unwrap_or_default());
+    }
+    by_key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_share_the_load_balancers_and_hand_over_on_stop() {
+    init_tracing();
+    let env = TestEnv::start().await.expect("testenv");
+    let client = env.client();
+    let cloud = fleet_cloud(3);
+    create_nodes(&client, (0..3).map(node_name)).await;
+    let opts = || options(&["--concurrent-service-syncs=2"]);
+    let replicas: Vec<_> = ["r0", "r1", "r2"]
+        .into_iter()
+        .map(|id| {
+            start_manager(
+                client.clone(),
+                Arc::new(cloud.with_caller(id)),
+                opts(),
+                replica_config(id),
+            )
+        })
+        .collect();
+    ring_of(&client, 3).await;
+
+    let first: BTreeSet<String> = (0..30).map(service_name).collect();
+    create_services(&client, first.iter().cloned()).await;
+    provisioned(&client, &cloud, &first).await;
+    let before = ensurers(&cloud);
+    let mut owner = BTreeMap::new();
+    for name in &first {
+        let callers: BTreeSet<_> = before[&format!("default/{name}")].iter().collect();
+        assert_eq!(callers.len(), 1, "{name} was ensured by {callers:?}");
+        owner.insert(
+            name.clone(),
+            callers.into_iter().next().cloned().unwrap_or_default(),
+        );
+    }
+    let sharing: BTreeSet<_> = owner.values().collect();
+    assert_eq!(sharing.len(), 3, "not every replica took part: {owner:?}");
+
+    // r2 stops: its Lease goes, and the other two take its Services.
+    let mut replicas = replicas;
+    let (stop2, task2) = replicas.pop().expect("r2");
+    stop2.cancel();
+    task2.await.expect("join").expect("r2 stopped cleanly");
+    ring_of(&client, 2).await;
+    let second: BTreeSet<String> = (30..45).map(service_name).collect();
+    create_services(&client, second.iter().cloned()).await;
+    let all: BTreeSet<String> = first.union(&second).cloned().collect();
+    provisioned(&client, &cloud, &all).await;
+
+    let calls = cloud.calls_to(Method::EnsureLoadBalancer);
+    let after: Vec<_> = calls
+        .iter()
+        .skip(before.values().map(Vec::len).sum())
+        .collect();
+    assert!(
+        after.iter().all(|c| c.caller.as_deref() != Some("r2")),
+        "r2 called the cloud after it stopped: {after:?}"
+    );
+    for name in &second {
+        let key = format!("default/{name}");
+        let callers: BTreeSet<_> = after
+            .iter()
+            .filter(|c| c.key == key)
+            .filter_map(|c| c.caller.as_deref())
+            .collect();
+        assert_eq!(callers.len(), 1, "{name} was ensured by {callers:?}");
+    }
+    // Every Service r2 owned was re-verified by its new owner (the gained keys re-enqueued).
+    for (name, _) in owner.iter().filter(|(_, o)| o.as_str() == "r2") {
+        let key = format!("default/{name}");
+        assert!(
+            after.iter().any(|c| c.key == key),
+            "{name}, r2's, was not re-verified after r2 left"
+        );
+    }
+    for (stop, task) in replicas {
+        stop.cancel();
+        task.await.expect("join").expect("stopped cleanly");
+    }
+    assert!(
+        ring_leases(&client).await.is_empty(),
+        "a member Lease was left behind"
+    );
+}
+
+fn manager(config: ManagerConfig) -> Manager<CloudContext> {
+    let cloud = Arc::new(fleet_cloud(1));
+    Manager::new(
+        config,
+        kube::Client::try_from(kube::Config::new(
+            "http://127.0.0.1:9".parse().expect("url"),
+        ))
+        .expect("client"),
+        CloudContext::new(cloud, options(&[])),
+    )
+    .with_initializers(cloud_initializers())
+}
+
+#[tokio::test]
+async fn sharding_what_cannot_be_sharded_is_refused_with_the_reason() {
+    let mut config = replica_config("r0");
+    config.controllers = vec!["*".into(), "route".into()];
+    config.sharded_controllers = vec![
+        "route".into(),
+        "cloud-node-lifecycle".into(),
+        "nosuch".into(),
+        "cloud-node".into(),
+    ];
+    let err = manager(config).validate().expect_err("refused").to_string();
+    assert!(err.starts_with("--sharded-controllers: "), "{err}");
+    assert!(
+        err.contains("\"route\" cannot run sharded: it reconciles the whole route table"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\"cloud-node-lifecycle\" cannot run sharded"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\"nosuch\" is not a known controller"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("\"cloud-node\""),
+        "cloud-node is shardable: {err}"
+    );
+
+    let mut config = replica_config("r0");
+    config.controllers = vec!["service".into()];
+    config.sharded_controllers = vec!["cloud-node".into()];
+    let err = manager(config).validate().expect_err("refused").to_string();
+    assert!(
+        err.contains("\"cloud-node\" is not enabled by --controllers"),
+        "{err}"
+    );
+}
