@@ -269,15 +269,25 @@ fn allows(rule: &PolicyRule, r: &RequestRecord) -> bool {
 /// One grant: the rules of a role, cluster-wide (`None`) or in one namespace.
 type Grants = Vec<(Option<String>, PolicyRule)>;
 
+/// Every document of `docs/deploy/<file>`; `a.yaml+b.yaml` reads both, as applied together.
+fn deploy_docs(file: &str) -> Vec<Value> {
+    file.split('+')
+        .flat_map(|name| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../docs/deploy")
+                .join(name);
+            let docs: Vec<Value> =
+                serde_saphyr::from_multiple(&std::fs::read_to_string(path).unwrap()).unwrap();
+            docs
+        })
+        .collect()
+}
+
 /// Reads `docs/deploy/<file>`: the rules each ServiceAccount in `kube-system` is bound to, keyed
 /// by ServiceAccount name. Every binding must name a role in the file and only ServiceAccounts
 /// the file defines.
 fn read_rbac(file: &str) -> BTreeMap<String, Grants> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/deploy")
-        .join(file);
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let docs = deploy_docs(file);
     let of = |kind: &'static str| docs.iter().filter(move |d| d["kind"] == kind).cloned();
     let accounts: BTreeSet<String> = of("ServiceAccount")
         .map(|d| d["metadata"]["name"].as_str().unwrap().to_string())
@@ -354,11 +364,7 @@ const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
 
 /// Applies every object of `docs/deploy/<file>` to `env` as the admin.
 async fn apply(env: &TestEnv, file: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/deploy")
-        .join(file);
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let docs = deploy_docs(file);
     let client = env.client();
     let pp = PostParams::default();
     for d in docs {
@@ -506,6 +512,17 @@ async fn check_least_privilege(file: &str, extra: &[&str]) {
 #[tokio::test]
 async fn one_identity_roles_grant_exactly_what_the_controllers_use() {
     check_least_privilege("rbac.yaml", &[]).await;
+}
+
+/// Sharded service and cloud-node: the member Leases (create, renew, list, delete on shutdown)
+/// need exactly `rbac-sharding.yaml` beside the one-identity roles.
+#[tokio::test]
+async fn sharding_roles_grant_exactly_what_the_rings_use() {
+    check_least_privilege(
+        "rbac.yaml+rbac-sharding.yaml",
+        &["--sharded-controllers=service,cloud-node"],
+    )
+    .await;
 }
 
 #[tokio::test]
