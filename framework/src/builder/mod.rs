@@ -22,8 +22,12 @@
 //! `tower::Service<Request<ObjectKey>, Response = Action>` and runs behind
 //! [`layers::standard`]. Everything the builder does can still be written by hand (see
 //! `docs/embedding.md`); the builder only removes the repetition.
+//!
+//! A builder-made controller whose initializer is [`shardable`](crate::manager::Initializer::shardable)
+//! and named in `--sharded-controllers` is sharded with no further call: the builder puts a
+//! [`ShardLayer`] over the ring of [`InitContext::shard`] in front of the standard layers and
+//! re-enqueues the keys the replica gains ([`crate::shard::requeue_gained`]).
 
-mod owners;
 pub mod predicates;
 
 use std::future::Future;
@@ -32,9 +36,10 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tower::layer::Layer;
-use tower::{BoxError, Service};
+use tower::util::Either;
+use tower::{BoxError, Service, ServiceBuilder};
 
-pub use owners::controller_owner;
+pub use crate::object::controller_owner;
 
 use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
 use crate::controller::{Action, Controller, Request};
@@ -42,6 +47,7 @@ use crate::informer::{
     Event, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store, WithSource,
 };
 use crate::manager::{InitContext, InitOutcome};
+use crate::shard::{Ring, ShardLayer, ShardService, requeue_gained};
 use crate::workqueue::{RateLimiter, WorkQueue};
 
 /// How long one reconcile may run before it is cancelled and retried with backoff, unless
@@ -68,7 +74,15 @@ pub struct ControllerBuilder<K> {
     workers: usize,
     limiter: Option<Limiter>,
     timeout: Duration,
+    shard: Option<Ring>,
 }
+
+/// The service a built controller runs: the standard layers over the reconciler, behind the
+/// shard gate when the controller is sharded.
+pub type BuiltService<S> = Either<
+    ShardService<<StandardLayer as Layer<S>>::Service, ObjectKey>,
+    <StandardLayer as Layer<S>>::Service,
+>;
 
 impl<K> std::fmt::Debug for ControllerBuilder<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -103,6 +117,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
             workers: 1,
             limiter: None,
             timeout: DEFAULT_RECONCILE_TIMEOUT,
+            shard: ctx.shard().cloned(),
         }
     }
 
@@ -212,10 +227,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// Registers every event source on the shared informers and returns the controller with the
     /// reconciler behind the standard layers (trace span, metrics, panic guard, timeout), ready
     /// to [`run`](Controller::run). Call it from the initializer, before the factory starts.
-    pub fn build<S>(
-        self,
-        reconciler: S,
-    ) -> Controller<ObjectKey, <StandardLayer as Layer<S>>::Service>
+    pub fn build<S>(self, reconciler: S) -> Controller<ObjectKey, BuiltService<S>>
     where
         S: Service<Request<ObjectKey>, Response = Action> + Clone + Send + 'static,
         S::Error: Into<BoxError>,
@@ -224,8 +236,19 @@ impl<K: InformerResource> ControllerBuilder<K> {
         let queue = (self.queue)(&self.name, self.limiter);
         let primary = queue.clone();
         let predicates = self.predicates;
-        self.factory
-            .informer_for::<K>(self.scope)
+        let informer = self.factory.informer_for::<K>(self.scope);
+        if let Some(ring) = &self.shard {
+            // Ends with the controller's shutdown; it waits for the ring's first settle, which
+            // comes only once the workers run.
+            tokio::spawn(requeue_gained(
+                ring.clone(),
+                informer.store(),
+                queue.clone(),
+                |obj: &K| Some(ObjectKey::from_object(obj)),
+                self.shutdown.clone(),
+            ));
+        }
+        informer
             .add_handler(WithSource(move |event: &Event<K>, source| {
                 if predicates.iter().all(|p| p(event)) {
                     primary.add_from(ObjectKey::from_object(event.object().as_ref()), source);
@@ -235,7 +258,12 @@ impl<K: InformerResource> ControllerBuilder<K> {
         for source in self.sources {
             source(&self.factory, &queue);
         }
-        let service = layers::standard(&self.name, &self.metrics, self.timeout).service(reconciler);
+        let gate = self
+            .shard
+            .map(|ring| ShardLayer::new(ring, ObjectKey::clone));
+        let service = ServiceBuilder::new()
+            .option_layer(gate)
+            .service(layers::standard(&self.name, &self.metrics, self.timeout).service(reconciler));
         Controller::new(self.name, queue, service).workers(self.workers)
     }
 

@@ -149,6 +149,11 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
     }
 }
 
+/// The ring of a sharded controller; also the value of its Leases' ring label.
+pub(super) fn ring_name(manager: &str, controller: &str) -> String {
+    format!("{manager}-{controller}")
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

@@ -6,7 +6,9 @@
 //! informers and handlers → start the informer factory → wait for every cache → start the workers →
 //! on shutdown, drain in-flight reconciles up to a deadline. A warm standby
 //! ([`ManagerConfig::warm_standby`]) registers and syncs before campaigning and, on winning the
-//! Lease, runs the start hook and starts the workers from the synced cache.
+//! Lease, runs the start hook and starts the workers from the synced cache. Sharded controllers
+//! ([`ManagerConfig::sharded_controllers`]) take the same warm order and start on every replica
+//! without the Lease (`warm.rs`).
 //!
 //! Any failure on the way (an initializer, the start hook, the cache-sync timeout) and any
 //! controller whose task ends or panics while running ends `run` with that error and gives up
@@ -20,6 +22,7 @@ mod phases;
 mod run;
 mod selection;
 mod signals;
+mod warm;
 
 pub use config::ManagerConfig;
 pub use context::InitContext;

@@ -19,6 +19,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
+use super::config::ring_name;
 use super::context::{InitContext, Shared};
 use super::initializers::InitOutcome;
 use super::run::{Manager, ManagerError, RunningLabels};
@@ -298,11 +299,6 @@ impl<C: Send + Sync + 'static> Manager<C> {
             vnodes: DEFAULT_VNODES,
         }
     }
-}
-
-/// The ring of a sharded controller; also the value of its Leases' ring label.
-pub(super) fn ring_name(manager: &str, controller: &str) -> String {
-    format!("{manager}-{controller}")
 }
 
 /// How long controllers get to drop their in-flight work once told to, before their tasks are

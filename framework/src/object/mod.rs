@@ -6,10 +6,12 @@
 //! - [`patch_status`]: write the status subresource only when it differs from the cached one, so a
 //!   controller never loops on its own writes;
 //! - [`set_condition`] and friends: `status.conditions` with `observedGeneration` and
-//!   `lastTransitionTime` kept the way apimachinery's `meta.SetStatusCondition` keeps them.
+//!   `lastTransitionTime` kept the way apimachinery's `meta.SetStatusCondition` keeps them;
+//! - [`controller_owner`]: the key of an object's controlling owner of a given kind.
 
 mod conditions;
 mod finalizer;
+mod owners;
 mod status;
 
 pub use conditions::{
@@ -17,4 +19,5 @@ pub use conditions::{
     set_condition,
 };
 pub use finalizer::{Finalizer, FinalizerError, finalizer};
+pub use owners::controller_owner;
 pub use status::patch_status;

@@ -23,8 +23,8 @@ pub use metrics::RingMetrics;
 pub use requeue::requeue_gained;
 pub use ring::{DEFAULT_VNODES, View, stable_hash};
 
-use crate::builder::controller_owner;
 use crate::informer::{InformerResource, ObjectKey};
+use crate::object::controller_owner;
 
 /// The key an object is assigned by in a ring whose primary kind is `K`: its controlling owner's
 /// key when that owner is a `K` (so what `owns` enqueues lands on the owner's member), else its

@@ -1,5 +1,5 @@
 //! Mapping an owned object to its controlling owner's key: what
-//! [`ControllerBuilder::owns`](super::ControllerBuilder::owns) enqueues (controller-runtime's
+//! [`ControllerBuilder::owns`](crate::builder::ControllerBuilder::owns) enqueues (controller-runtime's
 //! `EnqueueRequestForOwner` with `OnlyControllerOwner`, kube-runtime's `trigger_owners`).
 
 use kube::Resource;
