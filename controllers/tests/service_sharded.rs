@@ -2,7 +2,8 @@
 //! one kube-testenv and one cloud: once the ring of three has settled, every load balancer is
 //! ensured by exactly one replica and all three take part; a replica that stops leaves its
 //! Services to the other two, which re-verify them and provision what comes next, and its Lease
-//! is deleted. The "never two at once" proof is the paused-clock suite of
+//! is deleted; a killed one (`kill -9`: its runtime shut down) is replaced once its Lease expires
+//! and takes a share again when it comes back. The "never two at once" proof is the paused-clock suite of
 //! `framework/src/shard/handover_tests.rs`; this checks the wiring end to end.
 //!
 //! `--sharded-controllers` naming a controller that cannot be sharded, or one not selected, is
@@ -184,6 +185,118 @@ async fn three_replicas_share_the_load_balancers_and_hand_over_on_stop() {
     assert!(
         ring_leases(&client).await.is_empty(),
         "a member Lease was left behind"
+    );
+}
+
+/// A replica on its own runtime, so that shutting the runtime down is `kill -9` (no drain, no
+/// Lease deleted), as `bin/tests/failover_leader.rs` does for leaders.
+struct Killable(Option<tokio::runtime::Runtime>);
+
+impl Killable {
+    fn start(env: &TestEnv, cloud: &FakeCloud, id: &str) -> Killable {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("replica runtime");
+        let (config, opts) = (
+            replica_config(id),
+            options(&["--concurrent-service-syncs=2"]),
+        );
+        let (kube_config, cloud) = (env.config(), Arc::new(cloud.with_caller(id)));
+        runtime.spawn(async move {
+            let client = kube::Client::try_from(kube_config).expect("client");
+            let _ = Manager::new(config, client, CloudContext::new(cloud, opts))
+                .with_initializers(cloud_initializers())
+                .run(tokio_util::sync::CancellationToken::new())
+                .await;
+        });
+        Killable(Some(runtime))
+    }
+
+    fn kill(&mut self) {
+        if let Some(rt) = self.0.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+impl Drop for Killable {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Callers of EnsureLoadBalancer per Service among the calls after the first `skip`.
+fn ensurers_after(cloud: &FakeCloud, skip: usize) -> BTreeMap<String, BTreeSet<String>> {
+    let mut by_key: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for call in cloud
+        .calls_to(Method::EnsureLoadBalancer)
+        .into_iter()
+        .skip(skip)
+    {
+        by_key
+            .entry(call.key)
+            .or_default()
+            .insert(call.caller.unwrap_or_default());
+    }
+    by_key
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_replica_is_replaced_after_its_lease_expires_and_rejoins() {
+    init_tracing();
+    let env = TestEnv::start().await.expect("testenv");
+    let client = env.client();
+    let cloud = fleet_cloud(3);
+    create_nodes(&client, (0..3).map(node_name)).await;
+    let mut replicas: Vec<_> = ["r0", "r1", "r2"]
+        .iter()
+        .map(|id| Killable::start(&env, &cloud, id))
+        .collect();
+    ring_of(&client, 3).await;
+    let first: BTreeSet<String> = (0..30).map(service_name).collect();
+    create_services(&client, first.iter().cloned()).await;
+    provisioned(&client, &cloud, &first).await;
+    let owner: BTreeMap<String, BTreeSet<String>> = ensurers_after(&cloud, 0);
+    assert!(owner.values().all(|c| c.len() == 1), "{owner:?}");
+
+    // kill -9: r2's Lease stays until it expires (2 s), then r0 and r1 take its Services.
+    replicas[2].kill();
+    let killed_at = std::time::Instant::now();
+    let skip = cloud.calls_to(Method::EnsureLoadBalancer).len();
+    let second: BTreeSet<String> = (30..45).map(service_name).collect();
+    create_services(&client, second.iter().cloned()).await;
+    let all: BTreeSet<String> = first.union(&second).cloned().collect();
+    provisioned(&client, &cloud, &all).await;
+    let took = killed_at.elapsed();
+    println!("service_sharded: 15 Services provisioned {took:?} after a kill (lease 2 s)");
+    assert!(took < Duration::from_secs(12), "took {took:?}");
+    let after = ensurers_after(&cloud, skip);
+    assert!(
+        after.values().all(|c| c.len() == 1 && !c.contains("r2")),
+        "after the kill: {after:?}"
+    );
+    for key in owner.keys().filter(|k| owner[*k].contains("r2")) {
+        assert!(after.contains_key(key), "{key}, r2's, was not taken over");
+    }
+
+    // r2 comes back (same identity): it takes back a share of new Services, one owner each.
+    replicas[2] = Killable::start(&env, &cloud, "r2");
+    ring_of(&client, 3).await;
+    let skip = cloud.calls_to(Method::EnsureLoadBalancer).len();
+    let third: BTreeSet<String> = (45..75).map(service_name).collect();
+    create_services(&client, third.iter().cloned()).await;
+    let all: BTreeSet<String> = all.union(&third).cloned().collect();
+    provisioned(&client, &cloud, &all).await;
+    let rejoined = ensurers_after(&cloud, skip);
+    for name in &third {
+        let callers = &rejoined[&format!("default/{name}")];
+        assert_eq!(callers.len(), 1, "{name}: {callers:?}");
+    }
+    assert!(
+        rejoined.values().any(|c| c.contains("r2")),
+        "r2 took no share after it rejoined: {rejoined:?}"
     );
 }
 

@@ -214,7 +214,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         {
             if let Some(ring) = ring {
                 self.health
-                    .add_check(&format!("shard-ring-{name}"), ring.health_check());
+                    .add_check(format!("shard-ring-{name}"), ring.health_check());
                 let stop = stop.clone();
                 rings.spawn(async move { ring.run(stop).await });
             }
@@ -291,7 +291,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let ring = ring_name(&self.config.name, name);
         let lease = match &self.config.leader_election {
             Some(le) => le.clone(),
-            None => LeaderElectionConfig::new("kube-system", &ring, &default_identity()),
+            None => LeaderElectionConfig::new("kube-system", &ring, default_identity()),
         };
         RingConfig {
             ring,
