@@ -112,6 +112,14 @@ pub fn is_conflict(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.is_conflict())
 }
 
+/// Whether a write lost a race: a 409 Conflict, or a JSON patch whose `test` op failed (422,
+/// "testing value … failed"), which is how a resourceVersion-free guarded patch conflicts.
+pub fn is_conflict_or_test_failed(err: &kube::Error) -> bool {
+    is_conflict(err)
+        || matches!(err, kube::Error::Api(status)
+            if status.code == 422 && status.message.contains("test failed"))
+}
+
 /// Whether a kube error is an HTTP 404, i.e. the object is gone.
 pub fn is_not_found(err: &kube::Error) -> bool {
     matches!(err, kube::Error::Api(status) if status.is_not_found())

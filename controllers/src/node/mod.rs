@@ -34,7 +34,7 @@
 //! | Additional labels: `(^|\.)(kubernetes\|k8s)\.io/` dropped, existing kept | `modifiers::tests::reserved_label_keys_match_the_upstream_regex`, `additional_labels_are_filtered_and_never_overwrite` |
 //! | Every uninitialized taint removed | `modifiers::tests::every_uninitialized_taint_is_removed_and_others_kept` |
 //! | Invalid provided node IP ⇒ sync fails, taint stays | `modifiers::tests::modifiers_are_idempotent_and_validate_the_node_ip`, `tests/node_sync.rs::invalid_provided_node_ip_keeps_taint_and_valid_one_orders_addresses` |
-//! | PUT loop re-reads the cache, retries 409 | `crate::retry::tests::*`, `tests/node_sync.rs::conflict_is_retried_with_a_fresh_cache_read` |
+//! | PUT loop re-reads the cache, retries 409 (here: a JSON patch testing only the taints, so a stale cache costs no 409; a changed taint list retries over a fresh GET) | `crate::retry::tests::*`, `init_patch::tests::tests_the_taints_and_adds_only_what_changed`, `tests/node_sync.rs::a_stale_cache_costs_no_conflict`, `tests/node_sync.rs::changed_taints_are_retried_over_a_fresh_read` |
 //! | Immediate address update, Synced event | `tests/node_sync.rs::initializes_node_end_to_end` |
 //! | Provided node IP parsing and matching | `addresses::tests::parses_*`, `rejects_*`, `node_ip_*` |
 //! | Hostname retention | `addresses::tests::hostname_is_kept_when_the_cloud_reports_none` |
@@ -59,6 +59,7 @@
 
 pub mod addresses;
 mod init;
+pub mod init_patch;
 pub mod labels;
 pub mod metadata;
 pub mod metrics;

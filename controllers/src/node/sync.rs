@@ -10,10 +10,11 @@ use controller_manager::shard::Ring;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{Patch, PatchParams};
 use tokio_util::sync::CancellationToken;
 
 use super::addresses::{AddressError, update_node_address};
+use super::init_patch::init_patch;
 use super::labels::reconcile_node_labels;
 use super::metadata::{MetadataError, instance_addresses, instance_metadata};
 use super::metrics::{NodeMetrics, seconds_since_creation};
@@ -23,7 +24,9 @@ use crate::cloud::CloudProvider;
 use crate::event_sink::{EventSink, EventType, node_reference};
 use crate::names::cloud_node::CONTROLLER_NAME;
 use crate::node_errors::NodeControllerError;
-use crate::retry::{UPDATE_NODE_SPEC_BACKOFF, is_conflict, is_not_found, retry_on_conflict};
+use crate::retry::{
+    UPDATE_NODE_SPEC_BACKOFF, is_conflict_or_test_failed, is_not_found, retry_on_conflict,
+};
 
 /// Why one sync failed; the key is requeued with rate limiting (or after
 /// [`NodeSyncError::retry_after`] when the cloud asked for a fixed delay).
@@ -153,20 +156,44 @@ impl NodeController {
                 source,
             })?;
 
-        let updated = retry_on_conflict(UPDATE_NODE_SPEC_BACKOFF, is_conflict, || async {
-            // Re-read the cache on every attempt: a conflict means the cache will soon hold a
-            // newer Node, and the modifiers are idempotent.
-            let Some(current) = self.lister.get(name) else {
-                return Ok(None);
-            };
-            let mut new = (*current).clone();
-            modifiers.apply(&mut new);
-            match self.api.replace(name, &PostParams::default(), &new).await {
-                Ok(stored) => Ok(Some(stored)),
-                Err(err) if is_not_found(&err) => Ok(None),
-                Err(err) => Err(err),
-            }
-        })
+        // The first attempt works from the cache; a retry (the taints changed meanwhile) from
+        // a fresh read, since the cache may not have caught up with the change yet.
+        let attempts = std::sync::atomic::AtomicUsize::new(0);
+        let updated = retry_on_conflict(
+            UPDATE_NODE_SPEC_BACKOFF,
+            is_conflict_or_test_failed,
+            || async {
+                let fresh = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
+                let current = if fresh {
+                    match self.api.get_opt(name).await? {
+                        Some(node) => Arc::new(node),
+                        None => return Ok(None),
+                    }
+                } else {
+                    match self.lister.get(name) {
+                        Some(node) => node,
+                        None => return Ok(None),
+                    }
+                };
+                let mut new = (*current).clone();
+                modifiers.apply(&mut new);
+                let ops = init_patch(&current, &new);
+                if ops.is_empty() {
+                    return Ok(Some((*current).clone()));
+                }
+                let ops: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
+                    .map_err(kube::Error::SerdeError)?;
+                match self
+                    .api
+                    .patch(name, &PatchParams::default(), &Patch::Json::<()>(ops))
+                    .await
+                {
+                    Ok(stored) => Ok(Some(stored)),
+                    Err(err) if is_not_found(&err) => Ok(None),
+                    Err(err) => Err(err),
+                }
+            },
+        )
         .await
         .map_err(|source| NodeSyncError::Update {
             node: name.to_string(),
