@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use cloud_controllers::cloud::{CloudProvider, LoadBalancer};
+use cloud_controllers::service::service_key;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 
 use super::{Check, Failure, Verdict, answer, called, check, expect, facet, passed};
@@ -77,15 +78,6 @@ fn hosts(f: &Fixture) -> Vec<Arc<Node>> {
     vec![Arc::new(f.existing.node())]
 }
 
-fn service_key(svc: &Service) -> String {
-    let meta = &svc.metadata;
-    format!(
-        "{}/{}",
-        meta.namespace.as_deref().unwrap_or_default(),
-        meta.name.as_deref().unwrap_or_default()
-    )
-}
-
 /// `EnsureLoadBalancer` of the fixture Service, which must succeed.
 async fn ensure(lb: &dyn LoadBalancer, f: &Fixture) -> Result<LoadBalancerStatus, Failure> {
     let call = format!("EnsureLoadBalancer({})", service_key(&f.service));
@@ -96,7 +88,7 @@ async fn ensure(lb: &dyn LoadBalancer, f: &Fixture) -> Result<LoadBalancerStatus
     )
 }
 
-/// Runs `body`, then deletes the fixture Service's load balancer whatever `body` found.
+/// Deletes the fixture Service's load balancer, whatever the check found, and hands `result` on.
 async fn cleaning_up(lb: &dyn LoadBalancer, f: &Fixture, result: Verdict) -> Verdict {
     let _ = lb
         .ensure_load_balancer_deleted(&f.cluster_name, &f.service)
