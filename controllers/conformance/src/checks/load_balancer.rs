@@ -88,12 +88,19 @@ async fn ensure(lb: &dyn LoadBalancer, f: &Fixture) -> Result<LoadBalancerStatus
     )
 }
 
-/// Deletes the fixture Service's load balancer, whatever the check found, and hands `result` on.
-async fn cleaning_up(lb: &dyn LoadBalancer, f: &Fixture, result: Verdict) -> Verdict {
+/// Runs `body` on the load-balancer facet, then deletes the fixture Service's load balancer,
+/// whatever `body` found.
+async fn balancing<'a, F, Fut>(p: &'a dyn CloudProvider, f: &'a Fixture, body: F) -> Verdict
+where
+    F: FnOnce(&'a dyn LoadBalancer) -> Fut,
+    Fut: std::future::Future<Output = Verdict>,
+{
+    let lb = load_balancer(p)?;
+    let verdict = body(lb).await;
     let _ = lb
         .ensure_load_balancer_deleted(&f.cluster_name, &f.service)
         .await;
-    result
+    verdict
 }
 
 fn load_balancer(p: &dyn CloudProvider) -> Result<&dyn LoadBalancer, Failure> {
@@ -121,8 +128,7 @@ pub(super) async fn ensure_load_balancer_returns_an_ingress(
     p: &dyn CloudProvider,
     f: &Fixture,
 ) -> Verdict {
-    let lb = load_balancer(p)?;
-    let result = async {
+    balancing(p, f, |lb| async move {
         let status = ensure(lb, f).await?;
         let ingress = status.ingress.clone().unwrap_or_default();
         let usable = |i: &k8s_openapi::api::core::v1::LoadBalancerIngress| {
@@ -140,16 +146,15 @@ pub(super) async fn ensure_load_balancer_returns_an_ingress(
             &status,
         )?;
         passed()
-    };
-    cleaning_up(lb, f, result.await).await
+    })
+    .await
 }
 
 pub(super) async fn ensure_load_balancer_is_idempotent(
     p: &dyn CloudProvider,
     f: &Fixture,
 ) -> Verdict {
-    let lb = load_balancer(p)?;
-    let result = async {
+    balancing(p, f, |lb| async move {
         let first = ensure(lb, f).await?;
         let again = ensure(lb, f).await?;
         expect(
@@ -161,16 +166,15 @@ pub(super) async fn ensure_load_balancer_is_idempotent(
             &again,
         )?;
         passed()
-    };
-    cleaning_up(lb, f, result.await).await
+    })
+    .await
 }
 
 pub(super) async fn get_load_balancer_reports_an_ensured_load_balancer(
     p: &dyn CloudProvider,
     f: &Fixture,
 ) -> Verdict {
-    let lb = load_balancer(p)?;
-    let result = async {
+    balancing(p, f, |lb| async move {
         let ensured = ensure(lb, f).await?;
         let call = format!("GetLoadBalancer({})", service_key(&f.service));
         let got = called(
@@ -184,16 +188,15 @@ pub(super) async fn get_load_balancer_reports_an_ensured_load_balancer(
             &got,
         )?;
         passed()
-    };
-    cleaning_up(lb, f, result.await).await
+    })
+    .await
 }
 
 pub(super) async fn update_load_balancer_succeeds_on_an_existing_load_balancer(
     p: &dyn CloudProvider,
     f: &Fixture,
 ) -> Verdict {
-    let lb = load_balancer(p)?;
-    let result = async {
+    balancing(p, f, |lb| async move {
         ensure(lb, f).await?;
         let call = format!(
             "UpdateLoadBalancer({}) of an ensured load balancer",
@@ -214,16 +217,15 @@ pub(super) async fn update_load_balancer_succeeds_on_an_existing_load_balancer(
                 .await,
         )?;
         passed()
-    };
-    cleaning_up(lb, f, result.await).await
+    })
+    .await
 }
 
 pub(super) async fn get_load_balancer_is_none_after_ensure_load_balancer_deleted(
     p: &dyn CloudProvider,
     f: &Fixture,
 ) -> Verdict {
-    let lb = load_balancer(p)?;
-    let result = async {
+    balancing(p, f, |lb| async move {
         ensure(lb, f).await?;
         let key = service_key(&f.service);
         let call = format!("EnsureLoadBalancerDeleted({key})");
@@ -239,8 +241,8 @@ pub(super) async fn get_load_balancer_is_none_after_ensure_load_balancer_deleted
             answer(&reply),
         )?;
         passed()
-    };
-    cleaning_up(lb, f, result.await).await
+    })
+    .await
 }
 
 pub(super) async fn ensure_load_balancer_deleted_succeeds_when_already_gone(
