@@ -128,35 +128,17 @@ pub fn check_watch(
     Ok(initial)
 }
 
-/// v1.23's `ValidateListOptions` for a watch: any `resourceVersionMatch` is refused.
+/// v1.23's `ValidateListOptions` for a watch: any `resourceVersionMatch` is refused, with the
+/// list's checks of it after.
 fn check_v1_23(query: &HashMap<String, String>, rv_match: Option<&str>) -> Result<(), ApiError> {
-    let Some(m) = rv_match else {
+    if rv_match.is_none() {
         return Ok(());
-    };
-    let field = "resourceVersionMatch";
+    }
     let mut causes = vec![Cause::forbidden(
-        field,
+        "resourceVersionMatch",
         "resourceVersionMatch is forbidden for watch",
     )];
-    if get(query, "resourceVersion").is_empty() {
-        causes.push(Cause::forbidden(
-            field,
-            "resourceVersionMatch is forbidden unless resourceVersion is provided",
-        ));
-    }
-    if !get(query, "continue").is_empty() {
-        causes.push(Cause::forbidden(
-            field,
-            "resourceVersionMatch is forbidden when continue is provided",
-        ));
-    }
-    if m != "Exact" && m != "NotOlderThan" {
-        causes.push(Cause::not_supported(
-            field,
-            &go_quote(m),
-            &["Exact", "NotOlderThan", ""],
-        ));
-    }
+    causes.extend(crate::query::list_rv_match_causes(query));
     invalid(causes)
 }
 
