@@ -211,7 +211,7 @@ async fn handlers_share_one_list_and_watch_per_kind_and_see_relist_deletes() {
     let api = FakeApiServer::default();
     api.set_list(NODES, vec![node("n1", 1), node("n2", 2)]);
     api.set_list(SERVICES, vec![service("default", "s1", 3)]);
-    let factory = SharedInformerFactory::new(api.client());
+    let factory = SharedInformerFactory::new(api.client()).with_watch_list(false);
 
     let mut node_subs: Vec<_> = (0..3)
         .map(|_| subscribe(&factory.informer::<Node>()))
@@ -302,7 +302,7 @@ async fn handlers_share_one_list_and_watch_per_kind_and_see_relist_deletes() {
 #[tokio::test]
 async fn scope_reaches_the_url_as_namespace_and_selectors() {
     let api = FakeApiServer::default();
-    let factory = SharedInformerFactory::new(api.client());
+    let factory = SharedInformerFactory::new(api.client()).with_watch_list(false);
     let scoped = factory.informer_for::<Service>(
         InformerScope::all()
             .in_namespace("kube-system")
@@ -327,7 +327,9 @@ async fn scope_reaches_the_url_as_namespace_and_selectors() {
 async fn paged_lists_are_quorum_reads_with_the_page_size() {
     let api = FakeApiServer::default();
     api.set_list(NODES, vec![node("n1", 1)]);
-    let factory = SharedInformerFactory::new(api.client()).with_page_size(2);
+    let factory = SharedInformerFactory::new(api.client())
+        .with_watch_list(false)
+        .with_page_size(2);
     let nodes = factory.informer::<Node>();
     factory.start(CancellationToken::new());
     assert!(nodes.wait_for_sync().await);

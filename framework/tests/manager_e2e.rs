@@ -146,9 +146,10 @@ async fn selected_controllers_share_one_list_and_watch_per_type() {
     .await;
     assert!(seen.keys("node-c").is_empty(), "-node-c disables it");
 
-    assert_eq!(count(&env, "list", "nodes"), 1);
+    // One shared streaming list (a WATCH, no LIST) per kind for every controller.
+    assert_eq!(count(&env, "list", "nodes"), 0);
     assert_eq!(count(&env, "watch", "nodes"), 1);
-    assert_eq!(count(&env, "list", "services"), 1);
+    assert_eq!(count(&env, "list", "services"), 0);
     assert_eq!(count(&env, "watch", "services"), 1);
 
     shut_down(&stop, run, WAIT).await;

@@ -97,7 +97,8 @@ async fn synced_nodes(
     stub: &Arc<Mutex<Stub>>,
     within: Duration,
 ) -> (SharedInformerFactory, CancellationToken) {
-    let factory = SharedInformerFactory::new(client(stub.clone()));
+    // The stub serves LIST + WATCH only (no streaming lists).
+    let factory = SharedInformerFactory::new(client(stub.clone())).with_watch_list(false);
     let _nodes = factory.informer::<Node>();
     let stop = CancellationToken::new();
     factory.start(stop.clone());

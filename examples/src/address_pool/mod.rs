@@ -9,9 +9,9 @@
 //!   `Overlapping`) and refusing overlapping pools with a condition and an Event.
 //!
 //! The controller reads the pools and the Services from the process's shared informers, the
-//! Service one being the service controller's, so it adds one LIST and one WATCH (of pools) to the
-//! process. Off under `--controllers=*`: the CRD must be installed first, so it runs only when
-//! named (`--controllers=*,address-pool`).
+//! Service one being the service controller's, so it adds one streaming list + WATCH (of pools)
+//! to the process. Off under `--controllers=*`: the CRD must be installed first, so it runs only
+//! when named (`--controllers=*,address-pool`).
 
 pub mod allocator;
 pub mod controller;

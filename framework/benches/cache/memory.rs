@@ -1,9 +1,9 @@
 //! Scenario 4, run in a child process: what one cached object costs.
 //!
 //! - `lists`: one informer (or kube-runtime reflector) over every Service, synced with each list
-//!   strategy: our default (one unpaged `resourceVersion=0` LIST from the watch cache), paged
-//!   quorum LISTs of 500, and a streaming list (`sendInitialEvents=true`); kube-runtime's
-//!   defaults (paged 500) and its streaming list beside them.
+//!   strategy: our default (a streaming list, `sendInitialEvents=true`), streaming lists off (one
+//!   unpaged `resourceVersion=0` LIST from the watch cache, what a v1.23 server gets), paged
+//!   quorum LISTs of 500; kube-runtime's defaults (paged 500) and its streaming list beside them.
 //! - `transform`: heap per cached Node with and without the managedFields transform, off the
 //!   wire: each Node (with the five managedFields entries a real server keeps) is serialized,
 //!   decoded exactly as the watcher decodes it, transformed or not, and kept as an `Arc` in a map
@@ -67,8 +67,8 @@ pub async fn lists(client: Client, mode: &str) -> anyhow::Result<Figures> {
         _ => {
             let factory = SharedInformerFactory::new(client);
             let factory = match mode {
-                "paged-500" => factory.with_page_size(500),
-                "streaming" => factory.with_streaming_lists(),
+                "paged-500" => factory.with_watch_list(false).with_page_size(500),
+                "watch-cache" => factory.with_watch_list(false),
                 _ => factory,
             };
             let informer = factory.informer::<Service>();

@@ -6,6 +6,7 @@ use std::any::{Any, TypeId};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use kube::Client;
 use kube_runtime::watcher;
 use parking_lot::Mutex;
@@ -13,9 +14,11 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::SyncError;
+use super::backoff::with_backoff;
 use super::resource::{InformerResource, ScopedApi};
 use super::scope::InformerScope;
 use super::shared::{Informer, SyncState};
+use super::watch_list;
 
 /// The one cache every controller in the process shares: the first request for a kind and scope
 /// creates its informer, later requests get the same one (client-go's `SharedInformerFactory`).
@@ -38,14 +41,27 @@ struct FactoryInner {
     informers: Mutex<Vec<Entry>>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 struct FactoryConfig {
     default_resync: Option<Duration>,
     list: ListMode,
+    /// Streaming lists first (client-go's `WatchListClient`, on by default as since 1.35).
+    watch_list: bool,
 }
 
-/// How informers list; chosen per factory because it is a property of the API server and the
-/// deployment, not of the objects wanted.
+impl Default for FactoryConfig {
+    fn default() -> Self {
+        FactoryConfig {
+            default_resync: None,
+            list: ListMode::default(),
+            watch_list: true,
+        }
+    }
+}
+
+/// How informers LIST (without streaming lists, or after falling back from them); chosen per
+/// factory because it is a property of the API server and the deployment, not of the objects
+/// wanted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum ListMode {
     /// `resourceVersion=0`, unpaged: served from the API server's watch cache, like client-go's
@@ -55,8 +71,6 @@ enum ListMode {
     WatchCache,
     /// Quorum reads from etcd in pages of this size.
     Paged(u32),
-    /// One watch with `sendInitialEvents=true` instead of a LIST.
-    Streaming,
 }
 
 struct Entry {
@@ -105,16 +119,24 @@ impl SharedInformerFactory {
         self
     }
 
-    /// Uses streaming lists (a watch with `sendInitialEvents=true`) instead of LISTs, which cuts
-    /// the API server's and this process's memory peak on large clusters (needs 1.32+).
-    pub fn with_streaming_lists(self) -> Self {
-        self.inner.config.lock().list = ListMode::Streaming;
+    /// Whether informers sync through streaming lists (one watch with `sendInitialEvents=true`,
+    /// KEP-3157) before falling back to LIST + WATCH where the server does not serve them (the
+    /// default, as client-go's `WatchListClient` since 1.35), or always LIST + WATCH (`false`).
+    /// Streaming cuts the API server's and this process's memory peak on large clusters.
+    pub fn with_watch_list(self, enabled: bool) -> Self {
+        self.inner.config.lock().watch_list = enabled;
         self
     }
 
-    /// Lists with quorum reads from etcd in pages of `page_size` instead of from the watch cache:
-    /// never older than the last write, but heavier on etcd. (kube-client cannot combine paging
-    /// with `resourceVersion=0`, so paging implies quorum reads.)
+    /// Streaming lists, falling back to LIST + WATCH; the default, see [`Self::with_watch_list`].
+    pub fn with_streaming_lists(self) -> Self {
+        self.with_watch_list(true)
+    }
+
+    /// LISTs (without streaming lists, or after falling back from them) are quorum reads from
+    /// etcd in pages of `page_size` instead of reads from the watch cache: never older than the
+    /// last write, but heavier on etcd. (kube-client cannot combine paging with
+    /// `resourceVersion=0`, so paging implies quorum reads.)
     pub fn with_page_size(self, page_size: u32) -> Self {
         self.inner.config.lock().list = ListMode::Paged(page_size.max(1));
         self
@@ -162,10 +184,10 @@ impl SharedInformerFactory {
     /// Starts every informer requested so far and not yet started; call it again after
     /// requesting more (as client-go's `Start`). Informers stop when `shutdown` is cancelled.
     pub fn start(&self, shutdown: CancellationToken) {
-        let list = self.inner.config.lock().list;
+        let config = self.inner.config.lock().clone();
         let informers = self.inner.informers.lock();
         for entry in informers.iter().filter(|e| !e.informer.is_started()) {
-            entry.informer.start(&self.inner.client, list, &shutdown);
+            entry.informer.start(&self.inner.client, &config, &shutdown);
         }
     }
 
@@ -230,7 +252,7 @@ fn kind_label<K: InformerResource>() -> String {
 trait ErasedInformer: Send + Sync {
     /// For handing the typed informer back out of the registry.
     fn as_any(&self) -> &dyn Any;
-    fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken);
+    fn start(&self, client: &Client, config: &FactoryConfig, shutdown: &CancellationToken);
     fn is_started(&self) -> bool;
     fn describe(&self) -> String;
     fn sync_state(&self) -> watch::Receiver<SyncState>;
@@ -242,7 +264,7 @@ impl<K: InformerResource> ErasedInformer for Informer<K> {
         self
     }
 
-    fn start(&self, client: &Client, list: ListMode, shutdown: &CancellationToken) {
+    fn start(&self, client: &Client, factory: &FactoryConfig, shutdown: &CancellationToken) {
         let scope = &self.shared.scope;
         let mut config = watcher::Config::default();
         if let Some(labels) = &scope.label_selector {
@@ -251,14 +273,13 @@ impl<K: InformerResource> ErasedInformer for Informer<K> {
         if let Some(fields) = &scope.field_selector {
             config = config.fields(fields);
         }
-        config = match list {
+        config = match factory.list {
             ListMode::WatchCache => {
                 let mut config = config.any_semantic();
                 config.page_size = None;
                 config
             }
             ListMode::Paged(page_size) => config.page_size(page_size),
-            ListMode::Streaming => config.streaming_lists(),
         };
         // Each informer's watcher gets its own throttle, so one resource whose watches are cut
         // does not slow the others down.
@@ -270,8 +291,17 @@ impl<K: InformerResource> ErasedInformer for Informer<K> {
             client.clone()
         };
         let api = <K::Scope as ScopedApi>::api::<K>(client, scope.namespace.as_deref());
-        let stream = super::backoff::with_backoff(watcher(api, config));
-        if let Err(error) = self.start_with_stream(stream, shutdown) {
+        let result = if factory.watch_list {
+            let list_watch = {
+                let (api, config) = (api.clone(), config.clone());
+                move || watcher(api, config).boxed()
+            };
+            let stream = watch_list::stream(api, config, self.shared.describe(), list_watch);
+            self.start_with_stream(with_backoff(stream), shutdown)
+        } else {
+            self.start_with_stream(with_backoff(watcher(api, config)), shutdown)
+        };
+        if let Err(error) = result {
             tracing::error!(%error, "informer not started");
         }
     }

@@ -1,5 +1,5 @@
-//! The shared informer cache: one LIST+WATCH and one store per (kind, scope) for the whole
-//! process, with in-order event fan-out to any number of controllers.
+//! The shared informer cache: one streaming list (or LIST) + WATCH and one store per (kind,
+//! scope) for the whole process, with in-order event fan-out to any number of controllers.
 //!
 //! ```text
 //! kube_runtime::watcher ─▶ driver task ─(transform)─▶ Store ──▶ readers (Store::get/list/by_index)
@@ -30,10 +30,15 @@
 //!   event (see docs/tracing.md). client-go has no such span.
 //! - Resync re-delivers every cached object as `Updated` with old == new, per handler period
 //!   (minimum 1 s; zero disables), queued in order with real events; it never calls the API.
-//! - Lists use `resourceVersion=0` (`any_semantic`, served from the API server's watch cache, as
+//! - The initial list and every relist after a 410 Gone are streaming lists by default (one
+//!   watch with `sendInitialEvents=true`, KEP-3157, client-go's `WatchListClient`; the watch then
+//!   carries on as the informer's watch), applied at the `k8s.io/initial-events-end` bookmark.
+//!   Where the server refuses them (v1.23, or the `WatchList` gate off) or ignores them, the
+//!   informer falls back to LIST + WATCH for good (see `watch_list`); client-go instead tries
+//!   again at every relist. [`SharedInformerFactory::with_watch_list`] turns them off.
+//! - LISTs use `resourceVersion=0` (`any_semantic`, served from the API server's watch cache, as
 //!   client-go's reflector lists), unpaged because kube-client drops `resourceVersion=0` when a
-//!   page size is set; see [`SharedInformerFactory::with_page_size`] (quorum reads, paged) and
-//!   [`SharedInformerFactory::with_streaming_lists`].
+//!   page size is set; see [`SharedInformerFactory::with_page_size`] (quorum reads, paged).
 //!
 //! Deliberate differences from client-go:
 //! - A watch `DELETED` for an object the cache never held is dropped (client-go forwards it);
@@ -57,6 +62,7 @@ mod scope;
 mod shared;
 mod source;
 mod store;
+mod watch_list;
 mod watch_throttle;
 
 #[cfg(test)]

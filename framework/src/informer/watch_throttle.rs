@@ -100,8 +100,14 @@ impl tower::Service<Request<Body>> for WatchThrottle {
                 );
                 tokio::time::sleep(delay).await;
             }
-            state.lock().last_sent = Some(Instant::now());
-            client.send(req).await
+            let previous = state.lock().last_sent.replace(Instant::now());
+            let response = client.send(req).await;
+            // A refused WATCH (a 422 to a streaming list on an older server) never lived, so it
+            // does not make the next one, the fallback's, a "very short" re-watch.
+            if !matches!(&response, Ok(r) if r.status().is_success()) {
+                state.lock().last_sent = previous;
+            }
+            response
         })
     }
 }

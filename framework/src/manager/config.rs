@@ -9,6 +9,7 @@ use crate::admin::{
     AdminOptions, AllowPaths, DelegatedAuthConfig, RequestHeaderFlags, ServingCert,
 };
 use crate::leader::{LeaderElectionConfig, default_identity};
+use crate::options::feature_gates::WATCH_LIST_CLIENT;
 use crate::options::{GenericOptions, ServingOptions};
 
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
@@ -24,6 +25,10 @@ pub struct ManagerConfig {
     pub min_resync_period: Option<Duration>,
     /// How long to wait for every cache before giving up.
     pub cache_sync_timeout: Duration,
+    /// Informers sync through streaming lists where the server serves them (client-go's
+    /// `WatchListClient` gate, `--feature-gates=WatchListClient=false` turns it off); see
+    /// [`crate::informer::SharedInformerFactory::with_watch_list`].
+    pub watch_list: bool,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
     /// Run controllers only while holding this Lease.
@@ -56,6 +61,7 @@ impl ManagerConfig {
             controller_start_interval: Duration::ZERO,
             min_resync_period: None,
             cache_sync_timeout: Duration::from_secs(120),
+            watch_list: true,
             graceful_shutdown_timeout: Duration::from_secs(30),
             leader_election: None,
             warm_standby: false,
@@ -77,6 +83,10 @@ impl ManagerConfig {
         config.sharded_controllers = options.sharded_controllers.clone();
         config.controller_start_interval = options.controller_start_interval.get();
         config.min_resync_period = Some(options.min_resync_period.get());
+        // Bad gates are reported by validate(); the default stands until then.
+        if let Ok(gates) = options.feature_gates() {
+            config.watch_list = gates.enabled(WATCH_LIST_CLIENT);
+        }
         let serving = &options.serving;
         if serving.secure_port != 0 {
             config.admin_addr = Some(SocketAddr::new(serving.bind_address, serving.secure_port));

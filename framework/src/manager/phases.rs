@@ -84,7 +84,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
             .root_client("shared-informers")
             .map_err(ManagerError::Client)?;
         let factory = SharedInformerFactory::new(informer_client)
-            .with_default_resync(self.config.min_resync_period.map(jittered));
+            .with_default_resync(self.config.min_resync_period.map(jittered))
+            .with_watch_list(self.config.watch_list);
         let shared = {
             let mut registry = self.registry.lock();
             std::sync::Arc::new(Shared {

@@ -4,7 +4,8 @@
 //! pflag reports a bad flag value.
 //!
 //! The gates are those the upstream cloud-controller-manager registers from
-//! k8s.io/controller-manager (`pkg/features`) and component-base (logging, metrics).
+//! k8s.io/controller-manager (`pkg/features`) and component-base (logging, metrics), plus
+//! client-go's `WatchListClient`, which kube's binaries register alongside.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +18,10 @@ pub const CLOUD_CONTROLLER_MANAGER_WATCH_BASED_ROUTES_RECONCILIATION: &str =
 /// Release the leader-election Lease on exit (read by kube-controller-manager only upstream).
 pub const CONTROLLER_MANAGER_RELEASE_LEADER_ELECTION_LOCK_ON_EXIT: &str =
     "ControllerManagerReleaseLeaderElectionLockOnExit";
+
+/// Informers sync through streaming lists (KEP-3157) where the server serves them; client-go's
+/// gate, which kube's binaries register too.
+pub const WATCH_LIST_CLIENT: &str = "WatchListClient";
 
 const ALL_ALPHA: &str = "AllAlpha";
 const ALL_BETA: &str = "AllBeta";
@@ -84,6 +89,7 @@ pub const KNOWN_FEATURES: &[Feature] = &[
     gate("LoggingAlphaOptions", false, Stage::Alpha),
     gate("LoggingBetaOptions", true, Stage::Beta),
     gate("NativeHistograms", false, Stage::Alpha),
+    gate(WATCH_LIST_CLIENT, true, Stage::Beta),
 ];
 
 /// The `--feature-gates` help text: component-base's list of `Name=true|false (STAGE -

@@ -43,6 +43,7 @@ mod table;
 mod types;
 mod validation;
 mod watch;
+mod watch_list;
 mod write_checks;
 
 use std::collections::HashMap;
@@ -57,6 +58,7 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 pub use faults::Faults;
+pub use watch_list::WatchListSupport;
 
 use admission::AdmissionConfig;
 use store::Store;
@@ -144,6 +146,7 @@ pub struct Builder {
     node_ports: RangeInclusive<u16>,
     bookmark_interval: Duration,
     watch_buffer: usize,
+    watch_list: WatchListSupport,
     static_tokens: HashMap<String, auth::UserInfo>,
     authorization: bool,
     https: bool,
@@ -158,6 +161,7 @@ impl Default for Builder {
             node_ports: 30000..=32767,
             bookmark_interval: Duration::from_secs(60),
             watch_buffer: 10_000,
+            watch_list: WatchListSupport::Served,
             static_tokens: HashMap::new(),
             authorization: false,
             https: false,
@@ -201,6 +205,14 @@ impl Builder {
     /// Events a watch may fall behind before the server closes it as too slow (default 10,000).
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events;
+        self
+    }
+
+    /// How streaming lists (`sendInitialEvents=true`) are answered (default: served, as current
+    /// kube-apiserver); [`WatchListSupport::V1_23`] answers as a v1.23 server, to test a
+    /// client's fallback to LIST + WATCH.
+    pub fn watch_list(mut self, support: WatchListSupport) -> Self {
+        self.watch_list = support;
         self
     }
 
@@ -252,6 +264,7 @@ impl Builder {
             admission,
             watch: watch::WatchConfig {
                 bookmark_interval: self.bookmark_interval,
+                list_support: self.watch_list,
             },
             address: addr.to_string(),
             auth: auth::Auth {

@@ -47,13 +47,23 @@ pub fn watch_timeout(query: &HashMap<String, String>) -> Result<Option<Duration>
 
 /// The checks upstream's `ValidateListOptions` makes of `resourceVersionMatch` on a list.
 pub fn check_list_rv_match(query: &HashMap<String, String>) -> Result<(), ApiError> {
-    let get = |k: &str| query.get(k).map_or("", String::as_str);
-    let (rv_match, rv) = (get("resourceVersionMatch"), get("resourceVersion"));
-    if rv_match.is_empty() {
+    let causes = list_rv_match_causes(query);
+    if causes.is_empty() {
         return Ok(());
     }
-    let field = "resourceVersionMatch";
+    Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes))
+}
+
+/// What is wrong with a list's `resourceVersionMatch` (v1.23 applied the same to watches, after
+/// refusing the parameter there outright).
+pub fn list_rv_match_causes(query: &HashMap<String, String>) -> Vec<Cause> {
+    let get = |k: &str| query.get(k).map_or("", String::as_str);
+    let (rv_match, rv) = (get("resourceVersionMatch"), get("resourceVersion"));
     let mut causes = Vec::new();
+    if rv_match.is_empty() {
+        return causes;
+    }
+    let field = "resourceVersionMatch";
     if rv.is_empty() {
         causes.push(Cause::forbidden(
             field,
@@ -79,10 +89,7 @@ pub fn check_list_rv_match(query: &HashMap<String, String>) -> Result<(), ApiErr
             "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
         ));
     }
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", causes))
+    causes
 }
 
 #[cfg(test)]

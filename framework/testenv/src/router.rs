@@ -25,7 +25,7 @@ use crate::status::ApiError;
 use crate::types::Registry;
 use crate::watch::{self, WatchParams};
 use crate::{RequestRecord, Shared};
-use crate::{auth, decoding, discovery, openapi, query, table};
+use crate::{auth, decoding, discovery, openapi, query, table, watch_list};
 
 /// Response body type of the server.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -541,6 +541,7 @@ fn resource(
         }
         "list" => {
             query::check_list_rv_match(query)?;
+            watch_list::check_list(query, shared.watch.list_support)?;
             let params = ListParams {
                 filter: filter_from(query, t)?,
                 limit: query::limit(query)?,
@@ -560,12 +561,12 @@ fn resource(
             Ok(json_response(200, &list, pretty))
         }
         "watch" => {
+            let send_initial_events = watch_list::check_watch(query, shared.watch.list_support)?;
             let params = WatchParams {
                 filter: filter_from(query, t)?,
                 resource_version: q("resourceVersion"),
-                rv_match: q("resourceVersionMatch"),
                 bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
-                send_initial_events: query.get("sendInitialEvents").map(|v| watch::flag(Some(v))),
+                send_initial_events,
                 timeout: query::watch_timeout(query)?,
                 table: req.as_table,
             };

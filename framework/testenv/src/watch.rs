@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use crate::resources::ResId;
 use crate::selectors::Filter;
-use crate::status::{ApiError, Cause};
+use crate::status::ApiError;
 use crate::store::{Event, Store, WatchStart, watch_line};
 use crate::types::Served;
 
@@ -24,8 +24,6 @@ pub struct WatchParams {
     pub filter: Filter,
     /// `resourceVersion`.
     pub resource_version: Option<String>,
-    /// `resourceVersionMatch`.
-    pub rv_match: Option<String>,
     /// `allowWatchBookmarks`.
     pub bookmarks: bool,
     /// `sendInitialEvents`.
@@ -41,14 +39,13 @@ pub struct WatchParams {
 pub struct WatchConfig {
     /// Interval between bookmarks.
     pub bookmark_interval: Duration,
+    /// Which streaming-list answers the server gives.
+    pub list_support: crate::watch_list::WatchListSupport,
 }
 
-fn invalid_options(causes: Vec<Cause>) -> ApiError {
-    ApiError::invalid("meta.k8s.io", "ListOptions", "", causes)
-}
-
-/// Validates the parameters and opens the stream; errors before the stream are HTTP errors, an
-/// expired resourceVersion is an ERROR event inside a 200 stream (as upstream).
+/// Opens the stream; errors before the stream are HTTP errors, an expired resourceVersion is an
+/// ERROR event inside a 200 stream (as upstream). The streaming-list parameters arrive already
+/// validated and read by [`crate::watch_list::check_watch`].
 pub fn open(
     store: &Arc<Store>,
     res: ResId,
@@ -57,36 +54,14 @@ pub fn open(
     cfg: WatchConfig,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
     let initial_events = p.send_initial_events == Some(true);
-    if p.send_initial_events.is_some() {
-        if p.rv_match.as_deref() != Some("NotOlderThan") {
-            return Err(invalid_options(vec![Cause::forbidden(
-                "sendInitialEvents",
-                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
-            )]));
-        }
-        if initial_events && !p.bookmarks {
-            return Err(invalid_options(vec![Cause::forbidden(
-                "allowWatchBookmarks",
-                "allowWatchBookmarks required when sendInitialEvents is set",
-            )]));
-        }
-    } else if p.rv_match.as_deref().is_some_and(|m| !m.is_empty()) {
-        return Err(invalid_options(vec![Cause::forbidden(
-            "resourceVersionMatch",
-            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-        )]));
-    }
+    // Upstream ends the initial events with the annotated bookmark only when bookmarks are on.
+    let end_bookmark = initial_events && p.bookmarks;
     let requested = match p.resource_version.as_deref() {
         None | Some("") | Some("0") => None,
         Some(s) => Some(
             s.parse::<u64>()
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
         ),
-    };
-    let start = if initial_events || requested.is_none() {
-        WatchStart::Snapshot
-    } else {
-        WatchStart::From(requested.unwrap_or(0))
     };
     let (out_tx, out_rx) = mpsc::channel::<Bytes>(16);
     let opened = store.with(|s| {
@@ -95,6 +70,12 @@ pub fn open(
         {
             return Err(Err(ApiError::too_large_rv(n, s.rv())));
         }
+        // `sendInitialEvents=false` without a resourceVersion starts at the most recent one.
+        let start = match (initial_events, requested, p.send_initial_events) {
+            (true, _, _) | (false, None, None) => WatchStart::Snapshot,
+            (false, None, Some(_)) => WatchStart::From(s.rv()),
+            (false, Some(n), _) => WatchStart::From(n),
+        };
         s.subscribe(res, p.filter.clone(), start).map_err(Ok)
     });
     let sub = match opened {
@@ -138,7 +119,7 @@ pub fn open(
                 return;
             }
         }
-        if initial_events {
+        if end_bookmark {
             chunk.extend_from_slice(&bookmark(sub.rv, true));
         }
         if !chunk.is_empty() && out_tx.send(chunk.split().freeze()).await.is_err() {

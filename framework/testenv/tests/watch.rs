@@ -237,6 +237,201 @@ async fn streaming_list_ends_initial_events_with_annotated_bookmark() {
     );
 }
 
+/// The causes of the 422 (or the status of another refusal) a GET of `path` gets.
+async fn refusal(env: &TestEnv, path: &str) -> (u16, String, Vec<(String, String)>) {
+    let req = http::Request::get(path).body(Vec::new()).unwrap();
+    let status = match env.client().request_text(req).await {
+        Err(kube::Error::Api(s)) => *s,
+        other => panic!("{path}: expected a refusal, got {other:?}"),
+    };
+    let causes = status.details.map(|d| d.causes).unwrap_or_default();
+    let causes = causes.into_iter().map(|c| (c.field, c.message)).collect();
+    (status.code, status.message, causes)
+}
+
+fn causes(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(f, m)| (f.to_string(), m.to_string()))
+        .collect()
+}
+
+fn labelled(name: &str, role: &str) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"role": role}}})).unwrap()
+}
+
+#[tokio::test]
+async fn streaming_list_selects_and_ends_at_the_current_resource_version() {
+    let env = TestEnv::start().await.unwrap();
+    let nodes: Api<Node> = Api::all(env.client());
+    for (n, role) in [("a", "web"), ("b", "db"), ("c", "web")] {
+        nodes
+            .create(&PostParams::default(), &labelled(n, role))
+            .await
+            .unwrap();
+    }
+    let rv = env.resource_version().to_string();
+    let wp = WatchParams::streaming_lists().labels("role=web");
+    let mut stream = nodes.watch(&wp, "").await.unwrap().boxed();
+    let mut added = Vec::new();
+    let end = loop {
+        match stream.try_next().await.unwrap().unwrap() {
+            WatchEvent::Added(n) => added.push(n.metadata.name.unwrap()),
+            WatchEvent::Bookmark(b) => break b,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(added, ["a", "c"]);
+    assert_eq!(end.metadata.resource_version, rv);
+    assert_eq!(
+        end.metadata.annotations.get("k8s.io/initial-events-end"),
+        Some(&"true".to_string())
+    );
+    // Without bookmarks the initial events come, but no end bookmark (upstream's
+    // isListWatchRequest needs both): the next event is the live one.
+    let path = "/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan";
+    let req = http::Request::get(path).body(Vec::new()).unwrap();
+    let mut events = env
+        .client()
+        .request_events::<Node>(req)
+        .await
+        .unwrap()
+        .boxed();
+    for _ in 0..3 {
+        let e = events.try_next().await.unwrap().unwrap();
+        assert!(matches!(e, WatchEvent::Added(_)), "{e:?}");
+    }
+    nodes
+        .create(&PostParams::default(), &labelled("d", "web"))
+        .await
+        .unwrap();
+    match events.try_next().await.unwrap().unwrap() {
+        WatchEvent::Added(n) => assert_eq!(n.metadata.name.as_deref(), Some("d")),
+        other => panic!("the live event, no bookmark: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn streaming_list_parameters_are_validated_as_upstream() {
+    let env = TestEnv::start().await.unwrap();
+    let invalid = |c: &[(&str, &str)]| {
+        let joined: Vec<String> = c.iter().map(|(f, m)| format!("{f}: {m}")).collect();
+        let summary = match joined.len() {
+            1 => joined[0].clone(),
+            _ => format!("[{}]", joined.join(", ")),
+        };
+        (
+            422,
+            format!("ListOptions.meta.k8s.io \"\" is invalid: {summary}"),
+            causes(c),
+        )
+    };
+    let cases: [(&str, &[(&str, &str)]); 4] = [
+        (
+            "/api/v1/nodes?watch=1&sendInitialEvents=true&allowWatchBookmarks=true",
+            &[(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            )],
+        ),
+        (
+            "/api/v1/nodes?watch=1&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+            &[(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            )],
+        ),
+        (
+            "/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact",
+            &[
+                (
+                    "resourceVersionMatch",
+                    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ),
+                (
+                    "resourceVersionMatch",
+                    "Unsupported value: \"Exact\": supported values: \"NotOlderThan\"",
+                ),
+            ],
+        ),
+        (
+            "/api/v1/nodes?sendInitialEvents=false",
+            &[(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for list",
+            )],
+        ),
+    ];
+    for (path, want) in cases {
+        assert_eq!(refusal(&env, path).await, invalid(want), "{path}");
+    }
+}
+
+#[tokio::test]
+async fn older_servers_refuse_or_ignore_streaming_lists() {
+    use kube_testenv::WatchListSupport;
+    let watch_list = "/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=";
+    let gate_off = TestEnv::builder()
+        .watch_list(WatchListSupport::GateDisabled)
+        .start()
+        .await
+        .unwrap();
+    let (code, message, why) = refusal(&gate_off, watch_list).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        why,
+        causes(&[(
+            "sendInitialEvents",
+            "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+        )]),
+        "{message}"
+    );
+
+    let v1_23 = TestEnv::builder()
+        .watch_list(WatchListSupport::V1_23)
+        .start()
+        .await
+        .unwrap();
+    let (code, message, why) = refusal(&v1_23, watch_list).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        message,
+        "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch, resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided]"
+    );
+    assert_eq!(why.len(), 2);
+    // The parameter itself is unknown to v1.23: a list carrying it is served.
+    let req = http::Request::get("/api/v1/nodes?sendInitialEvents=true")
+        .body(Vec::new())
+        .unwrap();
+    assert!(v1_23.client().request_text(req).await.is_ok());
+
+    // A server that drops both parameters serves a plain watch: ADDED, no end bookmark.
+    let ignoring = TestEnv::builder()
+        .watch_list(WatchListSupport::Ignored)
+        .start()
+        .await
+        .unwrap();
+    let nodes_ignoring: Api<Node> = Api::all(ignoring.client());
+    nodes_ignoring
+        .create(&PostParams::default(), &node("old"))
+        .await
+        .unwrap();
+    let wp = WatchParams::streaming_lists();
+    let mut stream = nodes_ignoring.watch(&wp, "").await.unwrap().boxed();
+    assert!(matches!(
+        stream.try_next().await.unwrap().unwrap(),
+        WatchEvent::Added(_)
+    ));
+    nodes_ignoring
+        .create(&PostParams::default(), &node("new"))
+        .await
+        .unwrap();
+    match stream.try_next().await.unwrap().unwrap() {
+        WatchEvent::Added(n) => assert_eq!(n.metadata.name.as_deref(), Some("new")),
+        other => panic!("a live event, no bookmark: {other:?}"),
+    }
+}
+
 #[tokio::test]
 async fn watcher_recovers_from_closed_watches_and_410() {
     let env = TestEnv::start().await.unwrap();
