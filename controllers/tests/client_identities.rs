@@ -147,7 +147,7 @@ async fn each_controller_writes_under_its_own_user_agent() {
         set(&["ccm-test/shared-informers"])
     );
     assert_eq!(
-        agents_of(&log, "list", "services"),
+        agents_of(&log, "watch", "services"),
         set(&["ccm-test/shared-informers"])
     );
     // cloud-node initializes with a JSON patch; node-route reports NetworkUnavailable;

@@ -52,8 +52,8 @@ async fn chaos(env: TestEnv, stop: tokio_util::sync::CancellationToken) -> usize
 /// meant to survive really happened.
 struct Run {
     took: Duration,
-    /// Informer LISTs (`resourceVersion=0`): one per informer when nothing goes wrong, more when
-    /// a cut watch could not resume and the informer re-listed.
+    /// Informer lists (streaming, or LIST from `resourceVersion=0`): one per informer when
+    /// nothing goes wrong, more when a cut watch could not resume and the informer re-listed.
     informer_lists: usize,
     /// Requests answered with an injected 500 or 429.
     failed: usize,
@@ -150,9 +150,14 @@ async fn scenario(with_faults: bool) -> Run {
     // (re)connections, to show the informers really were cut off and recovered.
     let lists = requests.iter().filter(|r| r.verb == "list").count();
     let watches = requests.iter().filter(|r| r.verb == "watch").count();
+    // An informer (re)lists with a streaming list (a WATCH with sendInitialEvents), or with a
+    // LIST from resourceVersion 0 on a server that does not serve them.
     let informer_lists = requests
         .iter()
-        .filter(|r| r.verb == "list" && r.query.contains("resourceVersion=0"))
+        .filter(|r| {
+            (r.verb == "list" && r.query.contains("resourceVersion=0"))
+                || (r.verb == "watch" && r.query.contains("sendInitialEvents=true"))
+        })
         .count();
     println!(
         "reliability_convergence: faults={with_faults} lists={lists} informer_lists={informer_lists} watches={watches}"
