@@ -15,7 +15,7 @@ mod lru;
 mod recorder;
 mod writer;
 
-pub(crate) use recorder::EventCounters;
+pub(crate) use recorder::{EventCounters, Unwritten};
 pub use recorder::EventRecorder;
 
 /// The Event `type`; only these two are valid, as client-go enforces.

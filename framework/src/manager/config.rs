@@ -80,6 +80,7 @@ impl ManagerConfig {
                 &config.name,
             ));
             config.admin = admin_options(serving, &config.name);
+            config.admin.profiling = options.debugging.profiling();
         }
         let le = &options.leader_election;
         if le.leader_elect {

@@ -65,6 +65,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 registry: self.registry.clone(),
                 host: crate::leader::host_name(),
                 event_counters: Default::default(),
+                recorders: self.recorders.clone(),
             })
         };
         let mut controllers = Vec::new();
