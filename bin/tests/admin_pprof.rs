@@ -56,7 +56,7 @@ fn sample_types(profile: &Profile) -> Vec<String> {
     profile
         .sample_type
         .iter()
-        .map(|t| format!("{}/{}", name(t.r#type), name(t.unit)))
+        .map(|t| format!("{}/{}", name(t.ty), name(t.unit)))
         .collect()
 }
 
@@ -69,14 +69,26 @@ async fn granted_callers_read_cpu_and_heap_profiles() -> anyhow::Result<()> {
 
     let anonymous = ccm.get("/debug/pprof/heap", &Credentials::None).await?;
     assert_eq!(anonymous.status, 403, "{}", anonymous.body);
-    assert!(anonymous.body.contains("cannot get path \\\"/debug/pprof/heap\\\""));
+    assert!(
+        anonymous
+            .body
+            .contains("cannot get path \\\"/debug/pprof/heap\\\"")
+    );
     let nobody = env.token_for_service_account("default", "nobody")?;
-    let ungranted = ccm.get("/debug/pprof/profile?seconds=1", &Credentials::Token(nobody)).await?;
+    let ungranted = ccm
+        .get(
+            "/debug/pprof/profile?seconds=1",
+            &Credentials::Token(nobody),
+        )
+        .await?;
     assert_eq!(ungranted.status, 403, "{}", ungranted.body);
 
     let bad = ccm.get("/debug/pprof/profile?seconds=0", &granted).await?;
     assert_eq!(bad.status, 400);
-    assert_eq!(bad.body, "seconds must be a whole number from 1 to 300, got \"0\"\n");
+    assert_eq!(
+        bad.body,
+        "seconds must be a whole number from 1 to 300, got \"0\"\n"
+    );
 
     // Two at once: one profiles, the other is told to wait. Requests to /healthz meanwhile give
     // the sampler CPU time to see.
@@ -100,7 +112,10 @@ async fn granted_callers_read_cpu_and_heap_profiles() -> anyhow::Result<()> {
     assert!(busy.body.contains("already being taken"), "{}", busy.body);
     let cpu = decode(&done)?;
     assert_eq!(sample_types(&cpu), ["samples/count", "cpu/nanoseconds"]);
-    assert!(!cpu.sample.is_empty() && !cpu.function.is_empty(), "{cpu:?}");
+    assert!(
+        !cpu.sample.is_empty() && !cpu.function.is_empty(),
+        "{cpu:?}"
+    );
     assert!(cpu.duration_nanos >= 1_000_000_000);
 
     let heap = ccm.get("/debug/pprof/heap", &granted).await?;
@@ -124,7 +139,11 @@ async fn profiling_false_serves_no_pprof() -> anyhow::Result<()> {
     flags.push("--profiling=false".to_string());
     let ccm = Ccm::start(&env, &dir, &flags).await?;
     let granted = Credentials::Token(token);
-    for path in ["/debug/pprof/", "/debug/pprof/profile?seconds=1", "/debug/pprof/heap"] {
+    for path in [
+        "/debug/pprof/",
+        "/debug/pprof/profile?seconds=1",
+        "/debug/pprof/heap",
+    ] {
         let response = ccm.get(path, &granted).await?;
         assert_eq!(response.status, 404, "{path}: {}", response.body);
     }

@@ -348,12 +348,18 @@ async fn shutdown_cuts_a_running_cpu_profile_short() {
     assert!(busy.headers.contains("x-go-pprof: 1"), "{}", busy.headers);
     s.shutdown.cancel();
     let mut raw = Vec::new();
-    tokio::time::timeout(std::time::Duration::from_secs(20), stream.read_to_end(&mut raw))
-        .await
-        .expect("the profile ends with the server, not after 300 s")
-        .unwrap();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stream.read_to_end(&mut raw),
+    )
+    .await
+    .expect("the profile ends with the server, not after 300 s")
+    .unwrap();
     let head = String::from_utf8_lossy(&raw[..raw.len().min(200)]).to_ascii_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");
-    assert!(head.contains("content-type: application/octet-stream"), "{head}");
+    assert!(
+        head.contains("content-type: application/octet-stream"),
+        "{head}"
+    );
     s.task.await.unwrap().unwrap();
 }

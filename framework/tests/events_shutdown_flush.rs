@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use controller_manager::events::EventType;
-use controller_manager::manager::{InitContext, InitOutcome, Initializer, Initializers, Manager, ManagerConfig};
+use controller_manager::manager::{
+    InitContext, InitOutcome, Initializer, Initializers, Manager, ManagerConfig,
+};
 use k8s_openapi::api::core::v1::{Event, ObjectReference};
 use kube::Api;
 use kube::api::ListParams;
@@ -35,7 +37,9 @@ fn noisy(recorded: Arc<Notify>) -> Initializer<()> {
             }
             recorded.notify_one();
             let stop = ctx.shutdown.clone();
-            Ok(InitOutcome::Started(Box::pin(async move { stop.cancelled().await })))
+            Ok(InitOutcome::Started(Box::pin(async move {
+                stop.cancelled().await
+            })))
         }
     })
 }

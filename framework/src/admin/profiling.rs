@@ -220,9 +220,18 @@ mod tests {
             profile_seconds(Some("x=1&seconds=300")),
             Ok(Duration::from_secs(300))
         );
-        for bad in ["seconds=0", "seconds=301", "seconds=-1", "seconds=1.5", "seconds"] {
+        for bad in [
+            "seconds=0",
+            "seconds=301",
+            "seconds=-1",
+            "seconds=1.5",
+            "seconds",
+        ] {
             let err = profile_seconds(Some(bad)).unwrap_err();
-            assert!(err.starts_with("seconds must be a whole number from 1 to 300"), "{err}");
+            assert!(
+                err.starts_with("seconds must be a whole number from 1 to 300"),
+                "{err}"
+            );
         }
     }
 }
