@@ -92,15 +92,20 @@ async fn granted_callers_read_cpu_and_heap_profiles() -> anyhow::Result<()> {
 
     // Two at once: one profiles, the other is told to wait. Requests to /healthz meanwhile give
     // the sampler CPU time to see.
-    let (first, second, ()) = tokio::join!(
-        ccm.get("/debug/pprof/profile?seconds=1", &granted),
-        ccm.get("/debug/pprof/profile?seconds=1", &granted),
-        async {
-            for _ in 0..40 {
-                let _ = ccm.get("/healthz", &Credentials::None).await;
-            }
+    let load = || async {
+        loop {
+            let _ = ccm.get("/healthz", &Credentials::None).await;
         }
-    );
+    };
+    let (first, second) = tokio::select! {
+        both = async {
+            tokio::join!(
+                ccm.get("/debug/pprof/profile?seconds=1", &granted),
+                ccm.get("/debug/pprof/profile?seconds=1", &granted),
+            )
+        } => both,
+        _ = async { tokio::join!(load(), load(), load()) } => unreachable!("the load never ends"),
+    };
     let (first, second) = (first?, second?);
     let (done, busy) = match first.status {
         200 => (first, second),

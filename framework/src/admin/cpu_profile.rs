@@ -55,8 +55,9 @@ impl CpuProfiler {
                 .blocklist(&BLOCKLIST)
                 .build()
                 .map_err(|e| CpuProfileError::Failed(e.to_string()))?;
-            // Returns when the async side says so, or when it is gone (the client hung up).
-            let _ = wait.recv();
+            // Samples for the whole duration from the sampler's start, unless the server stops
+            // (a message) or the client hung up (the sender is gone).
+            let _ = wait.recv_timeout(duration);
             let report = guard
                 .report()
                 .build()
@@ -66,14 +67,15 @@ impl CpuProfiler {
                 .map_err(|e| CpuProfileError::Failed(e.to_string()))?;
             gzip(&profile.encode_to_vec()).map_err(|e| CpuProfileError::Failed(e.to_string()))
         });
-        tokio::select! {
-            () = tokio::time::sleep(duration) => {}
-            () = stop.cancelled() => {}
-        }
-        let _ = done.send(());
-        sampling
-            .await
-            .map_err(|e| CpuProfileError::Failed(e.to_string()))?
+        tokio::pin!(sampling);
+        let sampled = tokio::select! {
+            sampled = &mut sampling => sampled,
+            () = stop.cancelled() => {
+                let _ = done.send(());
+                sampling.await
+            }
+        };
+        sampled.map_err(|e| CpuProfileError::Failed(e.to_string()))?
     }
 }
 
