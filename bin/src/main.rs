@@ -4,8 +4,10 @@
 
 mod cli;
 mod dev;
+mod heap_profile;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use cloud_controllers::app::{CloudControllerManager, parse_args};
 use controller_manager::manager::shutdown_on_signals;
@@ -17,6 +19,9 @@ fn main() -> ExitCode {
     if cli.dev.dev {
         cli.apply_dev_defaults();
     }
+    let debugging = &mut cli.options.generic.debugging;
+    debugging.heap_profiler = Some(Arc::new(heap_profile::JemallocHeap));
+    let profiling = debugging.profiling;
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -44,6 +49,7 @@ fn main() -> ExitCode {
             );
             return ExitCode::from(2);
         }
+        heap_profile::keep_sampling(profiling).await;
         let shutdown = shutdown_on_signals();
         // Kept alive until the manager stops: dropping it stops the embedded API server.
         let (ccm, _dev) = if cli.dev.dev {

@@ -111,7 +111,7 @@ fn flag_values_this_build_cannot_honour_are_refused_by_name() {
     let out = run(&[
         "--cloud-provider=fake",
         "--feature-gates=CloudControllerManagerWebhook=true,Foo=true",
-        "--profiling=true",
+        "--contention-profiling=true",
         "--enable-leader-migration",
         "--vmodule=foo=4",
         "--webhooks=bar",
@@ -120,7 +120,7 @@ fn flag_values_this_build_cannot_honour_are_refused_by_name() {
     let err = stderr(&out);
     for expected in [
         r#"invalid argument "CloudControllerManagerWebhook=true,Foo=true" for "--feature-gates" flag: unrecognized feature gate: Foo"#,
-        "--profiling=true: this build serves no /debug/pprof",
+        "--contention-profiling=true: tokio has no block profile",
         "--enable-leader-migration=true: this build has no leader migration",
         "--vmodule=foo=4",
         r#""bar" is not in the list of known webhooks"#,

@@ -40,7 +40,10 @@ pub fn configuration(name: &str, cloud: &CloudOptions, generic: &GenericOptions)
                 "resourceNamespace": le.leader_elect_resource_namespace,
             },
             "controllers": generic.controllers,
-            "debugging": {"enableProfiling": false, "enableContentionProfiling": false},
+            "debugging": {
+                "enableProfiling": generic.debugging.profiling,
+                "enableContentionProfiling": generic.debugging.contention_profiling,
+            },
             "leaderMigrationEnabled": false,
             "leaderMigration": {"leaderName": "", "resourceLock": "", "controllerLeaders": null},
         },

@@ -180,10 +180,10 @@ fn one_flag_set_with_every_error_reported_before_anything_starts() {
         "{out}"
     );
 
-    let (code, out) = run_to_exit(&["--profiling"]);
+    let (code, out) = run_to_exit(&["--contention-profiling"]);
     assert_eq!(code, Some(2));
     assert!(
-        out.contains("--profiling=true: this build serves no /debug/pprof"),
+        out.contains("--contention-profiling=true: tokio has no block profile"),
         "{out}"
     );
 

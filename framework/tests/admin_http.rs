@@ -1,10 +1,13 @@
-//! The admin server over real HTTP/1.1, with a raw TCP client so the bytes on the wire are checked.
+//! The admin server over real HTTP/1.1, with a raw TCP client so the bytes on the wire are checked;
+//! `/debug/pprof` without a heap profiler and across shutdown.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use controller_manager::admin::{AdminError, AdminServer, ConnectionLimits, HealthChecks};
+use controller_manager::admin::{
+    AdminError, AdminServer, ConnectionLimits, HealthChecks, Profiling,
+};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -290,5 +293,73 @@ async fn connections_past_the_cap_wait_until_one_is_free() {
     assert_eq!(answer.status, 200);
     drop(second);
     s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+/// An admin server serving `/debug/pprof` with no heap profiler plugged in.
+fn profiling() -> Running {
+    let server = AdminServer::new(
+        "127.0.0.1:0".parse().unwrap(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+        HealthChecks::new(),
+        Arc::default(),
+    )
+    .unwrap()
+    .with_profiling(Profiling {
+        enabled: true,
+        heap: None,
+    });
+    let addr = server.local_addr();
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(server.serve(shutdown.clone()));
+    Running {
+        addr,
+        shutdown,
+        task,
+    }
+}
+
+#[tokio::test]
+async fn without_a_heap_profiler_the_heap_profile_is_501_and_says_why() {
+    let s = profiling();
+    let heap = get(s.addr, "/debug/pprof/heap").await;
+    assert_eq!(heap.status, 501);
+    assert!(heap.body.starts_with("no heap profiler:"), "{}", heap.body);
+    let index = get(s.addr, "/debug/pprof/").await;
+    assert!(index.body.contains("heap: not available"), "{}", index.body);
+    s.shutdown.cancel();
+    s.task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_cuts_a_running_cpu_profile_short() {
+    let s = profiling();
+    let mut stream = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let request = "GET /debug/pprof/profile?seconds=300 HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // The request is in (a second profile is refused) before the server is told to stop.
+    let busy = loop {
+        let r = get(s.addr, "/debug/pprof/profile?seconds=1").await;
+        if r.status == 409 {
+            break r;
+        }
+    };
+    assert!(busy.headers.contains("x-go-pprof: 1"), "{}", busy.headers);
+    s.shutdown.cancel();
+    let mut raw = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        stream.read_to_end(&mut raw),
+    )
+    .await
+    .expect("the profile ends with the server, not after 300 s")
+    .unwrap();
+    let head = String::from_utf8_lossy(&raw[..raw.len().min(200)]).to_ascii_lowercase();
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains("content-type: application/octet-stream"),
+        "{head}"
+    );
     s.task.await.unwrap().unwrap();
 }

@@ -195,7 +195,9 @@ impl Drop for DevBinary {
 pub struct Response {
     pub status: u16,
     pub content_type: String,
+    /// The body as text (invalid UTF-8 replaced); [`Self::bytes`] has it as sent.
     pub body: String,
+    pub bytes: Vec<u8>,
 }
 
 /// GET `path` from a plain HTTP server at `addr` over a fresh HTTP/1.1 connection.
@@ -299,11 +301,12 @@ where
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let body = response.into_body().collect().await?.to_bytes();
+    let bytes = response.into_body().collect().await?.to_bytes().to_vec();
     Ok(Response {
         status,
         content_type,
-        body: String::from_utf8(body.to_vec())?,
+        body: String::from_utf8_lossy(&bytes).into_owned(),
+        bytes,
     })
 }
 

@@ -1,5 +1,6 @@
 //! The admin HTTP server: `/healthz`, `/readyz`, `/livez` with the Kubernetes health output format,
-//! `/metrics` and `/metrics/slis` in OpenMetrics text, and `/configz`, behind upstream's
+//! `/metrics` and `/metrics/slis` in OpenMetrics text, `/configz` and, with `--profiling`,
+//! `/debug/pprof` (CPU and heap profiles in pprof protobuf), behind upstream's
 //! delegated authentication and authorization, so probes, scrapers and RBAC written for
 //! upstream components work.
 //!
@@ -8,6 +9,7 @@
 //! - `listener`: the listening socket (`--permit-*-sharing`), TLS accept, the hyper serve loop;
 //!   `connections`: the connection cap and the header and idle timeouts.
 //! - `server`: the axum routes; `slis`, `configz`: those two endpoints.
+//! - `profiling`: `/debug/pprof` and the [`HeapProfiler`] hook; `cpu_profile`: the CPU sampler.
 //! - `tls`: the serving certificate: `--tls-cert-file`/`--tls-private-key-file`, or a self-signed
 //!   pair made at start (kept in `--cert-dir` when given), as upstream's secure serving;
 //!   `tls_flags`: the other `--tls-*` flags; `tls_handshake`: SNI and client-certificate requests.
@@ -23,8 +25,10 @@
 mod auth;
 mod configz;
 mod connections;
+mod cpu_profile;
 mod health;
 mod listener;
+mod profiling;
 mod server;
 mod slis;
 mod tls;
@@ -41,6 +45,7 @@ pub use configz::Configz;
 pub use connections::ConnectionLimits;
 pub use health::{HealthChecks, HealthReport};
 pub use listener::SocketSharing;
+pub use profiling::{DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, Profiling};
 pub use server::AdminServer;
 pub use tls::{SelfSignedPair, ServingCert, TlsError};
 pub use tls_flags::{SniCertKey, TlsSettings};
@@ -57,6 +62,8 @@ pub struct AdminOptions {
     pub auth: Option<DelegatedAuthConfig>,
     /// What `/configz` serves; embedders register their configuration here.
     pub configz: Configz,
+    /// `/debug/pprof` (`--profiling`) and its heap profiler.
+    pub profiling: Profiling,
 }
 
 impl AdminServer {

@@ -1,7 +1,8 @@
 //! The admin routes on axum and the serve loop; one listener, shut down with the process token.
 //!
 //! Routes: `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`), `/metrics`,
-//! `/metrics/slis` and `/configz`; with [`AdminServer::with_auth`] every request passes
+//! `/metrics/slis`, `/configz` and, with [`AdminServer::with_profiling`], `/debug/pprof`; with
+//! [`AdminServer::with_auth`] every request passes
 //! delegated authentication and authorization first, as upstream's handler chain.
 
 use std::net::SocketAddr;
@@ -22,6 +23,7 @@ use super::configz::Configz;
 use super::connections::{CappedListener, ConnectionLimits};
 use super::health::HealthChecks;
 use super::listener::{self, Http, SocketSharing};
+use super::profiling::{self, Profiling};
 use super::slis::Slis;
 use super::{AdminError, TlsSettings};
 
@@ -58,6 +60,7 @@ pub struct AdminServer {
     tls: Option<Arc<ServerConfig>>,
     http: Http,
     auth: Option<Arc<DelegatedAuth>>,
+    profiling: Profiling,
 }
 
 impl std::fmt::Debug for AdminServer {
@@ -66,6 +69,7 @@ impl std::fmt::Debug for AdminServer {
             .field("local_addr", &self.local_addr)
             .field("tls", &self.tls.is_some())
             .field("auth", &self.auth)
+            .field("profiling", &self.profiling)
             .finish_non_exhaustive()
     }
 }
@@ -122,6 +126,7 @@ impl AdminServer {
                 limits: ConnectionLimits::default(),
             },
             auth: None,
+            profiling: Profiling::default(),
         })
     }
 
@@ -160,12 +165,18 @@ impl AdminServer {
         self
     }
 
+    /// Serves `/debug/pprof` when `profiling.enabled` (see [`Profiling`]).
+    pub fn with_profiling(mut self, profiling: Profiling) -> Self {
+        self.profiling = profiling;
+        self
+    }
+
     /// The bound address (the real port when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
-    fn router(&self) -> Router {
+    fn router(&self, shutdown: &CancellationToken) -> Router {
         let mut router = Router::new()
             .route("/metrics", get(metrics))
             .route("/metrics/slis", get(slis).delete(slis_reset))
@@ -181,7 +192,10 @@ impl AdminServer {
                     get(move |state, check| one_check(state, check, endpoint)),
                 );
         }
-        let router = router.with_state(self.endpoints.clone());
+        let mut router = router.with_state(self.endpoints.clone());
+        if self.profiling.enabled {
+            router = router.merge(profiling::routes(&self.profiling, shutdown.clone()));
+        }
         match &self.auth {
             Some(auth) => router.layer(axum::middleware::from_fn_with_state(auth.clone(), guard)),
             None => router,
@@ -190,7 +204,7 @@ impl AdminServer {
 
     /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
-        let router = self.router();
+        let router = self.router(&shutdown);
         let tcp = CappedListener::new(listener::into_tokio(self.listener)?, &self.http.limits);
         tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), authenticated = self.auth.is_some(), "admin server listening");
         match self.tls {

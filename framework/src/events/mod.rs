@@ -15,8 +15,8 @@ mod lru;
 mod recorder;
 mod writer;
 
-pub(crate) use recorder::EventCounters;
 pub use recorder::EventRecorder;
+pub(crate) use recorder::{EventCounters, Unwritten};
 
 /// The Event `type`; only these two are valid, as client-go enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -252,45 +252,22 @@ impl EventRecorder {
     /// Waits until every event recorded before this call has been written (or given up on), e.g.
     /// before the process exits.
     pub async fn flush(&self) {
-        let buffer = &self.handle.0;
-        let target = buffer.state.lock().queued;
-        let mut done = buffer.done.subscribe();
-        // Fails only if the writer task is gone, and then nothing is left to wait for.
-        let _ = done.wait_for(|seq| *seq >= target).await;
+        self.unwritten().flush().await;
     }
 
     /// [`Self::flush`] for at most `deadline`; what is still waiting then is given up on and
     /// counted as dropped. Returns how many events that was.
     pub async fn flush_within(&self, deadline: Duration) -> usize {
-        if tokio::time::timeout(deadline, self.flush()).await.is_ok() {
-            return 0;
+        self.unwritten().flush_within(deadline).await
+    }
+
+    /// What a manager keeps to flush this recorder's buffer at shutdown without keeping the
+    /// recorder itself (and so its writer task) alive.
+    pub(crate) fn unwritten(&self) -> Unwritten {
+        Unwritten {
+            buffer: self.handle.0.clone(),
+            dropped: self.counters.dropped.clone(),
         }
-        let mut state = self.handle.0.state.lock();
-        let lost: u64 = state
-            .waiting
-            .values()
-            .map(|w| u64::try_from(w.count).unwrap_or(1))
-            .sum();
-        let events = state.order.len();
-        state.order.clear();
-        state.waiting.clear();
-        state.bytes = 0;
-        let queued = state.queued;
-        drop(state);
-        // Later flushes wait only for what is recorded after this one.
-        self.handle
-            .0
-            .done
-            .send_modify(|done| *done = (*done).max(queued));
-        self.counters.dropped.inc_by(lost);
-        if events > 0 {
-            warn!(
-                events,
-                ?deadline,
-                "events not written before the flush deadline; dropping them"
-            );
-        }
-        events
     }
 
     /// Events lost since start: the queue was full, the server rejected them, or writing still
@@ -312,6 +289,55 @@ impl EventRecorder {
     pub fn register_metrics(&self, registry: &mut Registry) {
         let component = self.source.component.clone().unwrap_or_default();
         self.counters.register(&component, registry);
+    }
+}
+
+/// A recorder's buffer seen from outside: flushed by the manager at shutdown. Holding it keeps
+/// the buffer but not the recorder: the buffer still closes when the last recorder goes.
+#[derive(Clone)]
+pub(crate) struct Unwritten {
+    buffer: Arc<Buffer>,
+    dropped: Counter,
+}
+
+impl Unwritten {
+    async fn flush(&self) {
+        let target = self.buffer.state.lock().queued;
+        let mut done = self.buffer.done.subscribe();
+        // `done`'s sender lives in the buffer this holds, so this waits for the writer.
+        let _ = done.wait_for(|seq| *seq >= target).await;
+    }
+
+    /// See [`EventRecorder::flush_within`].
+    pub(crate) async fn flush_within(&self, deadline: Duration) -> usize {
+        if tokio::time::timeout(deadline, self.flush()).await.is_ok() {
+            return 0;
+        }
+        let mut state = self.buffer.state.lock();
+        let lost: u64 = state
+            .waiting
+            .values()
+            .map(|w| u64::try_from(w.count).unwrap_or(1))
+            .sum();
+        let events = state.order.len();
+        state.order.clear();
+        state.waiting.clear();
+        state.bytes = 0;
+        let queued = state.queued;
+        drop(state);
+        // Later flushes wait only for what is recorded after this one.
+        self.buffer
+            .done
+            .send_modify(|done| *done = (*done).max(queued));
+        self.dropped.inc_by(lost);
+        if events > 0 {
+            warn!(
+                events,
+                ?deadline,
+                "events not written before the flush deadline; dropping them"
+            );
+        }
+        events
     }
 }
 

@@ -96,7 +96,10 @@ impl ManagerConfig {
                 serving.cert_dir.as_deref(),
                 &config.name,
             ));
-            config.admin = admin_options(serving, &config.name);
+            config.admin = AdminOptions {
+                profiling: options.debugging.profiling(),
+                ..admin_options(serving, &config.name)
+            };
         }
         let le = &options.leader_election;
         if le.leader_elect {
@@ -156,6 +159,7 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
             user_agent: name.to_string(),
         }),
         configz: Default::default(),
+        profiling: Default::default(),
     }
 }
 

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{ClientBuilder, ClientError};
 use crate::controller::layers::ControllerMetrics;
-use crate::events::{EventCounters, EventRecorder};
+use crate::events::{EventCounters, EventRecorder, Unwritten};
 use crate::informer::SharedInformerFactory;
 use crate::shard::Ring;
 use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
@@ -26,6 +26,8 @@ pub(crate) struct Shared {
     pub(crate) host: String,
     /// Event-loss counters per recorder component, registered on first use.
     pub(crate) event_counters: Mutex<HashMap<String, EventCounters>>,
+    /// Every recorder handed out, flushed when the manager stops.
+    pub(crate) recorders: Arc<Mutex<Vec<Unwritten>>>,
 }
 
 /// Handed to each initializer; `C` is the embedder's own context (e.g. the cloud provider and its
@@ -110,7 +112,8 @@ impl<C> InitContext<C> {
     /// controller its own broadcaster) whose events carry `component` as their source. What it
     /// loses is counted on `/metrics` as `events_dropped_total{component}` and
     /// `events_spam_filtered_total{component}`, one series per component however many recorders
-    /// share it.
+    /// share it. Events still waiting when the manager stops are written within what is left
+    /// of its graceful-shutdown deadline; the rest are counted as dropped.
     pub fn event_recorder(&self, client: &kube::Client, component: &str) -> EventRecorder {
         let counters = self
             .shared
@@ -123,12 +126,14 @@ impl<C> InitContext<C> {
                 counters
             })
             .clone();
-        EventRecorder::counted(
+        let recorder = EventRecorder::counted(
             client.clone(),
             component,
             Some(self.shared.host.clone()),
             counters,
-        )
+        );
+        self.shared.recorders.lock().push(recorder.unwritten());
+        recorder
     }
 
     /// Registers controller-specific metrics in the process registry served on `/metrics`.

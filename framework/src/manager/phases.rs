@@ -95,6 +95,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 registry: self.registry.clone(),
                 host: crate::leader::host_name(),
                 event_counters: Default::default(),
+                recorders: self.recorders.clone(),
             })
         };
         let running: Family<RunningLabels, Gauge> = Family::default();

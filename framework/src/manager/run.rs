@@ -12,6 +12,8 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::registry::Registry;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
@@ -21,6 +23,7 @@ use super::initializers::{InitError, Initializers, InitializersError};
 use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::client::{ClientBuilder, ClientError};
+use crate::events::Unwritten;
 use crate::informer::SyncError;
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
 
@@ -98,6 +101,8 @@ pub struct Manager<C> {
     pub(super) health: HealthChecks,
     pub(super) ready: HealthChecks,
     pub(super) live: HealthChecks,
+    /// The event recorders initializers were given, flushed before `run` returns.
+    pub(super) recorders: Arc<Mutex<Vec<Unwritten>>>,
 }
 
 impl<C: Send + Sync + 'static> Manager<C> {
@@ -115,6 +120,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             health: HealthChecks::new(),
             ready: HealthChecks::new(),
             live: HealthChecks::new(),
+            recorders: Arc::default(),
         }
     }
 
@@ -222,6 +228,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let this = Arc::new(self);
         let shutdown = shutdown.child_token();
         let _stop_on_drop = shutdown.clone().drop_guard();
+        let stopping = stopping_since(&shutdown);
 
         let admin_stop = shutdown.child_token();
         let admin_task = match this.config.admin_addr {
@@ -235,7 +242,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
                     this.live.clone(),
                     this.registry.clone(),
                 )?
-                .with_configz(admin.configz.clone());
+                .with_configz(admin.configz.clone())
+                .with_profiling(admin.profiling.clone());
                 if let Some(cert) = &this.config.admin_tls {
                     server = server.secure(cert, admin).await?;
                 }
@@ -264,6 +272,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
             }
         };
 
+        // After the Lease is released, so writing events never delays a standby's takeover.
+        shutdown.cancel();
+        this.flush_events(stopping).await;
         admin_stop.cancel();
         if let Some(task) = admin_task {
             let _ = task.await;
@@ -323,6 +334,20 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self.start_workers(registered, &stop, lost).await
     }
 
+    /// Writes what every recorder still holds, within what the drain left of
+    /// [`ManagerConfig::graceful_shutdown_timeout`] (counted from `stopping`); what is still
+    /// unwritten then is counted in `events_dropped_total`.
+    async fn flush_events(&self, stopping: JoinHandle<Instant>) {
+        let since = stopping.await.unwrap_or_else(|_| Instant::now());
+        let left = self
+            .config
+            .graceful_shutdown_timeout
+            .saturating_sub(since.elapsed());
+        let recorders = std::mem::take(&mut *self.recorders.lock());
+        // Each recorder logs what it drops.
+        futures::future::join_all(recorders.iter().map(|r| r.flush_within(left))).await;
+    }
+
     /// Runs the hook set with [`Self::with_start_hook`], if any.
     pub(super) async fn run_start_hook(
         &self,
@@ -339,6 +364,15 @@ impl<C: Send + Sync + 'static> Manager<C> {
 
 /// A ring's name is a label value: at most 63 characters.
 const MAX_RING_NAME: usize = 63;
+
+/// When `shutdown` fired; awaited once it has.
+fn stopping_since(shutdown: &CancellationToken) -> JoinHandle<Instant> {
+    let shutdown = shutdown.clone();
+    tokio::spawn(async move {
+        shutdown.cancelled().await;
+        Instant::now()
+    })
+}
 
 /// The `/readyz` check a warm standby adds once its caches synced and removes on winning the
 /// Lease: `[+]warm-standby ok` says the replica is ready to take over, not that it leads.

@@ -1,7 +1,7 @@
 //! Generic upstream flags whose behaviour this build has differently or not at all, so a Go
 //! controller-manager's manifest starts unchanged: each is accepted where its meaning holds here
 //! and refused by [`CompatOptions::validate`], naming the flag, only where this build lacks what
-//! the value asks for (pprof, leader migration, per-file log verbosity).
+//! the value asks for (leader migration, per-file log verbosity).
 
 use std::path::PathBuf;
 
@@ -12,32 +12,9 @@ use super::GoDuration;
 /// Content types `--kube-api-content-type` accepts.
 const CONTENT_TYPES: &[&str] = &["application/json", "application/vnd.kubernetes.protobuf"];
 
-/// Debugging, leader-migration, content-type and log flags of upstream's generic options.
+/// Leader-migration, content-type and log flags of upstream's generic options.
 #[derive(Args, Clone, Debug)]
 pub struct CompatOptions {
-    /// `/debug/pprof`; upstream defaults to true. Only false is possible here.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_missing_value = "true",
-        help_heading = "Debugging flags",
-        help = "Enable profiling via web interface host:port/debug/pprof/. This build serves no /debug/pprof: true is refused, false is what it does (upstream default: true)."
-    )]
-    pub profiling: Option<bool>,
-
-    /// Block profiling; needs `--profiling`.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Debugging flags",
-        help = "Enable block profiling, if profiling is enabled. Refused when true: this build has no profiling."
-    )]
-    pub contention_profiling: bool,
-
     /// Leader migration between two managers; not implemented here.
     #[arg(
         long,
@@ -91,17 +68,6 @@ impl CompatOptions {
     /// One message per flag whose value asks for something this build cannot do.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
-        if self.profiling == Some(true) {
-            errors.push(
-                "--profiling=true: this build serves no /debug/pprof; remove the flag or set --profiling=false".to_string(),
-            );
-        }
-        if self.contention_profiling {
-            errors.push(
-                "--contention-profiling=true: this build has no profiling; remove the flag"
-                    .to_string(),
-            );
-        }
         if self.enable_leader_migration {
             errors.push(
                 "--enable-leader-migration=true: this build has no leader migration; migrate by running one manager at a time, and remove the flag".to_string(),

@@ -7,7 +7,7 @@ use clap::{ArgAction, Args, ValueEnum};
 
 use super::feature_gates::{FeatureGates, feature_gates_help};
 use super::serving::ServingOptions;
-use super::{CompatOptions, GoDuration};
+use super::{CompatOptions, DebuggingOptions, GoDuration};
 
 /// Flags every manager has, grouped in `--help` the way upstream groups them.
 #[derive(Args, Clone, Debug)]
@@ -74,6 +74,10 @@ pub struct GenericOptions {
     /// Log settings.
     #[command(flatten)]
     pub logging: LoggingOptions,
+
+    /// `--profiling`, `--contention-profiling` and the heap-profiler hook.
+    #[command(flatten)]
+    pub debugging: DebuggingOptions,
 
     /// Upstream flags accepted for compatibility, refused where their value cannot hold here.
     #[command(flatten)]
@@ -282,6 +286,7 @@ impl GenericOptions {
         if let Err(e) = self.feature_gates() {
             errors.push(e);
         }
+        errors.extend(self.debugging.validate());
         errors.extend(self.compat.validate());
         errors.extend(self.leader_election.validate());
         errors.extend(self.serving.validate());

@@ -5,12 +5,14 @@
 //! every error so the operator sees all of them at once, before anything is built.
 
 mod compat;
+mod debugging;
 mod duration;
 pub mod feature_gates;
 mod generic;
 mod serving;
 
 pub use compat::CompatOptions;
+pub use debugging::DebuggingOptions;
 pub use duration::{DurationParseError, GoDuration};
 pub use feature_gates::{FeatureGates, KNOWN_FEATURES};
 pub use generic::{

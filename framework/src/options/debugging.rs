@@ -1,0 +1,73 @@
+//! Upstream's debugging flags: `--profiling` (served: `/debug/pprof` on the admin port) and
+//! `--contention-profiling` (refused when true: a tokio process has no Go block profile), and the
+//! heap-profiler hook a binary plugs in beside them.
+
+use std::sync::Arc;
+
+use clap::{ArgAction, Args};
+
+use crate::admin::{HeapProfiler, Profiling};
+
+/// `--profiling`, `--contention-profiling`, and the binary's heap profiler (not a flag).
+#[derive(Args, Clone, Default)]
+pub struct DebuggingOptions {
+    /// `/debug/pprof` on the secure port, as upstream (default true).
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = true,
+        default_missing_value = "true",
+        help_heading = "Debugging flags",
+        help = "Enable profiling via web interface host:port/debug/pprof/: CPU (/debug/pprof/profile?seconds=N, N from 1 to 300) and heap (/debug/pprof/heap) profiles in pprof format, behind the same authentication and authorization as /metrics."
+    )]
+    pub profiling: bool,
+
+    /// Go's block profiling; refused when true.
+    #[arg(
+        long,
+        action = ArgAction::Set,
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true",
+        help_heading = "Debugging flags",
+        help = "Enable block profiling, if profiling is enabled. Refused when true: tokio has no block profile (see where tasks wait with tokio-console instead)."
+    )]
+    pub contention_profiling: bool,
+
+    /// What `/debug/pprof/heap` profiles with; set by the binary that picks the global
+    /// allocator (the stock binary plugs in jemalloc's). Not a flag.
+    #[arg(skip)]
+    pub heap_profiler: Option<Arc<dyn HeapProfiler>>,
+}
+
+impl std::fmt::Debug for DebuggingOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DebuggingOptions")
+            .field("profiling", &self.profiling)
+            .field("contention_profiling", &self.contention_profiling)
+            .field("heap_profiler", &self.heap_profiler.is_some())
+            .finish()
+    }
+}
+
+impl DebuggingOptions {
+    /// What the admin server serves under `/debug/pprof`.
+    pub fn profiling(&self) -> Profiling {
+        Profiling {
+            enabled: self.profiling,
+            heap: self.heap_profiler.clone(),
+        }
+    }
+
+    /// One message per flag whose value asks for something this build cannot do.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        if self.contention_profiling {
+            errors.push(
+                "--contention-profiling=true: tokio has no block profile to turn on (tokio-console shows where tasks wait); remove the flag".to_string(),
+            );
+        }
+        errors
+    }
+}
