@@ -231,6 +231,18 @@ class Circles(unittest.TestCase):
         with FakeCrate(files) as c:
             self.assertEqual(c.check()[0], 1)
 
+    def test_a_known_circle_waits_and_a_stale_known_line_fails(self):
+        files = {"lib.rs": "mod a; mod b;", "a.rs": "fn f() { crate::b::g(); }", "b.rs": "pub fn g() { crate::a::f(); }"}
+        with FakeCrate(files) as c:
+            key = f"{c.root}: a.rs <-> b.rs"
+            self.assertEqual(cycles_check.report([c.root], {})[0], 1)
+            status, lines = cycles_check.report([c.root], {key: "being fixed"})
+            self.assertEqual(status, 0, lines)
+            self.assertIn("known, waiting", lines[-1])
+            status, lines = cycles_check.report([c.root], {key: "x", f"{c.root}: gone.rs <-> b.rs": "y"})
+            self.assertEqual(status, 1)
+            self.assertTrue(any("circle that is gone" in line for line in lines))
+
 
 class LongFiles(unittest.TestCase):
     def test_only_non_test_files_over_the_limit_fail(self):
