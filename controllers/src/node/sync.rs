@@ -204,7 +204,7 @@ impl NodeController {
     ) {
         let mut nodes = self.lister.list();
         nodes.retain(|node| !has_uninitialized_taint(node));
-        super::refresh::paced(nodes, spread, stop)
+        super::pacing::paced(nodes, spread, stop)
             .for_each_concurrent(concurrency.max(1), |node| self.refresh_addresses(node))
             .await;
     }
