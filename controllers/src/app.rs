@@ -30,20 +30,18 @@
 //! }
 //! ```
 
-use std::fmt;
+mod args;
+mod error;
+mod flags;
+
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, Parser};
-use controller_manager::client::{
-    ClientBuilder, ClientError, ClientMetrics, client_from_config, load_config,
-};
+use controller_manager::client::{ClientBuilder, ClientMetrics, client_from_config, load_config};
 use controller_manager::manager::{
-    ControllerSelection, Initializer, Initializers, KnownControllers, Manager, ManagerConfig,
-    ManagerError,
+    Initializer, Initializers, Manager, ManagerConfig, ManagerError,
 };
-use controller_manager::options::GenericOptions;
-use controller_manager::telemetry::{self, TelemetryError, TelemetryOptions};
+use controller_manager::telemetry;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -51,187 +49,16 @@ use tracing::{error, info, warn};
 
 use crate::cloud::{
     BoxError, CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext,
-    InstrumentedCloud, RegistryError,
+    InstrumentedCloud,
 };
-use crate::compat_options::CloudCompatOptions;
-use crate::options::CloudOptions;
-use crate::webhooks::WebhookOptions;
 use crate::{CloudContext, cloud_initializers};
+
+pub use args::{controllers_help, parse_args, try_parse_args_from, try_parse_args_with};
+pub use error::AppError;
+pub use flags::CloudManagerOptions;
 
 /// Where `--use-service-account-credentials` keeps the controllers' ServiceAccounts, as upstream.
 pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";
-
-/// Every flag of a cloud-controller-manager, grouped as upstream; flatten it into a distro's
-/// own `clap::Parser` next to the distro's flags so there is one flag set.
-#[derive(Args, Clone, Debug)]
-pub struct CloudManagerOptions {
-    /// Provider and cloud controller flags.
-    #[command(flatten)]
-    pub cloud: CloudOptions,
-    /// Controllers, API client, leader election, serving and log flags.
-    #[command(flatten)]
-    pub generic: GenericOptions,
-    /// OTLP trace export flags.
-    #[command(flatten)]
-    pub telemetry: TelemetryOptions,
-    /// Webhook flags (no webhook is built in).
-    #[command(flatten)]
-    pub webhooks: WebhookOptions,
-    /// Cloud flags kept for manifest compatibility.
-    #[command(flatten)]
-    pub cloud_compat: CloudCompatOptions,
-}
-
-/// The flag set alone, so [`CloudManagerOptions::from_args`] can parse it.
-#[derive(Parser)]
-#[command(name = "cloud-controller-manager")]
-struct OptionsOnly {
-    #[command(flatten)]
-    options: CloudManagerOptions,
-}
-
-impl CloudManagerOptions {
-    /// Parses flags without a program name, with the rules of [`parse_args`], e.g.
-    /// `from_args(["--cloud-provider=fake", "--leader-elect=false"])`: options for tests and for
-    /// programs that build their arguments themselves.
-    pub fn from_args<I, S>(args: I) -> Result<Self, clap::Error>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        let argv = std::iter::once("cloud-controller-manager".to_string())
-            .chain(args.into_iter().map(Into::into));
-        try_parse_args_from::<OptionsOnly>(argv).map(|o| o.options)
-    }
-
-    /// Every flag problem at once, including `--controllers` names `initializers` does not know
-    /// and clashing names in the map itself; empty means valid.
-    pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
-        let mut errors = self.cloud.validate();
-        errors.extend(self.generic.validate());
-        errors.extend(self.telemetry.validate());
-        let gates = self.generic.feature_gates().unwrap_or_default();
-        errors.extend(
-            self.webhooks
-                .validate(&gates, self.generic.serving.secure_port),
-        );
-        if let Err(e) = initializers.check() {
-            errors.push(e.to_string());
-        }
-        if let Err(e) = ControllerSelection::parse(&self.generic.controllers, &initializers.known())
-        {
-            errors.push(e.to_string());
-        }
-        errors
-    }
-}
-
-/// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
-/// that a flag given twice takes its last value (clap would refuse it), so overlays that append
-/// arguments keep working, and upstream's `--controllers` help listing the known controllers. List flags such as
-/// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
-/// error and exits with status 2 on bad input.
-pub fn parse_args<P: Parser>() -> P {
-    // Lossy, so a non-UTF-8 argument becomes a clap error instead of a panic in `env::args`.
-    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
-    match try_parse_args_from(args) {
-        Ok(parsed) => parsed,
-        Err(e) => e.exit(),
-    }
-}
-
-/// [`parse_args`] over explicit arguments (the first is the program name), returning the error.
-pub fn try_parse_args_from<P: Parser>(
-    args: impl IntoIterator<Item = String>,
-) -> Result<P, clap::Error> {
-    try_parse_args_with(args, &cloud_initializers().known())
-}
-
-/// [`try_parse_args_from`] for a distro whose initializer map is not the stock one: `--help`
-/// for `--controllers` then lists `known` (see [`controllers_help`]).
-pub fn try_parse_args_with<P: Parser>(
-    args: impl IntoIterator<Item = String>,
-    known: &KnownControllers,
-) -> Result<P, clap::Error> {
-    let args: Vec<String> = args.into_iter().collect();
-    let mut command = P::command().args_override_self(true);
-    if command.get_arguments().any(|a| a.get_id() == "controllers") {
-        let help = controllers_help(known);
-        command = command.mut_arg("controllers", |a| a.help(help));
-    }
-    let mut matches = command.try_get_matches_from_mut(&args)?;
-    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
-}
-
-/// Upstream's `--controllers` help: the syntax, then every canonical name and the
-/// disabled-by-default ones, each sorted and comma separated.
-pub fn controllers_help(known: &KnownControllers) -> String {
-    let mut all: Vec<&str> = known.iter().map(|c| c.name.as_str()).collect();
-    let mut off: Vec<&str> = known
-        .iter()
-        .filter(|c| c.disabled_by_default)
-        .map(|c| c.name.as_str())
-        .collect();
-    all.sort_unstable();
-    off.sort_unstable();
-    format!(
-        "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.\nAll controllers: {}\nDisabled-by-default controllers: {}",
-        all.join(", "),
-        off.join(", ")
-    )
-}
-
-/// Why the process could not run or stopped with an error; each says what to change.
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    /// Flags were invalid; nothing was started.
-    #[error("{}", InvalidFlags(.0))]
-    InvalidFlags(Vec<String>),
-    /// Logging or trace export could not start.
-    #[error(transparent)]
-    Telemetry(#[from] TelemetryError),
-    /// No API client could be built from `--kubeconfig` / `--master` / in-cluster config.
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    /// `--cloud-provider` / `--cloud-config` did not yield a provider.
-    #[error(transparent)]
-    Provider(#[from] RegistryError),
-    /// The cloud has no cluster ID and `--allow-untagged-cloud` is off.
-    #[error(
-        "no ClusterID found; a ClusterID is required for the cloud provider to function properly. \
-         This check can be bypassed by setting --allow-untagged-cloud=true"
-    )]
-    NoClusterId,
-    /// The manager stopped with an error (provider initialize, a controller, the Lease, ...).
-    #[error(transparent)]
-    Manager(#[from] ManagerError),
-}
-
-struct InvalidFlags<'a>(&'a [String]);
-
-impl fmt::Display for InvalidFlags<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for e in self.0 {
-            writeln!(f, "{e}")?;
-        }
-        write!(
-            f,
-            "{} invalid flag value(s); nothing was started",
-            self.0.len()
-        )
-    }
-}
-
-impl AppError {
-    /// Status 2 for flag errors (as clap and upstream's cobra), 1 for everything else, including
-    /// lost leadership (upstream exits 1 on "leaderelection lost").
-    pub fn exit_code(&self) -> ExitCode {
-        match self {
-            AppError::InvalidFlags(_) => ExitCode::from(2),
-            _ => ExitCode::FAILURE,
-        }
-    }
-}
 
 /// One cloud-controller-manager process: the stock controllers and providers plus whatever a
 /// distro adds, over one client, one informer cache and one metrics registry.
@@ -474,7 +301,10 @@ impl CloudControllerManager {
 
 #[cfg(test)]
 mod tests {
+    use clap::Parser;
+
     use super::*;
+    use crate::cloud::RegistryError;
 
     #[derive(Parser)]
     struct Cli {

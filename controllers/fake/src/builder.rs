@@ -26,6 +26,13 @@ pub struct FakeCloudBuilder {
     rate_limit: Option<RateLimit>,
 }
 
+impl FakeCloud {
+    /// Starts describing a cloud in code; [`FakeCloudBuilder::build`] validates it.
+    pub fn builder() -> FakeCloudBuilder {
+        FakeCloudBuilder::default()
+    }
+}
+
 impl Default for FakeCloudBuilder {
     fn default() -> Self {
         Self {

@@ -17,7 +17,7 @@ use super::config_error::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::rate_limit::RateLimit;
 use super::world::{self, Facets, FakeInstance, InstanceState};
-use super::{FakeCloudBuilder, Method, PROVIDER_NAME};
+use super::{FakeCloud, FakeCloudBuilder, Method, PROVIDER_NAME};
 use k8s_openapi::api::core::v1::NodeAddress;
 
 #[derive(Default, Deserialize)]
@@ -96,6 +96,16 @@ struct FileCluster {
     name: Spanned<String>,
     #[serde(default)]
     master: String,
+}
+
+impl FakeCloud {
+    /// Builds the cloud a `--cloud-config` file describes. Every key is optional; unknown
+    /// fields are rejected and errors name the field and line. The format:
+    ///
+    #[doc = concat!("```yaml\n", include_str!("example-cloud-config.yaml"), "```")]
+    pub fn from_config(yaml: &[u8]) -> Result<FakeCloud, ConfigError> {
+        parse(yaml)?.build()
+    }
 }
 
 /// Parses and validates a config file into a builder; [`FakeCloudBuilder::build`] finishes it.

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use super::{FakeCloud, Method};
+use super::Method;
 
 /// One hold on one method: whether it is released, and how many calls reached it.
 pub(super) struct Gate {
@@ -38,7 +38,7 @@ pub(super) struct Gates {
 
 impl Gates {
     /// The gate on `method`, made if there is none.
-    fn hold(&self, method: Method) -> Arc<Gate> {
+    fn gate(&self, method: Method) -> Arc<Gate> {
         let mut held = self.held.lock();
         Arc::clone(held.entry(method).or_insert_with(|| {
             Arc::new(Gate {
@@ -46,6 +46,16 @@ impl Gates {
                 arrived: watch::Sender::new(0),
             })
         }))
+    }
+
+    /// Parks every call of `method` until the returned hold is released; holding a held method
+    /// again shares the same hold.
+    pub(super) fn hold(self: &Arc<Self>, method: Method) -> HeldCalls {
+        HeldCalls {
+            gates: Arc::clone(self),
+            method,
+            gate: self.gate(method),
+        }
     }
 
     /// Waits while `method` is held; returns at once when it is not.
@@ -72,7 +82,7 @@ impl Gates {
 /// failing test never leaves a controller hanging).
 #[must_use = "dropping the hold releases it at once"]
 pub struct HeldCalls {
-    cloud: FakeCloud,
+    gates: Arc<Gates>,
     method: Method,
     gate: Arc<Gate>,
 }
@@ -98,7 +108,7 @@ impl HeldCalls {
 
 impl Drop for HeldCalls {
     fn drop(&mut self) {
-        self.cloud.shared.gates.release(self.method, &self.gate);
+        self.gates.release(self.method, &self.gate);
     }
 }
 
@@ -111,18 +121,6 @@ impl std::fmt::Debug for HeldCalls {
     }
 }
 
-impl FakeCloud {
-    /// Parks every call of `method` (after its latency, before faults and work) until the
-    /// returned hold is released; holding a held method again shares the same hold.
-    pub fn hold(&self, method: Method) -> HeldCalls {
-        HeldCalls {
-            cloud: self.clone(),
-            method,
-            gate: self.shared.gates.hold(method),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -130,6 +128,7 @@ mod tests {
     use k8s_openapi::api::core::v1::Service;
 
     use super::*;
+    use crate::FakeCloud;
     use cloud_controllers::cloud::LoadBalancer;
 
     fn svc() -> Service {

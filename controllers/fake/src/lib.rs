@@ -120,7 +120,7 @@ struct Shared {
     facets: Facets,
     world: Mutex<World>,
     faults: Faults,
-    gates: Gates,
+    gates: Arc<Gates>,
     quota: Quota,
 }
 
@@ -141,19 +141,6 @@ impl FakeCloud {
         )
     }
 
-    /// Starts describing a cloud in code; [`FakeCloudBuilder::build`] validates it.
-    pub fn builder() -> FakeCloudBuilder {
-        FakeCloudBuilder::default()
-    }
-
-    /// Builds the cloud a `--cloud-config` file describes. Every key is optional; unknown
-    /// fields are rejected and errors name the field and line. The format:
-    ///
-    #[doc = concat!("```yaml\n", include_str!("example-cloud-config.yaml"), "```")]
-    pub fn from_config(yaml: &[u8]) -> Result<FakeCloud, ConfigError> {
-        config::parse(yaml)?.build()
-    }
-
     fn from_parts(
         provider_name: String,
         has_cluster_id: bool,
@@ -167,7 +154,7 @@ impl FakeCloud {
                 facets,
                 world: Mutex::new(world),
                 faults: Faults::default(),
-                gates: Gates::default(),
+                gates: Arc::default(),
                 quota: Quota::default(),
             }),
             caller: Arc::new(Mutex::new(None)),
@@ -457,6 +444,14 @@ impl FakeCloud {
             caller,
             outcome: CallOutcome::Ok,
         });
+    }
+}
+
+impl FakeCloud {
+    /// Parks every call of `method` (after its latency, before faults and work) until the
+    /// returned hold is released; holding a held method again shares the same hold.
+    pub fn hold(&self, method: Method) -> HeldCalls {
+        self.shared.gates.hold(method)
     }
 }
 

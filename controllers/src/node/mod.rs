@@ -64,6 +64,7 @@ pub mod labels;
 pub mod metadata;
 pub mod metrics;
 pub mod modifiers;
+mod pacing;
 mod refresh;
 pub mod sync;
 

@@ -246,7 +246,7 @@ impl NodeController {
         if let Some(ring) = &self.shard {
             nodes.retain(|node| ring.owns(&ObjectKey::from_object(&**node)));
         }
-        super::refresh::paced(nodes, spread, stop)
+        super::pacing::paced(nodes, spread, stop)
             .for_each_concurrent(concurrency.max(1), |node| self.refresh_addresses(node))
             .await;
     }

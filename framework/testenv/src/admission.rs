@@ -3,7 +3,6 @@
 //! status-subresource split, and per-type defaulting and validation (Node not-ready taint,
 //! Service clusterIP / nodePort allocation and immutability, Namespace defaults).
 
-use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use crate::resources::{NameRule, ResId, Strategy, lookup};
@@ -72,8 +71,6 @@ fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
     obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
-pub(crate) const GENERATE_CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
 /// Fills in and checks everything a create needs; `ns` is the namespace from the URL.
 pub fn prepare_create(
     rt: &Served,
@@ -114,11 +111,7 @@ pub fn prepare_create(
             .and_then(Value::as_str)
             .filter(|p| !p.is_empty())
     {
-        let mut rng = rand::rng();
-        let suffix: String = (0..5)
-            .map(|_| GENERATE_CHARS[rng.random_range(0..GENERATE_CHARS.len())] as char)
-            .collect();
-        name = format!("{prefix}{suffix}");
+        name = format!("{prefix}{}", crate::generate_name::random_suffix());
         meta.insert("name".into(), name.clone().into());
     }
     if rt.keeps_generation() {

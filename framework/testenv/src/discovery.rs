@@ -144,7 +144,7 @@ fn resource(r: &Served) -> Vec<Value> {
         ],
         Served::Builtin(_) => VERBS,
     };
-    let verbs = crate::auth::discovery_verbs(r.group(), r.plural()).unwrap_or(verbs);
+    let verbs = auth_api_verbs(r.group(), r.plural()).unwrap_or(verbs);
     let mut main = json!({
         "name": r.plural(), "singularName": r.singular(), "namespaced": r.namespaced(), "kind": r.kind(), "verbs": verbs,
     });
@@ -170,7 +170,7 @@ fn resource(r: &Served) -> Vec<Value> {
             "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]
         }));
     }
-    out.extend(crate::auth::discovery_subresources(r.group(), r.plural()));
+    out.extend(auth_subresources(r.group(), r.plural()));
     out
 }
 
@@ -194,6 +194,25 @@ pub fn resource_list(types: &Registry, group: &str, version: &str) -> Option<Val
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
+}
+
+/// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).
+fn auth_api_verbs(group: &str, plural: &str) -> Option<&'static [&'static str]> {
+    let create_only = matches!(
+        (group, plural),
+        ("authentication.k8s.io", "tokenreviews") | ("authorization.k8s.io", _)
+    );
+    create_only.then_some(&["create"][..])
+}
+
+/// Discovery entries of the auth subresources of a type (`serviceaccounts/token`).
+fn auth_subresources(group: &str, plural: &str) -> Option<Value> {
+    ((group, plural) == ("", "serviceaccounts")).then(|| {
+        serde_json::json!({
+            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]
+        })
+    })
 }
 
 #[cfg(test)]

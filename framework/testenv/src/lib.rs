@@ -17,6 +17,7 @@
 mod admission;
 mod allocations;
 mod auth;
+mod body;
 mod continue_token;
 mod crd;
 mod decoding;
@@ -25,6 +26,7 @@ mod discovery;
 mod faults;
 mod fieldcheck;
 mod fields;
+mod generate_name;
 mod handlers;
 mod limits;
 mod openapi;
@@ -37,6 +39,7 @@ mod router;
 mod selectors;
 mod server;
 mod service;
+mod shared;
 mod status;
 mod store;
 mod table;
@@ -58,9 +61,11 @@ use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
 pub use faults::Faults;
+pub use shared::RequestRecord;
 pub use watch_list::WatchListSupport;
 
 use admission::AdmissionConfig;
+use shared::Shared;
 use store::Store;
 
 /// Why the server could not start or a client could not be built.
@@ -96,45 +101,6 @@ pub enum Error {
         /// The API server's refusal.
         message: String,
     },
-}
-
-/// One served request, for assertions like "exactly one LIST and one WATCH".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestRecord {
-    /// kube-apiserver verb: get, list, watch, create, update, patch, delete, deletecollection
-    /// (non-resource requests such as discovery: the lower-case HTTP method).
-    pub verb: String,
-    /// Plural resource, e.g. `nodes` (empty for non-resource requests).
-    pub resource: String,
-    /// Subresource, e.g. `status`.
-    pub subresource: Option<String>,
-    /// Namespace from the URL.
-    pub namespace: Option<String>,
-    /// Name from the URL.
-    pub name: Option<String>,
-    /// Raw query string.
-    pub query: String,
-    /// `User-Agent` header.
-    pub user_agent: Option<String>,
-    /// HTTP status sent.
-    pub status: u16,
-    /// URL path (tells discovery requests apart).
-    pub path: String,
-    /// The authenticated user name (`system:anonymous` without credentials, empty when the
-    /// token did not authenticate).
-    pub user: String,
-}
-
-/// State shared by the accept loop, every connection and the handles.
-pub(crate) struct Shared {
-    pub(crate) store: Arc<Store>,
-    pub(crate) log: Mutex<Vec<RequestRecord>>,
-    pub(crate) faults: Faults,
-    pub(crate) admission: AdmissionConfig,
-    pub(crate) watch: watch::WatchConfig,
-    pub(crate) address: String,
-    pub(crate) auth: auth::Auth,
-    pub(crate) tls: Option<Arc<auth::Tls>>,
 }
 
 /// Options for [`TestEnv`]; start with [`TestEnv::builder`].

@@ -11,7 +11,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::{auth, router};
 
 /// Commands from the [`crate::TestEnv`] handle to the accept loop.

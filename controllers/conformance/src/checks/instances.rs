@@ -3,10 +3,11 @@
 
 use cloud_controllers::cloud::{CloudError, CloudProvider, instance_provider_id};
 
-use super::{
-    Check, Failure, Verdict, answer, called, check, expect, facet, passed, skipped, typed_addresses,
+use super::vocabulary::{
+    Check, Verdict, answer, called, check, expect, facet, passed, skipped, typed_addresses,
 };
 use crate::fixture::Fixture;
+use crate::report::Failure;
 
 pub(super) const CHECKS: &[Check] = &[
     check!(

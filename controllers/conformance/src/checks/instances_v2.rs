@@ -3,7 +3,9 @@
 
 use cloud_controllers::cloud::CloudProvider;
 
-use super::{Check, Verdict, called, check, expect, facet, passed, skipped, typed_addresses};
+use super::vocabulary::{
+    Check, Verdict, called, check, expect, facet, passed, skipped, typed_addresses,
+};
 use crate::fixture::{Fixture, Instance, node};
 
 pub(super) const CHECKS: &[Check] = &[
@@ -85,7 +87,7 @@ pub(super) async fn instance_exists_is_false_not_an_error_for_a_deleted_instance
     ] {
         let call = format!("InstanceExists({:?}, {how})", f.missing.node_name);
         let reply = v2.instance_exists(&node).await;
-        let got = super::answer(&reply);
+        let got = super::vocabulary::answer(&reply);
         expect(
             matches!(reply, Ok(false)),
             format!("{call} of a deleted instance to be Ok(false), not an error"),
@@ -147,7 +149,7 @@ pub(super) async fn instance_metadata_describes_the_instance(
     );
     let by_id = called(&call, v2.instance_metadata(&f.existing.node()).await)?;
     let Some(by_id) = by_id else {
-        return Err(super::Failure::new(
+        return Err(crate::report::Failure::new(
             format!("{call} of a running instance to be Some(metadata)"),
             "Ok(None)",
         ));
@@ -217,7 +219,7 @@ pub(super) async fn instance_lookup_prefers_the_provider_id(
         renamed.node_name, renamed.provider_id
     );
     let exists = v2.instance_exists(&node).await;
-    let got = super::answer(&exists);
+    let got = super::vocabulary::answer(&exists);
     expect(
         matches!(exists, Ok(true)),
         format!("{call} to be Ok(true)"),

@@ -8,8 +8,9 @@ use cloud_controllers::cloud::{CloudProvider, LoadBalancer};
 use cloud_controllers::service::service_key;
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, Service};
 
-use super::{Check, Failure, Verdict, answer, called, check, expect, facet, passed};
+use super::vocabulary::{Check, Verdict, answer, called, check, expect, facet, passed};
 use crate::fixture::Fixture;
+use crate::report::Failure;
 
 pub(super) const CHECKS: &[Check] = &[
     check!(

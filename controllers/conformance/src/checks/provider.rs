@@ -2,7 +2,7 @@
 
 use cloud_controllers::cloud::CloudProvider;
 
-use super::{Check, Verdict, check, expect, passed};
+use super::vocabulary::{Check, Verdict, check, expect, passed};
 use crate::fixture::Fixture;
 
 pub(super) const CHECKS: &[Check] = &[check!(

@@ -4,8 +4,9 @@
 
 use cloud_controllers::cloud::{CloudProvider, Route, Routes};
 
-use super::{Check, Failure, Verdict, answer, called, check, expect, facet, passed, skipped};
+use super::vocabulary::{Check, Verdict, answer, called, check, expect, facet, passed, skipped};
 use crate::fixture::Fixture;
+use crate::report::Failure;
 
 pub(super) const CHECKS: &[Check] = &[
     check!(

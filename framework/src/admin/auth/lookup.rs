@@ -10,8 +10,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use super::AuthSetupError;
 use super::authn::RequestHeaderConfig;
+use super::error::AuthSetupError;
 use crate::admin::x509::CaBundle;
 use crate::client::client_from_config;
 

@@ -18,6 +18,7 @@
 mod authn;
 mod authz;
 mod cache;
+mod error;
 mod lookup;
 mod responses;
 mod user;
@@ -33,6 +34,7 @@ use axum::response::Response;
 use tokio_rustls::rustls::pki_types::CertificateDer;
 
 pub use authz::AllowPaths;
+pub use error::AuthSetupError;
 pub use user::UserInfo;
 
 use authn::{Authenticator, CertTrust, RequestHeaderConfig};
@@ -41,36 +43,6 @@ use parking_lot::RwLock;
 use webhook::{AccessReviewer, Decision, TokenReviewer};
 
 use super::x509::CaBundle;
-
-/// Why delegated auth could not be set up; the process does not start.
-#[derive(Debug, thiserror::Error)]
-pub enum AuthSetupError {
-    /// A delegated kubeconfig could not be loaded.
-    #[error(
-        "failed to get delegated {purpose} kubeconfig: {message} (check --{purpose}-kubeconfig)"
-    )]
-    Kubeconfig {
-        /// `authentication` or `authorization`.
-        purpose: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A CA file could not be read or parsed.
-    #[error("unable to load {flag} {path}: {message}")]
-    CaFile {
-        /// The flag naming the file.
-        flag: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-    /// The ConfigMap lookup failed and `--authentication-tolerate-lookup-failure` is off.
-    #[error(
-        "unable to load configmap based request-header-client-ca-file: {0} (grant the extension-apiserver-authentication-reader Role in kube-system, or set --authentication-skip-lookup or --authentication-tolerate-lookup-failure)"
-    )]
-    Lookup(String),
-}
 
 /// The front-proxy flags (`--requestheader-*`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use http::HeaderMap;
 use super::attributes::{self, Attributes};
 use super::rbac;
 use super::tokens::UserInfo;
-use crate::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
 
 const USER_HEADER: &str = "impersonate-user";

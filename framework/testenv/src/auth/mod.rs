@@ -8,6 +8,7 @@
 mod aggregation;
 mod attributes;
 mod bootstrap;
+mod config;
 mod env;
 mod escalation;
 mod impersonation;
@@ -21,21 +22,13 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 pub use bootstrap::{publish_client_ca, seed};
+pub use config::Auth;
 pub use reviews::mint;
 pub use tls::{ClientCertUser, Tls, base64};
 pub use tokens::{API_AUDIENCE, Tokens, UserInfo, random_token};
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::status::ApiError;
-
-/// The server's authentication and authorization configuration.
-#[derive(Debug)]
-pub struct Auth {
-    /// Every token the server accepts.
-    pub tokens: Tokens,
-    /// Whether requests are authorized by RBAC (off: every request is allowed).
-    pub enforce: bool,
-}
 
 /// Whom a request acts as: who sent it ([`authenticate`]), or the user it impersonates if the
 /// sender may (upstream's 401 or 403 otherwise).
@@ -125,23 +118,4 @@ pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
     if write && (200..300).contains(&status) && role_path {
         shared.store.with(aggregation::aggregate);
     }
-}
-
-/// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).
-pub fn discovery_verbs(group: &str, plural: &str) -> Option<&'static [&'static str]> {
-    let create_only = matches!(
-        (group, plural),
-        ("authentication.k8s.io", "tokenreviews") | ("authorization.k8s.io", _)
-    );
-    create_only.then_some(&["create"][..])
-}
-
-/// Discovery entries of the auth subresources of a type (`serviceaccounts/token`).
-pub fn discovery_subresources(group: &str, plural: &str) -> Option<Value> {
-    ((group, plural) == ("", "serviceaccounts")).then(|| {
-        serde_json::json!({
-            "name": "serviceaccounts/token", "singularName": "", "namespaced": true,
-            "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest", "verbs": ["create"]
-        })
-    })
 }

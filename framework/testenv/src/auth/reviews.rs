@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use super::attributes::Attributes;
 use super::rbac;
 use super::tokens::{API_AUDIENCE, UserInfo};
-use crate::Shared;
 use crate::resources::lookup;
+use crate::shared::Shared;
 use crate::status::{ApiError, Cause};
 
 /// Which auth API a request addresses.
@@ -63,7 +63,7 @@ pub fn serve(
         return Some(Err(ApiError::method_not_allowed()));
     }
     // A protobuf body arrives here already decoded into JSON by the router.
-    let decoded = crate::router::decode_body(content_type, body);
+    let decoded = crate::body::decode(content_type, body);
     let obj = match decoded {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {

@@ -11,10 +11,9 @@ use crate::admission::now;
 use crate::crd::admit::storage_version;
 use crate::crd::columns;
 use crate::crd::schema::Schema;
-use crate::handlers::{self, DeleteOptions, Target};
 use crate::resources::{ResId, lookup};
 use crate::status::ApiError;
-use crate::store::{EventType, ObjKey, State, key_of};
+use crate::store::{EventType, State, key_of};
 use crate::types::{CustomType, ScaleSpec, Served};
 use crate::validation::string_list;
 
@@ -329,11 +328,12 @@ pub fn check_creatable(state: &State, rt: &Served) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// DELETE of a CRD: marks it terminating (the response), then deletes its objects; when none
-/// is left the cleanup finalizer goes and, with no other finalizer, the CRD and its types too.
-pub fn delete(state: &mut State, t: &Target, old: &Value, dry_run: bool) -> Value {
-    if dry_run || old.pointer("/metadata/deletionTimestamp").is_some() {
-        return old.clone();
+/// DELETE of a CRD, first step: marks it terminating with the cleanup finalizer and returns
+/// what was stored (the response); `None` when it already is terminating. The caller then
+/// deletes its objects and calls [`finish_if_empty`].
+pub fn mark_terminating(state: &mut State, res: ResId, old: &Value) -> Option<Value> {
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
+        return None;
     }
     let mut crd = old.clone();
     let since = now();
@@ -360,36 +360,7 @@ pub fn delete(state: &mut State, t: &Target, old: &Value, dry_run: bool) -> Valu
             &since,
         ),
     );
-    let response = (*state.put(t.res, crd, EventType::Modified)).clone();
-    delete_instances(state, text(&response, "/metadata/name"));
-    finish_if_empty(state, text(&response, "/metadata/name"));
-    response
-}
-
-fn delete_instances(state: &mut State, crd_name: &str) {
-    let Some((res, rt)) = state
-        .types()
-        .of_crd(crd_name)
-        .into_iter()
-        .next()
-        .map(|(id, c)| (id, Served::Custom(c)))
-    else {
-        return;
-    };
-    let keys: Vec<ObjKey> = state
-        .iter(res, None, None)
-        .map(|(k, _)| k.clone())
-        .collect();
-    for (ns, name) in keys {
-        let t = Target {
-            res,
-            rt: rt.clone(),
-            ns: Some(ns),
-            name: Some(name),
-            sub: None,
-        };
-        let _ = handlers::delete(state, &t, &DeleteOptions::default());
-    }
+    Some((*state.put(res, crd, EventType::Modified)).clone())
 }
 
 /// After a custom resource left the store: finishes its CRD's deletion when it was the last.
@@ -424,7 +395,9 @@ pub fn instance_removed(state: &mut State, rt: &Served) {
     }
 }
 
-fn finish_if_empty(state: &mut State, crd_name: &str) {
+/// Once a terminating CRD has no objects left: drops its cleanup finalizer and, with no other
+/// finalizer, the CRD and its types too.
+pub fn finish_if_empty(state: &mut State, crd_name: &str) {
     let Some(id) = crd_id() else { return };
     let Some(crd) = state.get(id, "", crd_name).cloned() else {
         return;

@@ -3,10 +3,9 @@
 //! (ServiceAccount: the `default` account and its projected `kube-api-access-*` volume;
 //! DefaultTolerationSeconds; Priority, with `preemptionPolicy`) and the initial status (`Pending`, QoS class).
 
-use rand::Rng;
 use serde_json::{Map, Value, json};
 
-use crate::admission::GENERATE_CHARS;
+use crate::generate_name::random_suffix;
 
 const TOKEN_MOUNT: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 
@@ -93,11 +92,7 @@ fn service_account(spec: &mut Map<String, Value>) {
     if spec.get("automountServiceAccountToken") == Some(&Value::Bool(false)) {
         return;
     }
-    let mut rng = rand::rng();
-    let suffix: String = (0..5)
-        .map(|_| GENERATE_CHARS[rng.random_range(0..GENERATE_CHARS.len())] as char)
-        .collect();
-    let name = format!("kube-api-access-{suffix}");
+    let name = format!("kube-api-access-{}", random_suffix());
     let volume = json!({"name": name, "projected": {"sources": [
         {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
         {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},

@@ -7,8 +7,7 @@ use std::task::{Context, Poll};
 use pin_project_lite::pin_project;
 use tower::BoxError;
 
-use super::Panicked;
-use super::service::caught;
+use super::{Panicked, caught};
 use crate::panic_guard::catch;
 
 pin_project! {

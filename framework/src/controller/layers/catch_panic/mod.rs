@@ -10,3 +10,9 @@ pub use crate::panic_guard::Panicked;
 pub use future::CatchPanicFuture;
 pub use layer::CatchPanicLayer;
 pub use service::CatchPanic;
+
+/// Logs a caught panic once, where it is caught.
+pub(super) fn caught(panicked: Panicked) -> Panicked {
+    tracing::error!(panic = %panicked.message, "reconcile panicked; it will be retried with backoff");
+    panicked
+}

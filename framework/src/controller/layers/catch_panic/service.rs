@@ -4,7 +4,7 @@ use std::task::{Context, Poll};
 
 use tower::{BoxError, Service};
 
-use super::{CatchPanicFuture, Panicked};
+use super::{CatchPanicFuture, caught};
 use crate::panic_guard::catch;
 
 /// Wraps a reconcile service so that a panic in `call` or in its future becomes [`Panicked`].
@@ -42,10 +42,4 @@ where
             Err(panicked) => CatchPanicFuture::failed(caught(panicked)),
         }
     }
-}
-
-/// Logs a caught panic once, where it is caught.
-pub(super) fn caught(panicked: Panicked) -> Panicked {
-    tracing::error!(panic = %panicked.message, "reconcile panicked; it will be retried with backoff");
-    panicked
 }
