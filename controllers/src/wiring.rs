@@ -5,15 +5,54 @@
 use std::error::Error;
 use std::time::Duration;
 
-use controller_manager::controller::RetryAfter;
+use std::future::Future;
+
+use controller_manager::controller::layers::{self, ControllerMetrics};
+use controller_manager::controller::{Action, Request, RetryAfter};
 use controller_manager::events::EventRecorder;
+use controller_manager::shard::{Ring, ShardLayer};
 use k8s_openapi::api::core::v1::ObjectReference;
+use tower::{BoxError, Service, ServiceBuilder};
 
 use crate::event_sink::{EventSink, EventType};
 
 /// How long one reconcile may run before it is abandoned and retried with backoff; generous, so
 /// only a hung cloud call trips it.
 pub const RECONCILE_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A cloud controller's reconcile service over string keys: `sync(key)` behind the standard
+/// layers (trace span, metrics, panic guard, [`RECONCILE_TIMEOUT`]), its errors turned into queue
+/// outcomes by [`queue_error`], and behind the shard gate when the controller runs sharded.
+pub fn reconcile_service<F, Fut, E>(
+    controller: &str,
+    metrics: &ControllerMetrics,
+    shard: Option<Ring>,
+    sync: F,
+) -> impl Service<Request<String>, Response = Action, Error = BoxError, Future: Send>
++ Clone
++ Send
++ 'static
+where
+    F: Fn(String) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<(), E>> + Send + 'static,
+    E: Error + RetryHint + Send + Sync + 'static,
+{
+    ServiceBuilder::new()
+        .option_layer(shard.map(ShardLayer::for_string_keys))
+        .service(
+            layers::standard(controller, metrics, RECONCILE_TIMEOUT).service_fn(
+                move |req: Request<String>| {
+                    let sync = sync.clone();
+                    async move {
+                        sync(req.key)
+                            .await
+                            .map(|()| Action::Done)
+                            .map_err(queue_error)
+                    }
+                },
+            ),
+        )
+}
 
 /// The framework's aggregating recorder behind the controllers' [`EventSink`].
 pub struct RecorderSink(pub EventRecorder);

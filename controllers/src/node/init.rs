@@ -3,19 +3,18 @@
 
 use std::sync::Arc;
 
-use controller_manager::controller::{Action, Controller, Request, layers};
+use controller_manager::controller::Controller;
 use controller_manager::informer::Event;
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
-use controller_manager::shard::{ShardLayer, requeue_gained};
+use controller_manager::shard::requeue_gained;
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
-use tower::ServiceBuilder;
 
 use super::{NodeController, NodeEvent, NodeMetrics, node_key_for_event, refresh};
 use crate::context::CloudContext;
 use crate::names::cloud_node::{CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT};
 use crate::node_errors::NodeControllerError;
-use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
+use crate::wiring::{RecorderSink, reconcile_service};
 
 /// The `cloud-node-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -60,24 +59,15 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     );
 
     let reconciler = controller.clone();
-    let service = ServiceBuilder::new()
-        .option_layer(shard.clone().map(ShardLayer::for_string_keys))
-        .service(
-            layers::standard(
-                CONTROLLER_NAME,
-                &ctx.controller_metrics(),
-                RECONCILE_TIMEOUT,
-            )
-            .service_fn(move |req: Request<String>| {
-                let c = reconciler.clone();
-                async move {
-                    c.sync_node(&req.key)
-                        .await
-                        .map(|()| Action::Done)
-                        .map_err(queue_error)
-                }
-            }),
-        );
+    let service = reconcile_service(
+        CONTROLLER_NAME,
+        &ctx.controller_metrics(),
+        shard.clone(),
+        move |key: String| {
+            let c = reconciler.clone();
+            async move { c.sync_node(&key).await }
+        },
+    );
     // Sharded: a Node this replica gains is synced again, as every listed one is at start.
     let gained = shard.map(|ring| {
         requeue_gained(

@@ -8,15 +8,14 @@
 use std::sync::Arc;
 
 use controller_manager::controller::layers::ControllerMetrics;
-use controller_manager::controller::{Action, Controller, Request, layers};
+use controller_manager::controller::Controller;
 use controller_manager::informer::{Event, EventSource, Store, WithSource};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
-use controller_manager::shard::{Ring, ShardLayer, requeue_gained};
+use controller_manager::shard::{Ring, requeue_gained};
 use controller_manager::workqueue::{ItemExponential, WorkQueue};
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Node, Service};
 use tokio_util::sync::CancellationToken;
-use tower::ServiceBuilder;
 
 use super::coalesce::NodeChanges;
 use super::predicates::wants_load_balancer;
@@ -26,7 +25,7 @@ use super::{
 };
 use crate::context::CloudContext;
 use crate::names::service_lb::{CLIENT_NAME, CONTROLLER_ALIAS, NODE_SYNC_CONTROLLER};
-use crate::wiring::{RECONCILE_TIMEOUT, RecorderSink, queue_error};
+use crate::wiring::{RecorderSink, reconcile_service};
 
 /// The `service-lb-controller` entry of the initializer map.
 pub fn initializer() -> Initializer<CloudContext> {
@@ -152,24 +151,15 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
     );
     let c = controller.clone();
     let shard = ctx.shard().cloned();
-    let sync_service = ServiceBuilder::new()
-        .option_layer(shard.clone().map(ShardLayer::for_string_keys))
-        .service(
-            layers::standard(
-                CONTROLLER_NAME,
-                &ctx.controller_metrics(),
-                RECONCILE_TIMEOUT,
-            )
-            .service_fn(move |req: Request<String>| {
-                let c = c.clone();
-                async move {
-                    c.sync_service(&req.key)
-                        .await
-                        .map(|()| Action::Done)
-                        .map_err(queue_error)
-                }
-            }),
-        );
+    let sync_service = reconcile_service(
+        CONTROLLER_NAME,
+        &ctx.controller_metrics(),
+        shard.clone(),
+        move |key: String| {
+            let c = c.clone();
+            async move { c.sync_service(&key).await }
+        },
+    );
     let workers = Controller::new(CONTROLLER_NAME, queue.clone(), sync_service)
         .workers(options.concurrent_service_syncs as usize);
     let shutdown = ctx.shutdown.clone();
@@ -213,21 +203,11 @@ pub async fn run_node_sync(
     shutdown: CancellationToken,
 ) {
     let c = controller.clone();
-    let sync_hosts = ServiceBuilder::new()
-        .option_layer(shard.map(ShardLayer::for_string_keys))
-        .service(
-            layers::standard(NODE_SYNC_CONTROLLER, &metrics, RECONCILE_TIMEOUT).service_fn(
-                move |req: Request<String>| {
-                    let c = c.clone();
-                    async move {
-                        c.sync_load_balancer_hosts(&req.key)
-                            .await
-                            .map(|()| Action::Done)
-                            .map_err(queue_error)
-                    }
-                },
-            ),
-        );
+    let sync_hosts =
+        reconcile_service(NODE_SYNC_CONTROLLER, &metrics, shard, move |key: String| {
+            let c = c.clone();
+            async move { c.sync_load_balancer_hosts(&key).await }
+        });
     let q = queue.clone();
     let answer = move |first_change| {
         for key in controller.node_sync_keys_since(first_change) {
