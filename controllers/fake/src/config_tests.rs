@@ -446,11 +446,11 @@ fn parse_errors_never_quote_a_value_or_a_line() {
     for (yaml, says) in [
         (
             format!("providerName: [ \"{SECRET}\" ]\n"),
-            "invalid fake cloud config: key providerName (line 1, column 15): invalid type: sequence, expected a string",
+            "invalid fake cloud config: key providerName (line 1, column 15): expected string scalar",
         ),
         (
             format!("hasClusterID: {SECRET}\n"),
-            "invalid fake cloud config: key hasClusterID (line 1, column 15): invalid type: string, expected a boolean",
+            "invalid fake cloud config: key hasClusterID (line 1, column 15): invalid boolean",
         ),
         (
             format!("providerName: acme\ntoken: {SECRET}\n"),

@@ -2,9 +2,10 @@
 //! redacted [`ConfigFileError`].
 //!
 //! A real provider's config holds credentials, and the YAML library's own errors quote the file
-//! (a snippet of the lines around the fault) and the offending value (`invalid type: string
-//! "s3cr3t"`). Errors from here name the key path, line and column and what was wrong with the
-//! value's *kind*, never the value or a line of the file; the registry adds the file's name.
+//! (a snippet of the lines around the fault), and serde's messages quote the offending value
+//! (`invalid type: string "s3cr3t"`). Errors from here name the key path, line and column and
+//! what was wrong with the value's *kind*, never the value or a line of the file; the registry
+//! adds the file's name.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,7 +13,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Options};
 
-/// The longest reason text kept (a runaway message is cut, never printed whole).
+/// The longest key path or reason kept (a runaway one is cut, never printed whole).
 const MAX_REASON: usize = 240;
 
 /// Why a cloud-config file does not parse into the provider's type; the message names the key
@@ -52,7 +53,7 @@ struct KeyPath<'a>(&'a str);
 
 impl fmt::Display for KeyPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() || self.0 == "." {
+        if self.0.is_empty() {
             f.write_str("the document")
         } else {
             write!(f, "key {}", self.0)
@@ -68,22 +69,40 @@ impl fmt::Display for KeyPath<'_> {
 /// #[derive(serde::Deserialize)]
 /// struct Config { token: String }
 /// let err = parse_cloud_config::<Config>(b"token: [ \"s3cr3t\" ]\n").unwrap_err();
-/// assert_eq!(err.to_string(), "key token (line 1, column 8): invalid type: sequence, expected a string");
+/// assert_eq!(err.to_string(), "key token (line 1, column 8): expected string scalar");
 /// ```
 pub fn parse_cloud_config<T: DeserializeOwned>(yaml: &[u8]) -> Result<T, ConfigFileError> {
-    let options = Options {
-        with_snippet: false,
-        ..Options::default()
-    };
-    let parsed = serde_saphyr::with_deserializer_from_slice_with_options(yaml, options, |de| {
-        // Path errors are handed out as a value, so the library never wraps them.
-        Ok(serde_path_to_error::deserialize::<_, T>(de))
-    });
-    match parsed {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(e)) => Err(redacted(e.path().to_string(), e.inner())),
-        Err(e) => Err(redacted(String::new(), &e)),
+    let mut options = Options::default();
+    options.with_snippet = false;
+    let mut key = String::new();
+    serde_saphyr::with_deserializer_from_slice_with_options(yaml, options, |de| {
+        // The error must go back to the library (which then stops reading); the path stays here.
+        serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
+            key = key_path(e.path());
+            e.into_inner()
+        })
+    })
+    .map_err(|e| redacted(key, &e))
+}
+
+/// The path as `a.b[0].c`, without the `value` segment serde-saphyr's `Spanned` wrapper adds
+/// (so a key literally named `value` is left out too; line and column still point at it).
+fn key_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } if key == "value" => {}
+            other => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(&other.to_string());
+            }
+        }
     }
+    out
 }
 
 fn redacted(key: String, err: &serde_saphyr::Error) -> ConfigFileError {
@@ -94,9 +113,9 @@ fn redacted(key: String, err: &serde_saphyr::Error) -> ConfigFileError {
     );
     let message = DefaultMessageFormatter.format_message(err.without_snippet());
     ConfigFileError {
-        key,
+        key: cut(key.escape_debug().to_string()),
         at,
-        reason: redact(&message.escape_debug().to_string()),
+        reason: cut(redact(&message.escape_debug().to_string())),
     }
 }
 
@@ -123,19 +142,23 @@ fn redact(message: &str) -> String {
     } else {
         unquoted(head)
     };
-    let mut reason = match expected {
+    match expected {
         Some(expected) => format!("{head}, expected {expected}"),
         None => head.into_owned(),
-    };
-    if reason.len() > MAX_REASON {
-        let cut = (0..=MAX_REASON)
-            .rev()
-            .find(|i| reason.is_char_boundary(*i))
-            .unwrap_or(0);
-        reason.truncate(cut);
-        reason.push('…');
     }
-    reason
+}
+
+/// `text` cut to [`MAX_REASON`] bytes (a runaway key or message is never printed whole).
+fn cut(mut text: String) -> String {
+    if text.len() > MAX_REASON {
+        let end = (0..=MAX_REASON)
+            .rev()
+            .find(|i| text.is_char_boundary(*i))
+            .unwrap_or(0);
+        text.truncate(end);
+        text.push('…');
+    }
+    text
 }
 
 /// `text` with everything between quotes or backticks replaced by `…`, except field names in
@@ -164,9 +187,6 @@ fn unquoted(text: &str) -> Cow<'_, str> {
                 }
             }
         }
-    }
-    if open.is_some() {
-        out.push('…');
     }
     out.into()
 }

@@ -48,19 +48,19 @@ fn errors_name_key_and_position_and_never_the_value() {
     for (yaml, says) in [
         (
             format!("region: eu\ntoken: [ \"{SECRET}\" ]\n"),
-            "key token (line 2, column 8): invalid type: sequence, expected a string",
+            "key token (line 2, column 8): expected string scalar",
         ),
         (
             format!("token: {SECRET}\nenabled: {SECRET}\n"),
-            "key enabled (line 2, column 10): invalid type: string, expected a boolean",
+            "key enabled (line 2, column 10): invalid boolean",
         ),
         (
             format!("token: x\nport: {SECRET}\n"),
-            "key port (line 2, column 7):",
+            "key port (line 2, column 7): invalid u16",
         ),
         (
             format!("token: x\nmode: {SECRET}\n"),
-            "key mode (line 2, column 7): unknown value, expected `Fast`",
+            "key mode (line 2, column 7): unknown value, expected one of Fast",
         ),
         (
             format!("token: {SECRET}\nnoSuchKey: 1\n"),
@@ -68,16 +68,20 @@ fn errors_name_key_and_position_and_never_the_value() {
         ),
         (
             format!("token: x\nzones:\n  - name: a\n  - name: [{SECRET}]\n"),
-            "key zones[1].name (line 4, column 11): invalid type: sequence",
+            "key zones[1].name (line 4, column 11): expected string scalar",
         ),
         (
             format!("region: {SECRET}\n"),
-            "(line 1, column 1): missing field `token`",
+            "the document (line 1, column 1): missing field `token`",
         ),
-        (format!("token: \"{SECRET}\nregion: [\n"), "(line"),
+        (
+            format!("token: \"{SECRET}\nregion: [\n"),
+            "the document (line 1, column 8): unclosed quote",
+        ),
     ] {
         let e = err(&yaml);
         let text = e.to_string();
+
         assert!(text.contains(says), "{yaml:?}: {text}");
         assert!(!text.contains(SECRET), "{yaml:?} leaked: {text}");
         assert!(!text.contains('\n'), "{yaml:?}: {text}");
@@ -88,7 +92,10 @@ fn errors_name_key_and_position_and_never_the_value() {
 #[test]
 fn a_runaway_message_is_cut() {
     let long = "x".repeat(10_000);
-    let reason = redact(&format!("custom failure {long}"));
+    let reason = cut(redact(&format!("custom failure {long}")));
+    // A 10,000-character unknown key.
+    let text = err(&format!("token: x\n{long}: 1\n")).to_string();
+    assert!(text.len() < 3 * MAX_REASON, "{}", text.len());
     assert!(
         reason.len() <= MAX_REASON + '…'.len_utf8(),
         "{}",
