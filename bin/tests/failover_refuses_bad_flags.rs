@@ -124,7 +124,7 @@ fn a_bad_cloud_config_never_echoes_its_values() {
     for (yaml, says) in [
         (
             format!("providerName: acme\nhasClusterID: [ \"{SECRET}\" ]\n"),
-            "invalid fake cloud config: key hasClusterID (line 2, column 15): invalid boolean",
+            "invalid fake cloud config: key hasClusterID (line 2, column 15): expected string scalar",
         ),
         (
             format!("providerName: acme\ntoken: {SECRET}\n"),
