@@ -31,6 +31,7 @@ fn invalid_flag_values_are_all_reported_and_nothing_starts() {
         "--leader-elect-lease-duration=1s",
         "--leader-elect-renew-deadline=2s",
         "--concurrent-service-syncs=0",
+        "--cloud-api-qps=1e-300",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
@@ -41,6 +42,7 @@ fn invalid_flag_values_are_all_reported_and_nothing_starts() {
         "known controllers: cloud-node-controller",
         "--leader-elect-lease-duration (1s) must be greater than --leader-elect-renew-deadline (2s)",
         "--concurrent-service-syncs must be at least 1",
+        "--cloud-api-qps must be 0 (unlimited) or from 0.001 to 1000000 calls per second, got 1e-300",
         "nothing was started",
     ] {
         assert!(err.contains(says), "missing {says:?} in:\n{err}");
@@ -105,6 +107,47 @@ fn a_bad_cloud_config_or_provider_stops_start_up_with_the_reason() {
         assert_eq!(out.status.code(), Some(code), "{args:?}: {all}");
         assert!(all.contains(says), "{args:?}: {all}");
         assert!(!all.contains("panicked"), "{args:?}: {all}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A provider's config holds credentials: a mistake next to one is reported with the file, key
+/// and line, and the value never reaches stderr (the YAML library would quote the lines around).
+#[test]
+fn a_bad_cloud_config_never_echoes_its_values() {
+    const SECRET: &str = "s3cr3t-value";
+    let dir = std::env::temp_dir().join(format!("ccm-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let kc = format!("--kubeconfig={}", kubeconfig(&dir));
+    let path = dir.join("cloud.yaml");
+    let config = format!("--cloud-config={}", path.display());
+    for (yaml, says) in [
+        (
+            format!("providerName: acme\nhasClusterID: [ \"{SECRET}\" ]\n"),
+            "invalid fake cloud config: key hasClusterID (line 2, column 15): expected string scalar",
+        ),
+        (
+            format!("providerName: acme\ntoken: {SECRET}\n"),
+            "invalid fake cloud config: key token (line 2, column 1): unknown field `token`, expected one of",
+        ),
+        (
+            // Made the fake cloud answer "retry after 18,446,744,073 s" (584 years).
+            format!("# {SECRET}\nrateLimit: {{qps: 1e-300}}\n"),
+            "rateLimit.qps must be a number from 0.001 (one call per 1000 s) to 1000000 calls per second (line 2)",
+        ),
+    ] {
+        std::fs::write(&path, &yaml).expect("write");
+        let out = run(&[&kc[..], "--cloud-provider=fake", &config[..]]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{yaml:?}: {err}");
+        let last = err.lines().last().unwrap_or_default();
+        let from = format!(
+            "could not init cloud provider \"fake\" from --cloud-config file {}: {says}",
+            path.display()
+        );
+        assert!(last.contains(&from), "{yaml:?}: last line {last:?}");
+        let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+        assert!(!all.contains(SECRET), "{yaml:?} leaked: {all}");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args};
 use controller_manager::options::GoDuration;
 
-use crate::cloud::BudgetOptions;
+use crate::cloud::{BudgetOptions, MAX_QPS, MIN_QPS, qps_in_range};
 
 /// Cloud controller flags (`cloud-provider` generic group, per-controller groups as upstream).
 #[derive(Args, Clone, Debug)]
@@ -164,7 +164,7 @@ pub struct CloudOptions {
         long,
         default_value_t = 0.0,
         help_heading = "Cloud call budget flags",
-        help = "Cloud provider calls per second, all controllers and methods together; calls over it wait. 0 means unlimited, as upstream."
+        help = "Cloud provider calls per second, all controllers and methods together; calls over it wait. 0 means unlimited, as upstream; otherwise from 0.001 to 1000000."
     )]
     pub cloud_api_qps: f64,
 
@@ -233,9 +233,9 @@ impl CloudOptions {
         if self.cluster_name.is_empty() {
             errors.push("--cluster-name must not be empty".to_string());
         }
-        if !(self.cloud_api_qps.is_finite() && self.cloud_api_qps >= 0.0) {
+        if !(self.cloud_api_qps == 0.0 || qps_in_range(self.cloud_api_qps)) {
             errors.push(format!(
-                "--cloud-api-qps must be a number of at least 0 (0 is unlimited), got {}",
+                "--cloud-api-qps must be 0 (unlimited) or from {MIN_QPS} to {MAX_QPS} calls per second, got {:?}",
                 self.cloud_api_qps
             ));
         } else if self.cloud_api_burst > 0 && self.cloud_api_qps == 0.0 {
@@ -348,11 +348,27 @@ mod tests {
                 .budget_options()
                 .pause_on_retry
         );
-        let errors = parse(&["--cloud-provider=fake", "--cloud-api-qps=-1"]).validate();
-        assert_eq!(
-            errors,
-            vec!["--cloud-api-qps must be a number of at least 0 (0 is unlimited), got -1"]
-        );
+        // Negative, not finite, so slow a call waits for ages, or beyond any cloud's rate.
+        for qps in ["-1", "NaN", "inf", "1e-300", "0.0009", "1000001"] {
+            let errors =
+                parse(&["--cloud-provider=fake", &format!("--cloud-api-qps={qps}")]).validate();
+            assert_eq!(errors.len(), 1, "{qps}: {errors:?}");
+            assert!(
+                errors[0].starts_with(
+                    "--cloud-api-qps must be 0 (unlimited) or from 0.001 to 1000000 calls per second, got "
+                ),
+                "{qps}: {errors:?}"
+            );
+        }
+        for qps in ["0", "0.001", "1000000"] {
+            let flag = format!("--cloud-api-qps={qps}");
+            assert!(
+                parse(&["--cloud-provider=fake", &flag])
+                    .validate()
+                    .is_empty(),
+                "{qps}"
+            );
+        }
         let errors = parse(&["--cloud-provider=fake", "--cloud-api-burst=3"]).validate();
         assert_eq!(errors.len(), 1);
         assert!(errors[0].starts_with("--cloud-api-burst needs --cloud-api-qps"));

@@ -44,11 +44,17 @@ fn malformed_cloud_configs_are_rejected_with_what_to_fix() {
             b"instances:\n  - name: a\n  - name: a\n",
             "duplicate instance name \"a\"",
         ),
-        (b"instances:\n  - name: a\n    state: melted\n", "melted"),
+        (
+            b"instances:\n  - name: a\n    state: melted\n",
+            "key instances[0].state (line 3, column 12): unknown value, expected one of",
+        ),
         (b"\xff\xfe\x00garbage", "invalid fake cloud config"),
         (b"{{{{", "invalid fake cloud config"),
         (b"instances: [", "invalid fake cloud config"),
-        (b"providerName: ''\n", "providerName must not be empty"),
+        (
+            b"providerName: ''\n",
+            "providerName (line 1): provider name \"\" is empty",
+        ),
     ] {
         let err = config_error(yaml);
         assert!(

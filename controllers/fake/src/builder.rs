@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use cloud_controllers::cloud::check_provider_name;
+
 use super::config_error::{ConfigError, SourceLine};
 use super::ip_pool::IpPool;
 use super::rate_limit::RateLimit;
@@ -133,9 +135,12 @@ impl FakeCloudBuilder {
     /// Validates the description and makes the cloud. Without any pool entry the pool is
     /// `192.0.2.0/24` (TEST-NET-1).
     pub fn build(self) -> Result<FakeCloud, ConfigError> {
-        if self.provider_name.trim().is_empty() {
-            return Err(ConfigError::EmptyProviderName);
-        }
+        check_provider_name(&self.provider_name).map_err(|source| {
+            ConfigError::InvalidProviderName {
+                source,
+                at: SourceLine::default(),
+            }
+        })?;
         if let Some(limit) = &self.rate_limit {
             limit
                 .validate()

@@ -3,11 +3,13 @@
 //! The format is shown in `example-cloud-config.yaml` next to this file (included in the docs of
 //! [`super::FakeCloud::from_config`] and parsed by a test, so it stays true).
 //!
-//! Unknown fields are rejected, and every error says which field and line to fix.
+//! Unknown fields are rejected, and every error says which field and line to fix; a parse error
+//! never quotes a value or a line of the file (it may hold credentials in a real provider).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use cloud_controllers::cloud::{check_provider_name, parse_cloud_config};
 use controller_manager::options::GoDuration;
 
 use serde::Deserialize;
@@ -24,7 +26,7 @@ use k8s_openapi::api::core::v1::NodeAddress;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct FileConfig {
     #[serde(default)]
-    provider_name: Option<String>,
+    provider_name: Option<Spanned<String>>,
     #[serde(rename = "hasClusterID", default)]
     has_cluster_id: Option<bool>,
     #[serde(default)]
@@ -115,15 +117,21 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
         FileConfig::default()
     } else {
         // So does an empty document (`---`, only comments, `~`): it is YAML null.
-        serde_saphyr::from_slice::<Option<FileConfig>>(yaml)?.unwrap_or_default()
+        parse_cloud_config::<Option<FileConfig>>(yaml)?.unwrap_or_default()
     };
 
-    let provider_name = file
-        .provider_name
-        .unwrap_or_else(|| PROVIDER_NAME.to_owned());
-    if provider_name.trim().is_empty() {
-        return Err(ConfigError::EmptyProviderName);
-    }
+    let provider_name = match &file.provider_name {
+        Some(name) => {
+            check_provider_name(&name.value).map_err(|source| {
+                ConfigError::InvalidProviderName {
+                    source,
+                    at: SourceLine::of(name),
+                }
+            })?;
+            name.value.clone()
+        }
+        None => PROVIDER_NAME.to_owned(),
+    };
     let mut builder = FakeCloudBuilder::default()
         .provider_name(provider_name.clone())
         .has_cluster_id(file.has_cluster_id.unwrap_or(true))

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use cloud_controllers::cloud::{ConfigFileError, ProviderNameError};
 use serde_saphyr::Spanned;
 
 use super::Method;
@@ -32,12 +33,18 @@ impl fmt::Display for SourceLine {
 /// Why a fake cloud description was rejected; each message says what to change.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The YAML does not parse or does not match the format (unknown field, bad state, ...).
+    /// The YAML does not parse or does not match the format (unknown field, bad state, ...); the
+    /// message names the key and line, never the value.
     #[error("invalid fake cloud config: {0}")]
-    Yaml(#[from] serde_saphyr::Error),
-    /// `providerName` is empty.
-    #[error("providerName must not be empty (omit it for the default \"fake\")")]
-    EmptyProviderName,
+    Yaml(#[from] ConfigFileError),
+    /// `providerName` breaks the provider-name rule (empty, a slash, a space, too long, ...).
+    #[error("providerName{at}: {source} (omit it for the default \"fake\")")]
+    InvalidProviderName {
+        /// Which rule, with the name cut to 64 characters.
+        source: ProviderNameError,
+        /// Where.
+        at: SourceLine,
+    },
     /// An instance has an empty `name`.
     #[error("instance name must not be empty{at}")]
     EmptyInstanceName {

@@ -197,7 +197,10 @@ fn empty_names_are_rejected() {
     );
     assert!(matches!(
         parse_err("providerName: \"\"\n"),
-        ConfigError::EmptyProviderName
+        ConfigError::InvalidProviderName {
+            at: SourceLine(Some(1)),
+            ..
+        }
     ));
     let e = parse_err("clusters:\n  - name: \"\"\n");
     assert!(
@@ -303,8 +306,8 @@ fn builder_applies_the_same_rules_without_lines() {
         Err(ConfigError::EmptyInstanceName { .. })
     ));
     assert!(matches!(
-        FakeCloud::builder().provider_name("").build(),
-        Err(ConfigError::EmptyProviderName)
+        FakeCloud::builder().provider_name("a/b").build(),
+        Err(ConfigError::InvalidProviderName { .. })
     ));
     assert!(matches!(
         FakeCloud::builder().lb_pool_cidr("10.0.0.0").build(),
@@ -407,11 +410,15 @@ fn bad_latency_and_rate_limits_are_rejected_with_their_line() {
     let msg = parse_err("latency: {GetLoadBalancerName: 1s}\n").to_string();
     assert!(msg.contains("synchronous"), "{msg}");
 
-    let msg = parse_err("rateLimit:\n  qps: 0\n").to_string();
-    assert_eq!(
-        msg,
-        "rateLimit.qps must be a number greater than 0 (line 2)"
-    );
+    // Zero, or so slow that a refused call would wait for ages (1e-300: 584 years, the longest wait there is).
+    for qps in ["0", "1e-300", "0.0001", "-1", ".nan", ".inf", "1e7"] {
+        let msg = parse_err(&format!("rateLimit:\n  qps: {qps}\n")).to_string();
+        assert_eq!(
+            msg,
+            "rateLimit.qps must be a number from 0.001 (one call per 1000 s) to 1000000 calls per second (line 2)",
+            "{qps}"
+        );
+    }
     let msg = parse_err("rateLimit: {qps: 5, burst: 0}\n").to_string();
     assert!(
         msg.starts_with("rateLimit.burst must be at least 1"),
@@ -430,4 +437,58 @@ fn bad_latency_and_rate_limits_are_rejected_with_their_line() {
             .build(),
         Err(ConfigError::InvalidRateLimit { .. })
     ));
+}
+
+/// A config with a secret next to a mistake: the error names the key and line, never the value.
+#[test]
+fn parse_errors_never_quote_a_value_or_a_line() {
+    const SECRET: &str = "s3cr3t-value";
+    for (yaml, says) in [
+        (
+            format!("providerName: [ \"{SECRET}\" ]\n"),
+            "invalid fake cloud config: key providerName (line 1, column 15): expected string scalar",
+        ),
+        (
+            format!("hasClusterID: {SECRET}\n"),
+            "invalid fake cloud config: key hasClusterID (line 1, column 15): invalid boolean",
+        ),
+        (
+            format!("providerName: acme\ntoken: {SECRET}\n"),
+            "invalid fake cloud config: key token (line 2, column 1): unknown field `token`, expected one of",
+        ),
+        (
+            format!("instances:\n  - name: a\n    state: {SECRET}\n"),
+            "invalid fake cloud config: key instances[0].state (line 3, column 12):",
+        ),
+        (
+            format!("clusters: \"{SECRET}\n"),
+            "invalid fake cloud config: ",
+        ),
+    ] {
+        let msg = parse_err(&yaml).to_string();
+        assert!(msg.starts_with(says), "{yaml:?}: {msg}");
+        assert!(!msg.contains(SECRET), "{yaml:?} leaked: {msg}");
+        assert!(!msg.contains('\n'), "{yaml:?}: {msg}");
+    }
+}
+
+#[test]
+fn provider_names_that_cannot_be_a_provider_id_prefix_are_refused() {
+    let huge = "x".repeat(1 << 20);
+    for (name, problem) in [
+        ("\"a/b\"", "has a slash"),
+        ("\"my cloud\"", "has a space"),
+        ("\"a\\0b\"", "has a control character"),
+        ("\"\"", "is empty"),
+        (huge.as_str(), "is longer than 63 characters"),
+    ] {
+        let msg = parse_err(&format!("\nproviderName: {name}\n")).to_string();
+        assert!(
+            msg.starts_with("providerName (line 2): provider name "),
+            "{msg}"
+        );
+        assert!(msg.contains(problem), "{name:.80}: {msg}");
+        assert!(msg.contains("1 to 63 ASCII letters"), "{msg}");
+        assert!(msg.len() < 600, "{}", msg.len());
+    }
 }

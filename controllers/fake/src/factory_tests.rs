@@ -48,10 +48,11 @@ fn fake_reads_its_config_file() {
     };
     assert!(matches!(e, RegistryError::Init { .. }));
     let msg = e.to_string();
-    assert!(
-        msg.starts_with("could not init cloud provider \"fake\": "),
-        "{msg}"
+    let from = format!(
+        "could not init cloud provider \"fake\" from --cloud-config file {}: ",
+        path.display()
     );
-    assert!(msg.contains("bogus"), "{msg}");
+    assert!(msg.starts_with(&from), "{msg}");
+    assert!(msg.contains("key bogus (line 1, column 1)"), "{msg}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use super::Method;
-use cloud_controllers::cloud::CloudError;
+use cloud_controllers::cloud::{CloudError, MAX_QPS, MIN_QPS, qps_in_range};
 
 /// A cloud API quota: `qps` calls per second with bursts of `burst`, over `methods` (all when
 /// empty).
@@ -34,8 +34,11 @@ pub struct RateLimit {
 /// Why a [`RateLimit`] was refused.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RateLimitError {
-    /// `qps` is zero, negative or not a number.
-    #[error("rateLimit.qps must be a number greater than 0")]
+    /// `qps` is not a number from [`MIN_QPS`] (one call per 1,000 s) to [`MAX_QPS`].
+    #[error(
+        "rateLimit.qps must be a number from {MIN_QPS} (one call per {} s) to {MAX_QPS} calls per second",
+        1.0 / MIN_QPS
+    )]
     Qps,
     /// `burst` is zero.
     #[error("rateLimit.burst must be at least 1")]
@@ -59,7 +62,7 @@ impl RateLimit {
     }
 
     pub(super) fn validate(&self) -> Result<(), RateLimitError> {
-        if !(self.qps.is_finite() && self.qps > 0.0) {
+        if !qps_in_range(self.qps) {
             return Err(RateLimitError::Qps);
         }
         if self.burst == 0 {
@@ -175,6 +178,16 @@ mod tests {
             RateLimit::new(1.0, 0).validate(),
             Err(RateLimitError::Burst)
         );
-        assert_eq!(RateLimit::new(0.5, 1).validate(), Ok(()));
+        // Rates so slow a refused call would wait for ages, or beyond any cloud.
+        for qps in [1e-300, 0.0009, f64::INFINITY, -1.0, 1e6 + 1.0] {
+            assert_eq!(
+                RateLimit::new(qps, 1).validate(),
+                Err(RateLimitError::Qps),
+                "{qps}"
+            );
+        }
+        for qps in [0.5, 0.001, 1e6] {
+            assert_eq!(RateLimit::new(qps, 1).validate(), Ok(()), "{qps}");
+        }
     }
 }

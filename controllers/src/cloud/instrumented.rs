@@ -38,7 +38,10 @@ mod budget;
 mod metrics;
 mod pacer;
 
-pub use budget::{BudgetOptions, CallProvider, CloudBudget, CloudFuture, CloudRequest};
+pub use budget::{
+    BudgetOptions, CallProvider, CloudBudget, CloudFuture, CloudRequest, MAX_QPS, MIN_QPS,
+    qps_in_range,
+};
 pub use metrics::{
     BUDGET_WAIT_BUCKETS, CLOUD_LATENCY_BUCKETS, CloudCallLabels, CloudLatencyLabels, CloudMetrics,
 };

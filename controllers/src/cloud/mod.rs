@@ -5,16 +5,20 @@
 //! needs a missing facet reports "not started" instead of running. Providers register a factory
 //! under a name in a [`CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
+mod config_file;
 mod error;
 mod provider;
+mod provider_name;
 mod registry;
 mod types;
 
+pub use config_file::{ConfigFileError, FilePosition, parse_cloud_config};
 pub use error::{BoxError, CloudError};
 pub use provider::{
     CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes,
     Zones, instance_provider_id,
 };
+pub use provider_name::{MAX_PROVIDER_NAME, ProviderNameError, Truncated, check_provider_name};
 pub use registry::{CloudProviderRegistry, ProviderFactory, RegistryError};
 pub use types::{InstanceMetadata, Route, Zone};
 
@@ -23,5 +27,5 @@ mod instrumented;
 pub use instrumented::{
     BUDGET_WAIT_BUCKETS, BudgetOptions, CLOUD_LATENCY_BUCKETS, CallProvider, CloudBudget,
     CloudCallLabels, CloudFuture, CloudLatencyLabels, CloudMetrics, CloudRequest,
-    InstrumentedCloud,
+    InstrumentedCloud, MAX_QPS, MIN_QPS, qps_in_range,
 };

@@ -9,7 +9,8 @@
 //!   fatal exit anyway;
 //! - an unknown name lists the registered ones instead of only "unknown cloud provider".
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{BoxError, CloudProvider};
@@ -61,13 +62,27 @@ pub enum RegistryError {
     #[error("could not read --cloud-config file {0}")]
     ReadConfig(#[source] controller_manager::files::FileError),
     /// The provider's factory failed (bad config, unreachable cloud, ...).
-    #[error("could not init cloud provider {name:?}: {source}")]
+    #[error("could not init cloud provider {name:?}{}: {source}", ConfigFile(config.as_deref()))]
     Init {
         /// The provider.
         name: String,
+        /// The `--cloud-config` file it was given, named in the message.
+        config: Option<PathBuf>,
         /// The factory's error.
         source: BoxError,
     },
+}
+
+/// ` from --cloud-config file PATH`, or nothing without a file.
+struct ConfigFile<'a>(Option<&'a Path>);
+
+impl fmt::Display for ConfigFile<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(path) => write!(f, " from --cloud-config file {}", path.display()),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Name -> factory, in registration order (which is the order names are listed in errors).
@@ -76,8 +91,8 @@ pub struct CloudProviderRegistry {
     providers: Vec<(String, ProviderFactory)>,
 }
 
-impl std::fmt::Debug for CloudProviderRegistry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for CloudProviderRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CloudProviderRegistry")
             .field("names", &self.names())
             .finish()
@@ -156,6 +171,7 @@ impl CloudProviderRegistry {
         };
         let provider = factory(config.as_deref()).map_err(|source| RegistryError::Init {
             name: name.to_owned(),
+            config: cloud_config.map(Path::to_owned),
             source,
         })?;
         tracing::info!(provider = name, config = ?cloud_config, "cloud provider initialized");

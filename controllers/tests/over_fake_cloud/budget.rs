@@ -162,6 +162,22 @@ async fn the_rate_limit_spaces_calls_out_across_methods() {
     assert_eq!(start.elapsed(), Duration::from_millis(500));
 }
 
+/// A rate given in code (the flag refuses it) below `MIN_QPS` is taken as `MIN_QPS`: a call
+/// waits 1,000 s for its token, not forever (`1e-300` made `Duration::from_secs_f64` panic).
+#[tokio::test(start_paused = true)]
+async fn a_rate_below_the_minimum_waits_as_the_minimum() {
+    let options = BudgetOptions {
+        qps: 1e-300,
+        burst: 1,
+        ..BudgetOptions::default()
+    };
+    let (_fake, cloud, _registry) = budgeted(options).await;
+    assert_eq!(
+        update_all(&cloud, &["a", "b"]).await,
+        secs(&[0, (1.0 / cloud_controllers::cloud::MIN_QPS) as u64])
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn the_in_flight_limit_caps_concurrent_calls() {
     let options = BudgetOptions {

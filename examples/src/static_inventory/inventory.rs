@@ -4,15 +4,16 @@
 use std::collections::{BTreeMap, HashSet};
 use std::net::IpAddr;
 
+use cloud_controllers::cloud::{ConfigFileError, parse_cloud_config};
 use k8s_openapi::api::core::v1::NodeAddress;
 use serde::Deserialize;
 
 /// Why an inventory file was rejected; the message says what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum InventoryError {
-    /// Not YAML, or an unknown or mistyped field.
+    /// Not YAML, or an unknown or mistyped field (named with its line, never its value).
     #[error("invalid inventory: {0}")]
-    Yaml(#[from] serde_saphyr::Error),
+    Yaml(#[from] ConfigFileError),
     /// Two machines share a Node name or an ID.
     #[error("machine name or id {0:?} appears twice: each must be unique")]
     Duplicate(String),
@@ -69,7 +70,7 @@ impl Machine {
 impl Inventory {
     /// Parses and checks an inventory file.
     pub fn from_yaml(bytes: &[u8]) -> Result<Self, InventoryError> {
-        let inventory: Inventory = serde_saphyr::from_slice(bytes)?;
+        let inventory: Inventory = parse_cloud_config(bytes)?;
         let mut seen = HashSet::new();
         for m in &inventory.machines {
             if m.name.is_empty() {
@@ -109,6 +110,13 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "machine name or id \"a\" appears twice: each must be unique"
+        );
+        // A mistyped field next to a secret-looking value: key and line, not the value.
+        let e = Inventory::from_yaml(b"region: dc-1\nmachines: [{name: a, labels: [s3cr3t]}]")
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid inventory: key machines[0].labels (line 2, column 30): expected a mapping"
         );
         let e = Inventory::from_yaml(b"machines: [{name: ''}]").unwrap_err();
         assert!(matches!(e, InventoryError::EmptyName));

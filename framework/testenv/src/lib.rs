@@ -108,6 +108,7 @@ pub enum Error {
 pub struct Builder {
     port: u16,
     history_window: usize,
+    history_bytes: usize,
     service_range: String,
     node_ports: RangeInclusive<u16>,
     bookmark_interval: Duration,
@@ -123,6 +124,7 @@ impl Default for Builder {
         Builder {
             port: 0,
             history_window: 10_000,
+            history_bytes: store::DEFAULT_HISTORY_BYTES,
             service_range: "10.96.0.0/12".into(),
             node_ports: 30000..=32767,
             bookmark_interval: Duration::from_secs(60),
@@ -146,6 +148,14 @@ impl Builder {
     /// get 410 Gone, like etcd compaction on a real cluster (default 10,000).
     pub fn history_window(mut self, events: usize) -> Self {
         self.history_window = events;
+        self
+    }
+
+    /// How many bytes of events (the JSON of each changed object and its previous state) a
+    /// watch can resume across; older events are dropped, and a watch from before them gets
+    /// 410 Gone, as with [`Builder::history_window`] (default 64 MiB).
+    pub fn history_bytes(mut self, bytes: usize) -> Self {
+        self.history_bytes = bytes;
         self
     }
 
@@ -202,7 +212,9 @@ impl Builder {
             port: self.port,
             source,
         })?;
-        let store = Arc::new(Store::new(self.history_window, self.watch_buffer));
+        let store = Arc::new(
+            Store::new(self.history_window, self.watch_buffer).history_bytes(self.history_bytes),
+        );
         let admission = AdmissionConfig {
             service_net,
             node_ports: self.node_ports.clone(),

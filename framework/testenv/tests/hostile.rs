@@ -492,3 +492,44 @@ async fn smaller_hostile_inputs_get_upstreams_answers() {
         )
     );
 }
+
+/// A history bounded only by count would keep 10,000 events of 1.5 MiB objects (15 GiB); it is
+/// bounded in bytes too, and a watch from before the dropped events gets 410 Gone, as after a
+/// real server's compaction.
+#[tokio::test]
+async fn watch_history_is_bounded_in_bytes() {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{WatchEvent, WatchParams};
+    let env = TestEnv::builder().history_bytes(MIB).start().await.unwrap();
+    let api: Api<ConfigMap> = Api::default_namespaced(env.client());
+    let start = env.resource_version();
+    // 20 objects of 100 KiB: 2 MiB of history, twice the bound, far from the 10,000 events.
+    for i in 0..20 {
+        configmap(
+            &env,
+            &format!("big{i}"),
+            json!({}),
+            json!({"k": "x".repeat(100 << 10)}),
+        )
+        .await;
+    }
+    let mut old = api
+        .watch(&WatchParams::default(), &start.to_string())
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(old.try_next().await.unwrap(), Some(WatchEvent::Error(e)) if e.code == 410));
+    // The newest events (well under the bound) are still there to resume across.
+    let recent = (env.resource_version() - 5).to_string();
+    let mut ok = api
+        .watch(&WatchParams::default(), &recent)
+        .await
+        .unwrap()
+        .boxed();
+    for i in 15..20 {
+        match ok.try_next().await.unwrap() {
+            Some(WatchEvent::Added(cm)) => assert_eq!(cm.metadata.name.unwrap(), format!("big{i}")),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -65,10 +65,22 @@ impl<'a, T> Service<CloudRequest<'a, T>> for CallProvider {
     }
 }
 
+/// The slowest call rate a budget or quota takes: one call per 1,000 s. Slower rates are typos
+/// (`1e-300` made the fake cloud answer "retry after 18,446,744,073 s", and a budget panic).
+pub const MIN_QPS: f64 = 0.001;
+/// The fastest call rate a budget or quota takes: a million calls per second.
+pub const MAX_QPS: f64 = 1e6;
+
+/// Whether `qps` is a rate a budget or quota takes: finite and from [`MIN_QPS`] to [`MAX_QPS`].
+pub fn qps_in_range(qps: f64) -> bool {
+    (MIN_QPS..=MAX_QPS).contains(&qps)
+}
+
 /// The budget's settings; the default spends nothing and waits for nothing (upstream).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BudgetOptions {
-    /// Cloud calls per second, all methods together; 0 is unlimited.
+    /// Cloud calls per second, all methods together; 0 is unlimited. A rate outside
+    /// [`MIN_QPS`]..=[`MAX_QPS`] is taken as the nearer bound (the flag refuses it).
     pub qps: f64,
     /// Calls at once above `qps` (the bucket size); 0 means `qps` rounded up.
     pub burst: u32,
@@ -146,12 +158,13 @@ impl CloudBudget {
             return Self::unlimited();
         }
         let bucket = (options.qps > 0.0).then(|| {
+            let qps = options.qps.clamp(MIN_QPS, MAX_QPS);
             let burst = match options.burst {
-                0 => options.qps.ceil().max(1.0),
+                0 => qps.ceil().max(1.0),
                 b => f64::from(b),
             };
             Mutex::new(Bucket {
-                qps: options.qps,
+                qps,
                 burst,
                 tokens: burst,
                 refilled: Instant::now(),
