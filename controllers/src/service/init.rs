@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::controller::Controller;
+use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::informer::{Event, EventSource, Store, WithSource};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use controller_manager::shard::{Ring, requeue_gained};
