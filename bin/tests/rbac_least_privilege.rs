@@ -343,6 +343,18 @@ fn read_rbac(file: &str) -> BTreeMap<String, Grants> {
 /// (ServiceAccount, verb, resource).
 const EXCEPTIONS: &[(&str, &str, &str, &str)] = &[
     (
+        "cloud-controller-manager",
+        "list",
+        "nodes",
+        "the shared informers' LIST on servers without streaming lists (v1.23 to 1.33)",
+    ),
+    (
+        "cloud-controller-manager",
+        "list",
+        "services",
+        "the shared informers' LIST on servers without streaming lists (v1.23 to 1.33)",
+    ),
+    (
         "node-controller",
         "patch",
         "events",
