@@ -66,7 +66,7 @@ impl fmt::Display for KeyPath<'_> {
 ///
 /// ```
 /// # use cloud_controllers::cloud::parse_cloud_config;
-/// #[derive(serde::Deserialize)]
+/// #[derive(Debug, serde::Deserialize)]
 /// struct Config { token: String }
 /// let err = parse_cloud_config::<Config>(b"token: [ \"s3cr3t\" ]\n").unwrap_err();
 /// assert_eq!(err.to_string(), "key token (line 1, column 8): expected string scalar");

@@ -116,7 +116,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid inventory: key machines[0].labels (line 2, column 30): expected a mapping"
+            "invalid inventory: key machines[0].labels (line 2, column 30): expected mapping start"
         );
         let e = Inventory::from_yaml(b"machines: [{name: ''}]").unwrap_err();
         assert!(matches!(e, InventoryError::EmptyName));
