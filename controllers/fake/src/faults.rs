@@ -155,6 +155,11 @@ pub struct CloudCall {
     pub caller: Option<String>,
     /// Whether the call succeeded.
     pub outcome: CallOutcome,
+    /// When the call came in and when it returned (tokio's clock, so paused-clock tests see
+    /// their own time): an overlap check compares two replicas' calls for one key by these.
+    pub started: tokio::time::Instant,
+    /// See [`Self::started`].
+    pub finished: tokio::time::Instant,
 }
 
 impl fmt::Display for CloudCall {
@@ -542,6 +547,8 @@ mod tests {
             key: "c".into(),
             caller: None,
             outcome: CallOutcome::Ok,
+            started: tokio::time::Instant::now(),
+            finished: tokio::time::Instant::now(),
         });
         assert_eq!(
             faults.calls().len(),
@@ -571,6 +578,8 @@ mod tests {
                 key: format!("ns/s{i}"),
                 caller: None,
                 outcome: CallOutcome::Ok,
+                started: tokio::time::Instant::now(),
+                finished: tokio::time::Instant::now(),
             });
         }
         let keys: Vec<_> = faults.calls().into_iter().map(|c| c.key).collect();
@@ -591,6 +600,8 @@ mod tests {
             key: "default/web".into(),
             caller: Some("ccm-0".into()),
             outcome: CallOutcome::Err("boom".into()),
+            started: tokio::time::Instant::now(),
+            finished: tokio::time::Instant::now(),
         };
         assert_eq!(
             call.to_string(),

@@ -409,6 +409,7 @@ impl FakeCloud {
     ) -> Result<T, CloudError> {
         let key = key.into();
         let caller = self.caller.lock().clone();
+        let started = tokio::time::Instant::now();
         let result = match self.shared.quota.admit(method) {
             Err(refused) => Err(refused),
             Ok(()) => {
@@ -431,6 +432,8 @@ impl FakeCloud {
                 Ok(_) => CallOutcome::Ok,
                 Err(err) => CallOutcome::Err(err.to_string()),
             },
+            started,
+            finished: tokio::time::Instant::now(),
         });
         result
     }
@@ -438,11 +441,14 @@ impl FakeCloud {
     /// Logs a call that cannot fail or wait (the synchronous `GetLoadBalancerName`).
     fn record_infallible(&self, method: Method, key: String) {
         let caller = self.caller.lock().clone();
+        let now = tokio::time::Instant::now();
         self.shared.faults.record(CloudCall {
             method,
             key,
             caller,
             outcome: CallOutcome::Ok,
+            started: now,
+            finished: now,
         });
     }
 }
