@@ -86,12 +86,18 @@ struct Row {
     other_lb_calls: usize,
     converged_s: f64,
     nodes_initialized_s: f64,
+    /// Until every load balancer holds a joined Node (each update carries the whole node set, so
+    /// the first Node to join is in it): the lag a long scale-up imposes on its first Node.
+    first_in_every_lb_s: f64,
     api_writes: BTreeMap<String, usize>,
     events_expected: i64,
     events_counted: i64,
     ensured_expected: i64,
     ensured_counted: i64,
     cpu_s: f64,
+    /// Requests answered 409 Conflict / 422 (a failed patch `test`) during the phase.
+    conflicts: usize,
+    test_failed: usize,
 }
 
 fn node_name(i: usize) -> String {
@@ -325,6 +331,7 @@ async fn run(
         .await?;
     }
     let mut nodes_initialized_s = 0.0;
+    let mut first_in_every_lb_s = 0.0;
     let limit = Duration::from_secs(600);
     loop {
         if nodes_initialized_s == 0.0 {
@@ -339,6 +346,15 @@ async fn run(
             });
             if done {
                 nodes_initialized_s = t0.elapsed().as_secs_f64();
+            }
+        }
+        if first_in_every_lb_s == 0.0 {
+            let counts = cloud.load_balancer_node_counts();
+            if keys
+                .iter()
+                .all(|k| counts.get(k).is_some_and(|&n| n > BASE_NODES))
+            {
+                first_in_every_lb_s = t0.elapsed().as_secs_f64();
             }
         }
         if nodes_initialized_s > 0.0 && holds(total) {
@@ -359,6 +375,7 @@ async fn run(
         mode: mode.into(),
         converged_s,
         nodes_initialized_s,
+        first_in_every_lb_s,
         cpu_s,
         ..Row::default()
     };
@@ -375,6 +392,11 @@ async fn run(
         }
     }
     for r in env.requests() {
+        match r.status {
+            409 => row.conflicts += 1,
+            422 => row.test_failed += 1,
+            _ => {}
+        }
         if matches!(r.verb.as_str(), "create" | "update" | "patch" | "delete") {
             let resource = match r.subresource {
                 Some(sub) => format!("{}/{sub}", r.resource),
@@ -447,9 +469,9 @@ fn main() -> anyhow::Result<()> {
         rows.push(row);
     }
     println!(
-        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | every LB holds every node s | API writes | Updated events written / expected | Ensured (provisioning) written / expected | CPU s |"
+        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | a joined Node in every LB s | every LB holds every node s | API writes | 409 / 422 | Updated events written / expected | Ensured (provisioning) written / expected | CPU s |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
         let writes: usize = r.api_writes.values().sum();
         let detail: Vec<String> = r
@@ -458,15 +480,18 @@ fn main() -> anyhow::Result<()> {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {:.2} |",
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {} / {} | {:.2} |",
             r.mode,
             r.update_ok,
             r.update_refused,
             r.other_lb_calls,
             r.nodes_initialized_s,
+            r.first_in_every_lb_s,
             r.converged_s,
             writes,
             detail.join(", "),
+            r.conflicts,
+            r.test_failed,
             r.events_counted,
             r.events_expected,
             r.ensured_counted,

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Prints the top of a pprof heap profile (gzipped protobuf, as /debug/pprof/heap serves it) by
+in-use bytes, attributed to the first frame outside the allocator, profiler and std plumbing.
+No dependencies: the profile.proto fields it needs are decoded by hand.
+
+usage: pprof_top.py heap.pb.gz [N]
+"""
+import gzip
+import sys
+from collections import Counter
+
+
+def varint(buf, i):
+    shift = result = 0
+    while True:
+        b = buf[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, i
+        shift += 7
+
+
+def fields(buf):
+    """Yields (field number, wire type, value) of one protobuf message."""
+    i = 0
+    while i < len(buf):
+        key, i = varint(buf, i)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, i = varint(buf, i)
+        elif wt == 1:
+            v, i = int.from_bytes(buf[i:i + 8], "little"), i + 8
+        elif wt == 2:
+            n, i = varint(buf, i)
+            v, i = buf[i:i + n], i + n
+        elif wt == 5:
+            v, i = int.from_bytes(buf[i:i + 4], "little"), i + 4
+        else:
+            raise ValueError(f"wire type {wt}")
+        yield num, wt, v
+
+
+def ints(wt, v):
+    """A repeated int64 field: packed (wire type 2) or one value."""
+    if wt != 2:
+        return [v]
+    out, i = [], 0
+    while i < len(v):
+        x, i = varint(v, i)
+        out.append(x)
+    return out
+
+
+# Frames that are the allocator, the profiler or generic containers, not the owner of the bytes.
+PLUMBING = ("alloc::", "core::", "std::", "hashbrown::", "_rjem", "je_", "tikv_jemalloc", "prof_",
+            "jemalloc", "malloc", "realloc", "calloc", "__rust", "<alloc::", "<core::", "<std::",
+            "<hashbrown::", "bytes::", "<bytes::", "serde::", "<serde", "serde_json::", "smallvec::")
+
+
+def main():
+    data = gzip.decompress(open(sys.argv[1], "rb").read())
+    top_n = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+    strings, samples, locations, functions, sample_types = [], [], {}, {}, []
+    for num, wt, v in fields(data):
+        if num == 1:
+            sample_types.append(dict((n, x) for n, _, x in fields(v)))
+        elif num == 2:
+            locs, vals = [], []
+            for n, w, x in fields(v):
+                if n == 1:
+                    locs += ints(w, x)
+                elif n == 2:
+                    vals += ints(w, x)
+            samples.append((locs, vals))
+        elif num == 4:
+            loc_id, funcs = 0, []
+            for n, w, x in fields(v):
+                if n == 1:
+                    loc_id = x
+                elif n == 4:
+                    for ln, lw, lx in fields(x):
+                        if ln == 1:
+                            funcs.append(lx)
+            locations[loc_id] = funcs
+        elif num == 5:
+            fid = name = 0
+            for n, w, x in fields(v):
+                if n == 1:
+                    fid = x
+                elif n == 2:
+                    name = x
+            functions[fid] = name
+        elif num == 6:
+            strings.append(v.decode("utf-8", "replace"))
+    kinds = [strings[t.get(1, 0)] for t in sample_types]
+    col = kinds.index("space") if "space" in kinds else len(kinds) - 1
+    total, by_owner = 0, Counter()
+    for locs, vals in samples:
+        size = vals[col]
+        total += size
+        owner = "?"
+        for loc in locs:
+            names = [strings[functions.get(f, 0)] for f in locations.get(loc, [])]
+            # Inlined frames come innermost first within one location.
+            name = next((n for n in names if n and not n.startswith(PLUMBING)), None)
+            if name:
+                owner = name
+                break
+        by_owner[owner] += size
+    print(f"sample types: {kinds}; total {col=} {total / 1e6:.1f} MB in {len(samples)} stacks")
+    for owner, size in by_owner.most_common(top_n):
+        print(f"{size / 1e6:8.2f} MB {100 * size / max(total, 1):5.1f}%  {owner[:150]}")
+
+
+if __name__ == "__main__":
+    main()
