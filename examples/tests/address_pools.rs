@@ -4,18 +4,16 @@
 //! Service releases its address, `kubectl get addresspools` shows the counts, and the pool
 //! informer is shared like every other (one streaming list, a WATCH, for the process).
 
-mod support;
-
 use std::path::PathBuf;
+use std::time::Duration;
 
+use controller_manager::testing::{ManagerProcess, Requests, TestEnv};
 use embedding_examples::address_pool::{AddressPool, POOL_ANNOTATION};
 use k8s_openapi::api::core::v1::{Event, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
-use kube_testenv::TestEnv;
 use serde_json::json;
-use support::{Example, Scratch};
 
 fn crd_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/addresspool-crd.yaml")
@@ -38,11 +36,19 @@ fn crd_yaml_is_the_derived_crd() {
     );
 }
 
+const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/inventory.example.yaml");
+
 /// kubectl against `env`, off the async runtime; `None` when kubectl is not installed.
 struct Kubectl(PathBuf);
 
+impl Drop for Kubectl {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 impl Kubectl {
-    fn new(env: &TestEnv, scratch: &Scratch) -> Option<Self> {
+    fn new(env: &TestEnv) -> Option<Self> {
         let installed = std::process::Command::new("kubectl")
             .args(["version", "--client"])
             .output()
@@ -51,7 +57,8 @@ impl Kubectl {
             eprintln!("SKIPPED: kubectl steps (kubectl is not installed)");
             return None;
         }
-        let kubeconfig = scratch.path("kubectl.kubeconfig");
+        let name = format!("address-pools-kubectl-{}.kubeconfig", std::process::id());
+        let kubeconfig = std::env::temp_dir().join(name);
         env.write_kubeconfig(&kubeconfig).unwrap();
         Some(Kubectl(kubeconfig))
     }
@@ -119,9 +126,8 @@ fn counts(allocated: u64, free: u64, ready: &'static str) -> impl Fn(Option<&Add
 #[tokio::test]
 async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     let env = TestEnv::start().await.unwrap();
-    let scratch = Scratch::new("address-pools");
     let client = env.client();
-    let kubectl = Kubectl::new(&env, &scratch);
+    let kubectl = Kubectl::new(&env);
     match &kubectl {
         Some(k) => {
             let crd = crd_path().display().to_string();
@@ -148,11 +154,14 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     create(&services, load_balancer("web", None)).await;
     create(&services, load_balancer("api", Some("green"))).await;
 
-    let ccm = Example::metal_ccm(
-        &env,
-        &scratch,
+    let config = format!("--cloud-config={INVENTORY}");
+    let args = ["--cloud-provider=static-inventory", &config];
+    let args = [
+        &args[..],
         &["--controllers=*,-route,address-pool", "--secure-port=0"],
-    );
+    ]
+    .concat();
+    let mut ccm = ManagerProcess::start(env!("CARGO_BIN_EXE_metal-ccm"), &env, args).unwrap();
 
     // Auto-assigned from blue (the inventory's static VIPs are not used), and from green by name.
     ccm.wait_for(
@@ -161,33 +170,38 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         "web gets blue's first address",
         has_ip("192.0.2.0"),
     )
-    .await;
+    .await
+    .unwrap();
     ccm.wait_for(
         &services,
         "api",
         "api gets green's first address",
         has_ip("198.51.100.10"),
     )
-    .await;
+    .await
+    .unwrap();
     ccm.wait_for(
         &pools,
         "blue",
         "blue: 1 allocated, 3 free",
         counts(1, 3, "True"),
     )
-    .await;
+    .await
+    .unwrap();
     ccm.wait_for(
         &pools,
         "green",
         "green: 1 allocated, 2 free",
         counts(1, 2, "True"),
     )
-    .await;
+    .await
+    .unwrap();
 
     // A third pool overlapping blue is refused: condition, Event, and no address from it.
     create(&pools, pool("red", &["192.0.2.2-192.0.2.8"], true)).await;
     ccm.wait_for(&pools, "red", "red refused", counts(0, 0, "False"))
-        .await;
+        .await
+        .unwrap();
     let red = pools.get("red").await.unwrap();
     let conditions = red.status.unwrap().conditions;
     let overlapping = conditions
@@ -212,15 +226,15 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
                 && e.involved_object.name.as_deref() == Some("red")
         })
     };
-    let deadline = tokio::time::Instant::now() + support::WAIT;
-    while !refused(&events.list(&ListParams::default()).await.unwrap().items) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no Overlapping event\n{}",
-            ccm.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // Events have no condition to watch for: poll the list, ended by the manager's exit too.
+    let listed = async || {
+        while !refused(&events.list(&ListParams::default()).await.unwrap().items) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    ccm.until("an Overlapping event for red", listed())
+        .await
+        .unwrap();
 
     create(&services, load_balancer("cache", None)).await;
     ccm.wait_for(
@@ -229,9 +243,11 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         "cache gets blue's next address",
         has_ip("192.0.2.1"),
     )
-    .await;
+    .await
+    .unwrap();
     ccm.wait_for(&pools, "blue", "blue: 2 allocated", counts(2, 2, "True"))
-        .await;
+        .await
+        .unwrap();
 
     if let Some(k) = &kubectl {
         let table = k.run(&["get", "addresspools"]).await;
@@ -265,7 +281,8 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         "web's address released",
         counts(1, 3, "True"),
     )
-    .await;
+    .await
+    .unwrap();
     create(&services, load_balancer("late", None)).await;
     ccm.wait_for(
         &services,
@@ -273,7 +290,8 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         "late reuses web's address",
         has_ip("192.0.2.0"),
     )
-    .await;
+    .await
+    .unwrap();
 
     // The overlap ends with the older pool: red is judged again and becomes Ready.
     pools
@@ -286,21 +304,15 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         "red accepted once blue is gone",
         counts(0, 7, "True"),
     )
-    .await;
-    ccm.stop().await;
+    .await
+    .unwrap();
+    ccm.stop().await.unwrap();
 
     // The pool informer is shared like every other: one streaming list (a WATCH, no LIST) for
     // the process.
     let by_ccm = |resource: &str, verb: &str| {
-        env.requests()
-            .iter()
-            .filter(|r| r.resource == resource && r.verb == verb)
-            .filter(|r| {
-                r.user_agent
-                    .as_deref()
-                    .is_some_and(|ua| ua.starts_with("metal-ccm"))
-            })
-            .count()
+        let requests = Requests::of(&env).user_agent("metal-ccm");
+        requests.resource(resource).verb(verb).count()
     };
     for resource in ["addresspools", "services"] {
         assert_eq!(by_ccm(resource, "list"), 0, "list {resource}");

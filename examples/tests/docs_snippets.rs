@@ -1,5 +1,6 @@
 //! The docs show code that builds and runs: every `rust` block of `docs/embedding.md` and
-//! `docs/writing-a-provider.md` appears verbatim in a compiled example or test, and the
+//! `docs/writing-a-provider.md` appears verbatim in a compiled example or test (examples/, or
+//! the framework's `builder_crd.rs` and `builder_mirror.rs` tests), and the
 //! out-of-tree `Cargo.toml` of `docs/embedding.md` asks for the versions this workspace builds
 //! with (and kube's features).
 
@@ -38,6 +39,7 @@ fn rust_blocks_are_the_real_code() {
     sources(&root().join("examples/src"), &mut code);
     sources(&root().join("examples/tests"), &mut code);
     code.push(read("framework/tests/builder_crd.rs"));
+    code.push(read("framework/tests/builder_mirror.rs"));
     for doc in ["docs/embedding.md", "docs/writing-a-provider.md"] {
         let text = read(doc);
         let rust = blocks(&text, "rust");
@@ -45,7 +47,7 @@ fn rust_blocks_are_the_real_code() {
         for block in rust {
             assert!(
                 code.iter().any(|s| s.contains(block)),
-                "{doc} shows code that is not in examples/ (or framework/tests/builder_crd.rs):\n{block}"
+                "{doc} shows code that is not in examples/ (or framework/tests/builder_{{crd,mirror}}.rs):\n{block}"
             );
         }
     }

@@ -3,16 +3,14 @@
 //! deletes the one it does not, gives the LoadBalancer Service a VIP from the pool, keeps the
 //! node-inventory ConfigMap, and stops cleanly on SIGTERM.
 
-mod support;
-
+use controller_manager::testing::{ManagerProcess, Requests, TestEnv};
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Service};
 use kube::api::{Api, PostParams, ResourceExt};
 use kube::runtime::wait::conditions::is_deleted;
-use kube_testenv::TestEnv;
 use serde_json::json;
-use support::{Example, Scratch};
 
 const UNINITIALIZED: &str = "node.cloudprovider.kubernetes.io/uninitialized";
+const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/inventory.example.yaml");
 
 async fn create_node(nodes: &Api<Node>, name: &str) -> Node {
     let node: Node = serde_json::from_value(json!({
@@ -41,7 +39,6 @@ fn initialized(provider_id: &'static str, zone: &'static str) -> impl Fn(Option<
 #[tokio::test]
 async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
     let env = TestEnv::start().await.unwrap();
-    let scratch = Scratch::new("metal-ccm");
     let client = env.client();
     let nodes: Api<Node> = Api::all(client.clone());
     create_node(&nodes, "rack1-node1").await;
@@ -55,16 +52,19 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
     .unwrap();
     services.create(&PostParams::default(), &svc).await.unwrap();
 
-    let ccm = Example::metal_ccm(
+    let mut ccm = ManagerProcess::start(
+        env!("CARGO_BIN_EXE_metal-ccm"),
         &env,
-        &scratch,
-        &[
+        [
+            "--cloud-provider=static-inventory",
+            &format!("--cloud-config={INVENTORY}"),
             "--controllers=*,-route,node-inventory",
             "--node-inventory-configmap=kube-system/node-inventory",
             "--node-deletion-grace-period=0s",
             "--secure-port=0",
         ],
-    );
+    )
+    .unwrap();
 
     ccm.wait_for(
         &nodes,
@@ -72,14 +72,16 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
         "rack1-node1 initialized",
         initialized("static-inventory://SN-4411", "rack-1"),
     )
-    .await;
+    .await
+    .unwrap();
     ccm.wait_for(
         &nodes,
         "rack2-node1",
         "rack2-node1 initialized",
         initialized("static-inventory://rack2-node1", "rack-2"),
     )
-    .await;
+    .await
+    .unwrap();
     let uid = stray.uid().unwrap();
     ccm.wait_for(
         &nodes,
@@ -87,14 +89,16 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
         "stray Node deleted",
         is_deleted(&uid),
     )
-    .await;
+    .await
+    .unwrap();
 
     let has_vip = |svc: Option<&Service>| {
         let ingress = svc.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.clone());
         ingress.is_some_and(|i| i.iter().any(|i| i.ip.as_deref() == Some("192.0.2.10")))
     };
     ccm.wait_for(&services, "web", "Service gets the first VIP", has_vip)
-        .await;
+        .await
+        .unwrap();
 
     let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
     let lists_both = |cm: Option<&ConfigMap>| {
@@ -110,28 +114,20 @@ async fn metal_ccm_runs_stock_controllers_own_provider_and_own_controller() {
         "ConfigMap lists both Nodes",
         lists_both,
     )
-    .await;
+    .await
+    .unwrap();
 
     // `-route` is honoured (the provider has no routes facet, so only the log can tell).
-    let logs = ccm.logs();
+    let logs = ccm.output();
     assert!(
         logs.contains("controller is disabled controller=node-route-controller"),
         "{logs}"
     );
-    ccm.stop().await;
+    ccm.stop().await.unwrap();
 
     // One shared cache: a single LIST+WATCH of Nodes served every controller in the process.
-    let node_watches = env
-        .requests()
-        .iter()
-        .filter(|r| {
-            r.resource == "nodes"
-                && r.verb == "watch"
-                && r.user_agent
-                    .as_deref()
-                    .is_some_and(|ua| ua.starts_with("metal-ccm"))
-        })
-        .count();
+    let by_ccm = Requests::of(&env).user_agent("metal-ccm");
+    let node_watches = by_ccm.verb("watch").resource("nodes").count();
     assert_eq!(node_watches, 1, "one Node watch for the whole process");
 }
 

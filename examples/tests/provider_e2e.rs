@@ -1,18 +1,16 @@
 //! How to test a provider with the real controllers, in-process, against kube-testenv (the
 //! pattern `docs/writing-a-provider.md` shows): the provider is registered and picked exactly as
 //! in production (`.provider(NAME, factory)`, `--cloud-provider`, `--cloud-config`), and the stock
-//! controllers initialize a Node from it and give a LoadBalancer Service a VIP.
-
-use std::time::Duration;
+//! controllers initialize a Node from it and give a LoadBalancer Service a VIP. The manager runs
+//! in the test's runtime under `controller_manager::testing::ManagerTask`, so a start-up error
+//! fails the first wait at once, with the error.
 
 use cloud_controllers::app::{CloudControllerManager, CloudManagerOptions};
+use controller_manager::testing::{ManagerTask, TestEnv};
 use embedding_examples::static_inventory::{self, StaticInventory};
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
-use kube::runtime::wait::await_condition;
-use kube_testenv::TestEnv;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 const INVENTORY: &str = r#"
 region: dc-1
@@ -43,22 +41,21 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
         "--secure-port=0",
     ])
     .unwrap();
-    let stop = CancellationToken::new();
-    let manager = CloudControllerManager::new("provider-test", options)
-        .provider(static_inventory::NAME, StaticInventory::factory)
-        .with_client_config(env.config())
-        .without_telemetry()
-        .run(stop.clone());
-    let manager = tokio::spawn(manager);
+    let mut manager = ManagerTask::spawn(|stop| {
+        CloudControllerManager::new("provider-test", options)
+            .provider(static_inventory::NAME, StaticInventory::factory)
+            .with_client_config(env.config())
+            .without_telemetry()
+            .run(stop)
+    });
 
-    let wait = Duration::from_secs(60);
     let initialized = |n: Option<&Node>| {
         n.and_then(|n| n.spec.as_ref()?.provider_id.clone())
             .as_deref()
             == Some("static-inventory://SN-1")
     };
-    let node = tokio::time::timeout(wait, await_condition(nodes, "n1", initialized)).await;
-    let node = node.unwrap().unwrap().unwrap();
+    let node = manager.wait_for(&nodes, "n1", "n1 initialized", initialized);
+    let node = node.await.unwrap().unwrap();
     let labels = node.metadata.labels.unwrap();
     assert_eq!(labels["topology.kubernetes.io/zone"], "rack-1");
     assert_eq!(labels["node.kubernetes.io/instance-type"], "r650");
@@ -67,10 +64,11 @@ async fn controllers_initialize_nodes_and_load_balancers_from_the_provider() {
         let ingress = s.and_then(|s| s.status.as_ref()?.load_balancer.as_ref()?.ingress.clone());
         ingress.is_some_and(|i| i.iter().any(|i| i.ip.as_deref() == Some("192.0.2.10")))
     };
-    let vip = tokio::time::timeout(wait, await_condition(services, "web", has_vip)).await;
-    assert!(matches!(vip, Ok(Ok(Some(_)))), "{vip:?}");
+    manager
+        .wait_for(&services, "web", "web gets a VIP", has_vip)
+        .await
+        .unwrap();
 
-    stop.cancel();
-    manager.await.unwrap().unwrap();
+    manager.stop().await.unwrap();
     let _ = std::fs::remove_file(&config);
 }

@@ -9,6 +9,8 @@
 //! pieces, and [`object`] holds what custom-resource reconciles repeat (finalizers, status,
 //! conditions).
 //!
+//! [`testing`] (feature `testing`) runs a manager against kube-testenv in tests.
+//!
 //! The framework knows Kubernetes and nothing of clouds: cloud controllers live in their own crate.
 
 pub mod admin;
@@ -25,4 +27,6 @@ pub mod options;
 pub mod panic_guard;
 pub mod shard;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod workqueue;

@@ -47,6 +47,8 @@ pub use health::{HealthChecks, HealthReport};
 pub use listener::SocketSharing;
 pub use profiling::{DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, Profiling};
 pub use server::AdminServer;
+#[cfg(feature = "testing")]
+pub(crate) use server::percent_decode;
 pub use tls::{SelfSignedPair, ServingCert, TlsError};
 pub use tls_flags::{SniCertKey, TlsSettings};
 

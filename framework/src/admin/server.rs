@@ -250,7 +250,7 @@ fn parse_query(query: Option<&str>) -> (bool, Vec<String>) {
 
 /// A query value unescaped as Go's `url.QueryUnescape` does (`+` is a space), invalid escapes
 /// kept.
-fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let spaced = s.replace('+', " ");
     percent_encoding::percent_decode_str(&spaced)
         .decode_utf8_lossy()

@@ -7,6 +7,7 @@
 //! ControllerBuilder::<Pool>::new(&ctx)      // For(&Pool{})       Controller::new(pools, ..)
 //!     .owns::<ConfigMap>()                  // Owns(&ConfigMap{}) .owns(configmaps, ..)
 //!     .watches::<Service, _>(mapper)        // Watches(.., MapFunc) .watches(services, .., mapper)
+//!     .index("by-node", by_node)?           // IndexField           (a store indexer)
 //!     .with_predicate(generation_changed)   // WithEventFilter     predicate_filter
 //!     .workers(2)                           // MaxConcurrentReconciles
 //!     .start(reconciler)                    // Complete(r)         .run(reconcile, ..)
@@ -18,7 +19,20 @@
 //!
 //! Every kind comes from the process's [`SharedInformerFactory`],
 //! so a builder-made controller adds no LIST or WATCH for a kind another controller already
-//! watches. Keys are [`ObjectKey`]s of the primary kind; the reconciler is any
+//! watches in the same scope. Which informer each call uses:
+//!
+//! | call | informer (kind, scope) |
+//! |---|---|
+//! | `new`, `scoped(s)`, `store()`, `index(..)` | the primary `K` in the builder's scope (default: all) |
+//! | `owns::<O>()`, `watches::<W, _>(..)`, `watches_with_predicate(..)` | every `O`/`W` in the cluster |
+//! | `owns_scoped::<O>(s)`, `watches_scoped(s, ..)`, `watches_scoped_with_predicate(s, ..)`, `watches_annotated::<W>(s, ..)` | the `O`s/`W`s in `s` only |
+//! | `index_watched::<W>(s, ..)`, `watched_store::<W>(s)` | the `W`s in `s` (the same scope as the `watches*` call) |
+//!
+//! Indexes ([`index`](ControllerBuilder::index), [`index_watched`](ControllerBuilder::index_watched))
+//! file each object under the values a function returns, as controller-runtime's `IndexField`;
+//! mappers and reconcilers look them up with [`Store::by_index`]. Owner references cannot cross
+//! namespaces: [`watches_annotated`](ControllerBuilder::watches_annotated) maps copies that name
+//! their primary in an annotation back to it. Keys are [`ObjectKey`]s of the primary kind; the reconciler is any
 //! `tower::Service<Request<ObjectKey>, Response = Action>` and runs behind
 //! [`layers::standard`]. Everything the builder does can still be written by hand (see
 //! `docs/embedding.md`); the builder only removes the repetition.
@@ -28,6 +42,8 @@
 //! [`ShardLayer`] over the ring of [`InitContext::shard`] in front of the standard layers and
 //! re-enqueues the keys the replica gains ([`crate::shard::requeue_gained`]).
 
+mod cross_namespace;
+mod index;
 pub mod predicates;
 
 use std::future::Future;
@@ -40,6 +56,7 @@ use tower::util::Either;
 use tower::{BoxError, Service, ServiceBuilder};
 
 pub use crate::object::controller_owner;
+pub use cross_namespace::annotated_owner;
 
 use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
 use crate::controller::{Action, Controller, Request};
@@ -128,7 +145,8 @@ impl<K: InformerResource> ControllerBuilder<K> {
     }
 
     /// Reconciles only the primary objects in `scope` (a namespace, selectors); the informer is
-    /// shared with every other user of the same kind and scope.
+    /// shared with every other user of the same kind and scope. Call it before
+    /// [`store`](Self::store) and [`index`](Self::index), which use the primary's informer.
     pub fn scoped(mut self, scope: InformerScope) -> Self {
         self.scope = scope;
         self
@@ -137,13 +155,22 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// Also reconciles the owner when an object of kind `O` changes: every event of an `O` whose
     /// controlling owner reference (`controller: true`) names a `K` enqueues that `K`, both the
     /// old and the new owner on an update (controller-runtime's `Owns`, kube-runtime's `owns`).
+    /// Uses the process's informer of every `O` ([`owns_scoped`](Self::owns_scoped) for part).
     pub fn owns<O: InformerResource>(self) -> Self {
-        self.watches::<O, _>(|obj: &O| controller_owner::<K>(obj))
+        self.owns_scoped::<O>(InformerScope::all())
+    }
+
+    /// [`owns`](Self::owns) over the informer of the `O`s in `scope` only (a namespace,
+    /// selectors), so the process caches no other `O`. Owner references never cross namespaces;
+    /// for copies in other namespaces see [`watches_annotated`](Self::watches_annotated).
+    pub fn owns_scoped<O: InformerResource>(self, scope: InformerScope) -> Self {
+        self.watches_scoped::<O, _>(scope, |obj: &O| controller_owner::<K>(obj))
     }
 
     /// Also reconciles the keys `mapper` derives from each event of an object of kind `W`: on an
     /// update, those of the old and of the new object (controller-runtime's `Watches` with
-    /// `EnqueueRequestsFromMapFunc`, kube-runtime's `watches`).
+    /// `EnqueueRequestsFromMapFunc`, kube-runtime's `watches`). Uses the process's informer of
+    /// every `W`, which caches them all: [`watches_scoped`](Self::watches_scoped) caches part.
     pub fn watches<W, I>(self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
     where
         W: InformerResource,
@@ -152,11 +179,42 @@ impl<K: InformerResource> ControllerBuilder<K> {
         self.watches_with_predicate(|_: &Event<W>| true, mapper)
     }
 
+    /// [`watches`](Self::watches) over the informer of the `W`s in `scope` only, e.g.
+    /// `InformerScope::all().in_namespace("sources")` or `.with_labels("example.com/mirror")`:
+    /// the process lists, watches and caches no other `W` for this controller (the informer is
+    /// shared with every user of the same kind and equal scope; another scope is another watch).
+    pub fn watches_scoped<W, I>(
+        self,
+        scope: InformerScope,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        W: InformerResource,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.watches_scoped_with_predicate(scope, |_: &Event<W>| true, mapper)
+    }
+
     /// [`watches`](Self::watches), mapping only the events `predicate` passes (controller-runtime's
     /// `Watches(.., builder.WithPredicates(..))`), e.g. "every pool, when any pool's spec changes":
     /// `.watches_with_predicate(generation_changed, move |_: &Pool| pools.keys())`.
     pub fn watches_with_predicate<W, I>(
+        self,
+        predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
+        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
+    ) -> Self
+    where
+        W: InformerResource,
+        I: IntoIterator<Item = ObjectKey>,
+    {
+        self.watches_scoped_with_predicate(InformerScope::all(), predicate, mapper)
+    }
+
+    /// [`watches_with_predicate`](Self::watches_with_predicate) over the informer of the `W`s in
+    /// `scope` only; every other `watches*`/`owns*` call is this one.
+    pub fn watches_scoped_with_predicate<W, I>(
         mut self,
+        scope: InformerScope,
         predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
         mapper: impl Fn(&W) -> I + Send + Sync + 'static,
     ) -> Self
@@ -167,7 +225,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
         self.sources.push(Box::new(move |factory, queue| {
             let queue = queue.clone();
             factory
-                .informer::<W>()
+                .informer_for::<W>(scope)
                 .add_handler(WithSource(move |event: &Event<W>, source| {
                     if !predicate(event) {
                         return;

@@ -5,6 +5,7 @@ use std::fmt::Debug;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use controller_manager::testing::Requests;
 use kube_testenv::TestEnv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::task::JoinHandle;
@@ -23,10 +24,7 @@ pub async fn shut_down<E: Debug>(
 
 /// How many `verb` requests on `resource` the API server has served.
 pub fn count(env: &TestEnv, verb: &str, resource: &str) -> usize {
-    env.requests()
-        .iter()
-        .filter(|r| r.verb == verb && r.resource == resource)
-        .count()
+    Requests::of(env).verb(verb).resource(resource).count()
 }
 
 /// One plain-HTTP GET of the admin server: status and body, `None` while it does not answer.
