@@ -127,6 +127,8 @@ async fn three_replicas_share_the_load_balancers_and_hand_over_on_stop() {
     let env = TestEnv::start().await.expect("testenv");
     let client = env.client();
     let cloud = fleet_cloud(3);
+    // Calls that take time, so two replicas' calls for one Service could overlap if they raced.
+    cloud.set_latency(Method::EnsureLoadBalancer, Duration::from_millis(20));
     create_nodes(&client, (0..3).map(node_name)).await;
     let opts = || options(&["--concurrent-service-syncs=2"]);
     let replicas: Vec<_> = ["r0", "r1", "r2"]
@@ -289,6 +291,8 @@ async fn kill_and_rejoin(first: usize, second: usize, third: usize) -> BTreeMap<
     let env = TestEnv::start().await.expect("testenv");
     let client = env.client();
     let cloud = fleet_cloud(3);
+    // Calls that take time, so two replicas' calls for one Service could overlap if they raced.
+    cloud.set_latency(Method::EnsureLoadBalancer, Duration::from_millis(20));
     create_nodes(&client, (0..3).map(node_name)).await;
     let mut replicas: Vec<_> = ["r0", "r1", "r2"]
         .iter()
