@@ -101,6 +101,7 @@ mod coalesce;
 mod error;
 mod init;
 pub mod metrics;
+mod node_set;
 mod node_sync;
 pub mod patch;
 pub mod predicates;

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::ServiceController;
 use super::error::UpdateHostsError;
+use super::node_set::NodeSet;
 use super::predicates::{
     filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
 };
@@ -123,10 +124,10 @@ impl ServiceController {
     /// The current eligible node set, if it is not sufficiently equal to the one the cloud last
     /// accepted for `key`. `None` too for a load balancer this process has not ensured yet: it
     /// may not exist, and its ensure, queued or running, passes the node set of its own time.
-    fn hosts_to_sync(&self, key: &str) -> Option<Vec<Arc<Node>>> {
+    fn hosts_to_sync(&self, key: &str) -> Option<NodeSet> {
         let old_nodes = filter_lb_nodes(self.last_synced_nodes.lock().get(key)?);
         let new_nodes = filter_lb_nodes(&self.nodes.list());
-        (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then_some(new_nodes)
+        (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then(|| self.node_sets.share(new_nodes))
     }
 
     async fn update_load_balancer_hosts(

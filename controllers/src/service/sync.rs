@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{LoadBalancerStatus, Node, ObjectReference, Service};
+use k8s_openapi::api::core::v1::{LoadBalancerStatus, ObjectReference, Service};
 use parking_lot::Mutex;
 
 use super::error::ServiceSyncError;
 use super::metrics::ServiceMetrics;
+use super::node_set::{NodeSet, NodeSets};
 use super::patch;
 use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load_balancer};
 use super::{NodeLister, ServiceLister};
@@ -40,7 +41,9 @@ pub struct ServiceController {
     pub(super) service_cache: Mutex<HashMap<String, Arc<Service>>>,
     /// Key → node set the cloud last accepted for the Service's load balancer (an ensure or a
     /// host update that succeeded); a failed or cancelled call leaves it as it was.
-    pub(super) last_synced_nodes: Mutex<HashMap<String, Vec<Arc<Node>>>>,
+    pub(super) last_synced_nodes: Mutex<HashMap<String, NodeSet>>,
+    /// Shares the recorded sets between load balancers that were given the same Nodes.
+    pub(super) node_sets: NodeSets,
     /// Key → lock held across an ensure or a host update of that Service, so the two lanes
     /// never race on one load balancer and the recorded set matches the cloud's.
     lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -113,6 +116,7 @@ impl ServiceController {
             metrics: ServiceMetrics::default(),
             service_cache: Mutex::default(),
             last_synced_nodes: Mutex::default(),
+            node_sets: NodeSets::default(),
             lb_locks: Mutex::default(),
             node_change_since: Mutex::default(),
         })
@@ -334,7 +338,7 @@ impl ServiceController {
             .map_err(ServiceSyncError::AddFinalizer)?;
         let lock = self.lb_lock(key);
         let _serialized = lock.lock().await;
-        let nodes = filter_lb_nodes(&self.nodes.list());
+        let nodes = self.node_sets.share(filter_lb_nodes(&self.nodes.list()));
         if nodes.is_empty() {
             self.event(
                 svc,
