@@ -207,12 +207,14 @@ async fn caches_hold_their_share(world: &World, owners: &BTreeMap<String, String
 /// Polls until every key of `owners` was reconciled (object cached) by its owner after `from`.
 async fn reconciled_by_owners(world: &World, from: usize, owners: &BTreeMap<String, String>) {
     for _ in 0..100 {
-        let log = world.log.lock();
-        let seen = |k: &String, o: &String| log[from..].iter().any(|(r, l)| l == k && r == o);
-        if owners.iter().all(|(k, o)| seen(k, o)) {
+        let done = {
+            let log = world.log.lock();
+            let seen = |k: &String, o: &String| log[from..].iter().any(|(r, l)| l == k && r == o);
+            owners.iter().all(|(k, o)| seen(k, o))
+        };
+        if done {
             return;
         }
-        drop(log);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("not every key reconciled by its owner: {owners:?}");

@@ -33,9 +33,10 @@ use crate::informer::{
 const WRITES_AT_ONCE: usize = 16;
 /// Page size of the reclaim list.
 const RECLAIM_PAGE: u32 = 500;
-/// Every this many retry periods the move pass runs again without a view change: a safety net
-/// for an object labelled to this member by one that held another view.
-const MOVE_EVERY: u32 = 10;
+/// Every this many retry periods the passes run again without a change: the claim and move
+/// passes (a safety net for an object labelled to this member by one that held another view,
+/// and for failed writes), and a reclaim list that had failed.
+const SWEEP_EVERY: u32 = 10;
 
 /// The informer of a sharded controller's primary kind `K` in `scope`. In label mode (see
 /// [`Ring::label`]) it is narrowed to this member's label, and the informer of the unlabelled
@@ -103,45 +104,55 @@ struct Labeler<K: InformerResource> {
 }
 
 impl<K: InformerResource> Labeler<K> {
-    /// Until `stop`: a claim pass on every change of the ring, new unlabelled object and retry
-    /// period; a move pass and a reclaim list once per settled view (again after a failure).
+    /// Until `stop`, under each settled view: a claim pass on every change of the ring and new
+    /// unlabelled object, a move pass and a reclaim list once per view, and all of them again
+    /// every [`SWEEP_EVERY`] retry periods (the reclaim only if it had failed).
     async fn run(self, wake: Arc<Notify>, stop: CancellationToken) {
         let mut changes = self.ring.changes();
         let mut tick = tokio::time::interval(self.ring.retry_period());
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        let (mut moved, mut reclaimed): (Option<String>, Option<String>) = (None, None);
+        // (view id, whether every write of the pass succeeded) of the last move and reclaim.
+        let mut moved: Option<(String, bool)> = None;
+        let mut reclaimed: Option<(String, bool)> = None;
         let mut ticks = 0u32;
         loop {
-            let sweep = tokio::select! {
+            let (woken, sweep) = tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return;
                     }
-                    false
+                    (true, false)
                 }
-                () = wake.notified() => false,
+                () = wake.notified() => (true, false),
                 _ = tick.tick() => {
                     ticks = ticks.wrapping_add(1);
-                    ticks % MOVE_EVERY == 0
+                    (false, ticks.is_multiple_of(SWEEP_EVERY))
                 }
             };
             let Some(view) = self.ring.settled_view() else {
                 continue;
             };
             let id = view.id();
-            self.claim(&view).await;
-            if sweep || moved.as_deref() != Some(id.as_str()) {
-                moved = self.move_away(&view).await.then(|| id.clone());
+            let new_view = moved.as_ref().is_none_or(|(v, _)| *v != id);
+            if !new_view && !sweep && !woken {
+                continue;
             }
-            if reclaimed.as_deref() != Some(id.as_str()) {
-                match self.reclaim(&view).await {
-                    Ok(done) => reclaimed = done.then_some(id),
+            self.claim(&view).await;
+            if new_view || sweep {
+                moved = Some((id.clone(), self.move_away(&view).await));
+            }
+            let retry = sweep && reclaimed.as_ref().is_some_and(|(v, ok)| *v == id && !ok);
+            if reclaimed.as_ref().is_none_or(|(v, _)| *v != id) || retry {
+                let ok = match self.reclaim(&view).await {
+                    Ok(ok) => ok,
                     Err(e) => {
-                        warn!(ring = self.ring.name(), error = %e, "failed to list the objects of departed shard members")
+                        warn!(ring = self.ring.name(), error = %e, "failed to list the objects of departed shard members");
+                        false
                     }
-                }
+                };
+                reclaimed = Some((id, ok));
             }
         }
     }
