@@ -537,8 +537,8 @@ async fn sharding_roles_grant_exactly_what_the_rings_use() {
     .await;
 }
 
-/// Label mode adds the label writes and the GET of a Service or Node missing from the cache
-/// (`rbac-sharding-label.yaml`).
+/// Label mode adds the label writes, `rbac-sharding-label.yaml` (its lists by label and by name
+/// use the informers' `list`).
 #[tokio::test]
 async fn label_mode_roles_grant_exactly_what_the_label_writes_use() {
     check_least_privilege(

@@ -63,9 +63,11 @@ pub fn sharded_informer<K: InformerResource>(
     let getter = client.clone();
     let first = ring.set_presence(Presence::new(
         move |key| cached.get(key).is_some(),
+        // A LIST by name rather than a GET: the informers' `list` is granted already.
         move |key: ObjectKey| {
             let api = <K::Scope as ScopedApi>::api::<K>(getter.clone(), key.namespace.as_deref());
-            Box::pin(async move { Ok(api.get_opt(&key.name).await?.is_some()) })
+            let lp = ListParams::default().fields(&format!("metadata.name={}", key.name));
+            Box::pin(async move { Ok(!api.list(&lp).await?.items.is_empty()) })
         },
     ));
     if !first {

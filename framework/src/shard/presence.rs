@@ -44,7 +44,7 @@ impl Presence {
         }
     }
 
-    /// The verdict on `key`: one GET when it is not cached, none otherwise.
+    /// The verdict on `key`: one request (a LIST by name) when it is not cached, none otherwise.
     pub(crate) async fn verdict(&self, key: &ObjectKey) -> Result<Verdict, kube::Error> {
         if (self.cached)(key) {
             return Ok(Verdict::Reconcile);
