@@ -537,6 +537,20 @@ async fn sharding_roles_grant_exactly_what_the_rings_use() {
     .await;
 }
 
+/// Label mode adds the label writes, `rbac-sharding-label.yaml` (its lists by label and by name
+/// use the informers' `list`).
+#[tokio::test]
+async fn label_mode_roles_grant_exactly_what_the_label_writes_use() {
+    check_least_privilege(
+        "rbac.yaml+rbac-sharding.yaml+rbac-sharding-label.yaml",
+        &[
+            "--sharded-controllers=service,cloud-node",
+            "--shard-assignment=label",
+        ],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn per_controller_roles_grant_exactly_what_each_controller_uses() {
     check_least_privilege(

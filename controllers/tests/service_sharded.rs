@@ -6,8 +6,12 @@
 //! and takes a share again when it comes back. The "never two at once" proof is the paused-clock suite of
 //! `framework/src/shard/handover_tests.rs`; this checks the wiring end to end.
 //!
-//! `--sharded-controllers` naming a controller that cannot be sharded, or one not selected, is
-//! refused before anything starts, with the reason.
+//! In label mode (`--shard-assignment=label`) each replica caches only the Services labelled to
+//! it: every load balancer is still ensured by exactly one replica, a joining replica takes its
+//! share by relabel, and no load balancer is ever deleted because its Service moved.
+//!
+//! `--sharded-controllers` naming a controller that cannot be sharded, or one not selected, and a
+//! `--shard-assignment` that is neither mode, are refused before anything starts, with the reason.
 
 mod reliability_support;
 
@@ -17,9 +21,10 @@ use std::time::Duration;
 
 use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{Manager, ManagerConfig};
-use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION};
+use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION, label_key};
 use fake_cloud::{CloudCall, FakeCloud, Method};
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, ListParams};
 use kube_testenv::TestEnv;
 use reliability_support::*;
@@ -409,4 +414,83 @@ async fn sharding_what_cannot_be_sharded_is_refused_with_the_reason() {
         err.contains("\"cloud-node\" is not enabled by --controllers"),
         "{err}"
     );
+
+    let mut config = replica_config("r0");
+    config.shard_assignment = "labels".into();
+    let err = manager(config).validate().expect_err("refused").to_string();
+    assert_eq!(
+        err,
+        r#"--shard-assignment: "labels" is not one of "hash", "label""#
+    );
+}
+
+/// Services by the value of their assignment label (`None`: unlabelled).
+async fn labels(client: &kube::Client) -> BTreeMap<String, Option<String>> {
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let key = label_key(RING);
+    let list = api.list(&ListParams::default()).await.expect("services");
+    list.items
+        .into_iter()
+        .filter(|s| s.metadata.name.as_deref() != Some("kubernetes"))
+        .map(|s| {
+            let value = s.metadata.labels.and_then(|l| l.get(&key).cloned());
+            (s.metadata.name.unwrap_or_default(), value)
+        })
+        .collect()
+}
+
+/// Waits until every Service is labelled and the labels name `n` distinct members.
+async fn labelled_over(client: &kube::Client, n: usize) -> BTreeMap<String, Option<String>> {
+    let mut last = BTreeMap::new();
+    for _ in 0..150 {
+        last = labels(client).await;
+        let members: BTreeSet<_> = last.values().flatten().collect();
+        if last.values().all(Option::is_some) && members.len() == n {
+            return last;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the Services were never labelled over {n} members: {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_mode_ensures_each_load_balancer_once_and_never_deletes_on_a_move() {
+    init_tracing();
+    let env = TestEnv::start().await.expect("testenv");
+    let client = env.client();
+    let cloud = fleet_cloud(3);
+    create_nodes(&client, (0..3).map(node_name)).await;
+    let replica = |id: &str| {
+        let mut config = replica_config(id);
+        config.shard_assignment = "label".into();
+        start_manager(
+            client.clone(),
+            Arc::new(cloud.with_caller(id)),
+            options(&["--concurrent-service-syncs=2"]),
+            config,
+        )
+    };
+    let mut replicas = vec![replica("r0"), replica("r1")];
+    ring_of(&client, 2).await;
+    let names: BTreeSet<String> = (0..20).map(service_name).collect();
+    create_services(&client, names.iter().cloned()).await;
+    provisioned(&client, &cloud, &names).await;
+    labelled_over(&client, 2).await;
+    for (key, callers) in ensurers(&cloud) {
+        assert_eq!(callers.len(), 1, "{key} was ensured by {callers:?}");
+    }
+
+    // A third replica: a share of the labels moves to it, every load balancer stays.
+    replicas.push(replica("r2"));
+    ring_of(&client, 3).await;
+    labelled_over(&client, 3).await;
+    provisioned(&client, &cloud, &names).await;
+    assert!(
+        cloud.calls_to(Method::EnsureLoadBalancerDeleted).is_empty(),
+        "a load balancer was deleted because its Service moved"
+    );
+    for (stop, task) in replicas {
+        stop.cancel();
+        task.await.expect("join").expect("stopped cleanly");
+    }
 }

@@ -3,12 +3,14 @@
 //! ConfigMaps (default 30,000). For each replica count it reports the reconciles per replica
 //! until every key was reconciled once, the time that took, the Lease requests the ring costs per
 //! replica per second, and, with more than one replica, the time from killing one replica
-//! (`kill -9`: its runtime shut down) until the others reconciled every key it owned.
+//! (`kill -9`: its runtime shut down) until the others reconciled every key it owned. It runs in
+//! hash mode and in label mode (`--shard-assignment=label`), and reports per replica the
+//! ConfigMaps its cache holds, the label patches the round cost and the process RSS after it.
 //!
-//! `cargo bench -p controller-manager --bench shard -- [--objects N]`
+//! `cargo bench -p controller-manager --bench shard -- [--objects N] [--mode hash|label|both]`
 //!
-//! CPU and RSS per replica are not separable in one process; this bench measures work and API
-//! cost. The ring uses a 2 s lease, 1.5 s renew deadline and 0.2 s retry period, so the kill
+//! CPU and RSS per replica are not separable in one process; this bench measures work, cached
+//! objects and API cost (the RSS column is the whole process, all replicas and the API server). The ring uses a 2 s lease, 1.5 s renew deadline and 0.2 s retry period, so the kill
 //! handover is bounded below by the 2 s lease expiry.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use controller_manager::builder::ControllerBuilder;
 use controller_manager::controller::{Action, Request};
-use controller_manager::informer::ObjectKey;
+use controller_manager::informer::{ObjectKey, SharedInformerFactory};
 use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{InitContext, Initializer, Initializers, Manager, ManagerConfig};
 use futures::StreamExt;
@@ -30,12 +32,19 @@ use serde_json::json;
 
 /// Keys reconciled, by replica.
 type Log = Arc<Mutex<BTreeMap<String, Vec<ObjectKey>>>>;
+/// Each replica's informer factory, for its cache sizes.
+type Factories = Arc<Mutex<BTreeMap<String, SharedInformerFactory>>>;
+type Extra = (Log, Factories);
 
-fn controller(replica: String) -> Initializer<Log> {
-    Initializer::new("bench", move |ctx: InitContext<Log>| {
+fn controller(replica: String) -> Initializer<Extra> {
+    Initializer::new("bench", move |ctx: InitContext<Extra>| {
         let replica = replica.clone();
         async move {
-            let log = ctx.extra.clone();
+            let log = ctx.extra.0.clone();
+            ctx.extra
+                .1
+                .lock()
+                .insert(replica.clone(), ctx.factory.clone());
             let reconciler = tower::service_fn(move |req: Request<ObjectKey>| {
                 log.lock().entry(replica.clone()).or_default().push(req.key);
                 async { Ok::<_, Infallible>(Action::Done) }
@@ -49,7 +58,7 @@ fn controller(replica: String) -> Initializer<Log> {
 }
 
 /// A replica on its own runtime: dropping the runtime is `kill -9`.
-fn start(env: &TestEnv, id: &str, log: &Log) -> tokio::runtime::Runtime {
+fn start(env: &TestEnv, id: &str, mode: &str, extra: &Extra) -> tokio::runtime::Runtime {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -57,12 +66,13 @@ fn start(env: &TestEnv, id: &str, log: &Log) -> tokio::runtime::Runtime {
         .expect("runtime");
     let mut config = ManagerConfig::new("bench");
     config.sharded_controllers = vec!["bench".into()];
+    config.shard_assignment = mode.to_string();
     let mut le = LeaderElectionConfig::new("kube-system", "bench", id);
     le.lease_duration = Duration::from_secs(2);
     le.renew_deadline = Duration::from_millis(1500);
     le.retry_period = Duration::from_millis(200);
     config.leader_election = Some(le);
-    let (kube_config, log, id) = (env.config(), log.clone(), id.to_string());
+    let (kube_config, log, id) = (env.config(), extra.clone(), id.to_string());
     runtime.spawn(async move {
         let client = kube::Client::try_from(kube_config).expect("client");
         let manager = Manager::new(config, client, log)
@@ -96,6 +106,15 @@ async fn main() {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(30_000);
+    let modes: Vec<&str> = match std::env::args()
+        .skip_while(|a| a != "--mode")
+        .nth(1)
+        .as_deref()
+    {
+        Some("hash") => vec!["hash"],
+        Some("label") => vec!["label"],
+        _ => vec!["hash", "label"],
+    };
     let env = TestEnv::start().await.expect("testenv");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let names: Vec<String> = (0..objects).map(|i| format!("cm-{i:05}")).collect();
@@ -120,17 +139,42 @@ async fn main() {
         .collect();
     println!("shard bench: {objects} ConfigMaps");
     println!(
-        "| replicas | reconciles per replica | all reconciled after | Lease requests / replica / s | kill → its keys reconciled |"
+        "| mode | replicas | reconciles per replica | cached per replica | label patches | all reconciled after | Lease requests / replica / s | kill → its keys reconciled | process RSS |"
     );
-    println!("|---|---|---|---|---|");
-    for replicas in 1..=3usize {
-        let log = Log::default();
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for mode in modes {
+        for replicas in 1..=3usize {
+            round(&env, &keys, mode, replicas).await;
+        }
+    }
+}
+
+/// One row: `replicas` fresh members (new identities, so label mode reclaims the labels of the
+/// round before) in `mode`.
+async fn round(env: &TestEnv, keys: &BTreeSet<ObjectKey>, mode: &str, replicas: usize) {
+    {
+        let extra: Extra = Default::default();
+        let log = extra.0.clone();
         env.clear_requests();
         let started = Instant::now();
-        let ids: Vec<String> = (0..replicas).map(|i| format!("r{i}")).collect();
-        let mut runtimes: Vec<_> = ids.iter().map(|id| start(&env, id, &log)).collect();
-        all_reconciled(&log, &keys).await;
+        let ids: Vec<String> = (0..replicas)
+            .map(|i| format!("{mode}-{replicas}-r{i}"))
+            .collect();
+        let mut runtimes: Vec<_> = ids.iter().map(|id| start(env, id, mode, &extra)).collect();
+        all_reconciled(&log, keys).await;
         let took = started.elapsed();
+        // Label mode: the caches hold their share once every label is written.
+        if mode == "label" {
+            while cached(&extra, &ids).iter().sum::<usize>() < keys.len() {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        let patches = env
+            .requests()
+            .iter()
+            .filter(|r| r.verb == "patch" && r.resource == "configmaps")
+            .count();
+        let cached = cached(&extra, &ids);
         // Steady state: 5 s with nothing to do, to count what the ring alone costs.
         env.clear_requests();
         tokio::time::sleep(Duration::from_secs(5)).await;
@@ -181,9 +225,10 @@ async fn main() {
             "–".to_string()
         };
         println!(
-            "| {replicas} | {per_replica:?} | {:.2} s | {:.1} |  {handover} |",
+            "| {mode} | {replicas} | {per_replica:?} | {cached:?} | {patches} | {:.2} s | {:.1} |  {handover} | {} |",
             took.as_secs_f64(),
             leases as f64 / 5.0 / replicas as f64,
+            rss(),
         );
         for rt in runtimes {
             rt.shutdown_background();
@@ -191,4 +236,32 @@ async fn main() {
         // Let the killed members' Leases expire before the next round.
         tokio::time::sleep(Duration::from_secs(3)).await;
     }
+}
+
+/// ConfigMaps in each replica's caches (every ConfigMap informer it has).
+fn cached(extra: &Extra, ids: &[String]) -> Vec<usize> {
+    let factories = extra.1.lock();
+    ids.iter()
+        .map(|id| {
+            factories.get(id).map_or(0, |f| {
+                f.informers_status()
+                    .iter()
+                    .filter(|s| s.kind == "ConfigMap")
+                    .map(|s| s.objects)
+                    .sum()
+            })
+        })
+        .collect()
+}
+
+/// The process's resident set, from /proc (Linux), else "?".
+fn rss() -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(format!("{} MiB", kb / 1024))
+        })
+        .unwrap_or_else(|| "?".to_string())
 }

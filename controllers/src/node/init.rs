@@ -30,7 +30,7 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     let options = &ctx.extra.options;
     let client = ctx.client_for(CLIENT_NAME).await?;
-    let informer = ctx.factory.informer::<Node>();
+    let informer = ctx.sharded_informer::<Node>();
     let queue = ctx.queue::<String>("Nodes", ctx.default_rate_limiter());
     let q = queue.clone();
     informer

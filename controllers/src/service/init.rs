@@ -110,7 +110,7 @@ pub struct ServiceLane {
 pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane, InitError> {
     let options = &ctx.extra.options;
     let client = ctx.client_for(CLIENT_NAME).await?;
-    let services = ctx.factory.informer::<Service>();
+    let services = ctx.sharded_informer::<Service>();
     let queue = ctx.queue::<String>(
         CONTROLLER_ALIAS,
         ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),

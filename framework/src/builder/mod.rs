@@ -40,7 +40,9 @@
 //! A builder-made controller whose initializer is [`shardable`](crate::manager::Initializer::shardable)
 //! and named in `--sharded-controllers` is sharded with no further call: the builder puts a
 //! [`ShardLayer`] over the ring of [`InitContext::shard`] in front of the standard layers and
-//! re-enqueues the keys the replica gains ([`crate::shard::requeue_gained`]).
+//! re-enqueues the keys the replica gains ([`crate::shard::requeue_gained`]). With
+//! `--shard-assignment=label` its primary informer also caches only the objects labelled to this
+//! replica ([`sharded_informer`]).
 
 mod cross_namespace;
 mod index;
@@ -61,10 +63,11 @@ pub use cross_namespace::annotated_owner;
 use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
 use crate::controller::{Action, Controller, Request};
 use crate::informer::{
-    Event, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store, WithSource,
+    Event, Informer, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store,
+    WithSource,
 };
 use crate::manager::{InitContext, InitOutcome};
-use crate::shard::{Ring, ShardLayer, ShardService, requeue_gained};
+use crate::shard::{Ring, ShardLayer, ShardService, requeue_gained, sharded_informer};
 use crate::workqueue::{RateLimiter, WorkQueue};
 
 /// How long one reconcile may run before it is cancelled and retried with backoff, unless
@@ -92,6 +95,8 @@ pub struct ControllerBuilder<K> {
     limiter: Option<Limiter>,
     timeout: Duration,
     shard: Option<Ring>,
+    /// Writes label mode's assignment labels.
+    client: kube::Client,
 }
 
 /// The service a built controller runs: the standard layers over the reconciler, behind the
@@ -135,6 +140,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
             limiter: None,
             timeout: DEFAULT_RECONCILE_TIMEOUT,
             shard: ctx.shard().cloned(),
+            client: ctx.client.clone(),
         }
     }
 
@@ -279,7 +285,14 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// The shared store of the primary kind, for the reconciler to read the object behind a key
     /// (of the scope set so far: call [`scoped`](Self::scoped) first).
     pub fn store(&self) -> Store<K> {
-        self.factory.informer_for::<K>(self.scope.clone()).store()
+        self.primary(self.scope.clone()).store()
+    }
+
+    /// The primary kind's informer of `scope`: in label mode only the objects labelled to this
+    /// replica ([`sharded_informer`]).
+    fn primary(&self, scope: InformerScope) -> Informer<K> {
+        let (client, stop) = (self.client.clone(), self.shutdown.clone());
+        sharded_informer(self.shard.as_ref(), &self.factory, client, scope, stop)
     }
 
     /// Registers every event source on the shared informers and returns the controller with the
@@ -291,10 +304,10 @@ impl<K: InformerResource> ControllerBuilder<K> {
         S::Error: Into<BoxError>,
         S::Future: Send + 'static,
     {
+        let informer = self.primary(self.scope.clone());
         let queue = (self.queue)(&self.name, self.limiter);
         let primary = queue.clone();
         let predicates = self.predicates;
-        let informer = self.factory.informer_for::<K>(self.scope);
         if let Some(ring) = &self.shard {
             // Ends with the controller's shutdown; it waits for the ring's first settle, which
             // comes only once the workers run.

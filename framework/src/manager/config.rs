@@ -11,6 +11,7 @@ use crate::admin::{
 use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::options::feature_gates::WATCH_LIST_CLIENT;
 use crate::options::{GenericOptions, ServingOptions};
+use crate::shard::ShardAssignment;
 
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
 #[derive(Clone, Debug)]
@@ -42,6 +43,10 @@ pub struct ManagerConfig {
     /// win. The others still run on the Lease holder only, from a warm cache: the one shared
     /// cache serves both, so a non-empty list implies [`Self::warm_standby`].
     pub sharded_controllers: Vec<String>,
+    /// How the sharded controllers' keys reach their replicas (`--shard-assignment`): `hash`
+    /// (the default) or `label` ([`crate::shard::ShardAssignment`]); checked by
+    /// [`super::Manager::validate`].
+    pub shard_assignment: String,
     /// Serve /healthz, /readyz, /livez, /metrics here.
     pub admin_addr: Option<SocketAddr>,
     /// Serve them over HTTPS with this certificate (upstream's secure serving); `None` serves
@@ -66,6 +71,7 @@ impl ManagerConfig {
             leader_election: None,
             warm_standby: false,
             sharded_controllers: Vec::new(),
+            shard_assignment: ShardAssignment::Hash.to_string(),
             admin_addr: None,
             admin_tls: None,
             admin: AdminOptions::default(),
@@ -81,6 +87,7 @@ impl ManagerConfig {
         let mut config = ManagerConfig::new(name);
         config.controllers = options.controllers.clone();
         config.sharded_controllers = options.sharded_controllers.clone();
+        config.shard_assignment = options.shard_assignment.clone();
         config.controller_start_interval = options.controller_start_interval.get();
         config.min_resync_period = Some(options.min_resync_period.get());
         // Bad gates are reported by validate(); the default stands until then.
@@ -229,6 +236,11 @@ mod tests {
             "cold standby by default, as upstream"
         );
         assert!(config(&["--leader-elect-warm-standby"]).warm_standby);
+        assert_eq!(config(&[]).shard_assignment, "hash");
+        assert_eq!(
+            config(&["--shard-assignment=label"]).shard_assignment,
+            "label"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{ClientBuilder, ClientError};
 use crate::controller::layers::ControllerMetrics;
 use crate::events::{EventCounters, EventRecorder, Unwritten};
-use crate::informer::SharedInformerFactory;
+use crate::informer::{Informer, InformerResource, InformerScope, SharedInformerFactory};
 use crate::shard::Ring;
 use crate::workqueue::{RateLimiter, TokenBucket, WorkQueue, WorkQueueMetrics};
 
@@ -69,6 +69,25 @@ impl<C> Clone for InitContext<C> {
 }
 
 impl<C> InitContext<C> {
+    /// The informer of this controller's primary kind `K` (the kind its ring hashes): in label
+    /// mode (`--shard-assignment=label`) narrowed to the objects labelled to this replica, with
+    /// the label loop started beside it (see [`crate::shard::sharded_informer`]); otherwise the
+    /// shared informer of every `K`. Call it once, for the primary kind only.
+    pub fn sharded_informer<K: InformerResource>(&self) -> Informer<K> {
+        self.sharded_informer_for(InformerScope::all())
+    }
+
+    /// [`Self::sharded_informer`] for the objects of `scope`.
+    pub fn sharded_informer_for<K: InformerResource>(&self, scope: InformerScope) -> Informer<K> {
+        crate::shard::sharded_informer(
+            self.shard.as_ref(),
+            &self.factory,
+            self.client.clone(),
+            scope,
+            self.shutdown.clone(),
+        )
+    }
+
     /// The ring this controller runs in when it is sharded: gate its reconciles with a
     /// [`crate::shard::ShardLayer`] over it and re-enqueue gained keys with
     /// [`crate::shard::requeue_gained`]. `None` when it runs on the Lease holder only.

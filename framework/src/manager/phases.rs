@@ -114,7 +114,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             }
             let ring = match &ring_metrics {
                 Some(metrics) if sharded.contains(&init.name) => Some(
-                    Ring::new(self.client.clone(), self.ring_config(&init.name))?
+                    Ring::new(self.client.clone(), self.ring_config(&init.name)?)?
                         .with_metrics(metrics.clone()),
                 ),
                 _ => None,
@@ -289,17 +289,19 @@ impl<C: Send + Sync + 'static> Manager<C> {
 
     /// The ring of sharded controller `name`: named `<manager>-<controller>`, in the leader
     /// election's namespace with its identity and durations (upstream's defaults without it).
-    fn ring_config(&self, name: &str) -> RingConfig {
+    fn ring_config(&self, name: &str) -> Result<RingConfig, ManagerError> {
+        let assignment = self.shard_assignment()?;
         let ring = ring_name(&self.config.name, name);
         let lease = match &self.config.leader_election {
             Some(le) => le.clone(),
             None => LeaderElectionConfig::new("kube-system", &ring, default_identity()),
         };
-        RingConfig {
+        Ok(RingConfig {
             ring,
             lease,
             vnodes: DEFAULT_VNODES,
-        }
+            assignment,
+        })
     }
 }
 

@@ -26,6 +26,7 @@ use crate::client::{ClientBuilder, ClientError};
 use crate::events::Unwritten;
 use crate::informer::SyncError;
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
+use crate::shard::ShardAssignment;
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
 #[derive(Debug, thiserror::Error)]
@@ -62,6 +63,9 @@ pub enum ManagerError {
     /// `--sharded-controllers` named a controller that cannot run sharded.
     #[error("--sharded-controllers: {0}")]
     Sharding(String),
+    /// `--shard-assignment` is neither `hash` nor `label`.
+    #[error("--shard-assignment: {0}")]
+    ShardAssignment(String),
     /// A controller's task returned or panicked while the manager was running. The manager
     /// stops every other controller and returns, as upstream's process dies: a replica that
     /// keeps the Lease with a dead controller does that controller's work nowhere.
@@ -172,14 +176,23 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self.health.clone()
     }
 
-    /// Checks `--controllers` and `--sharded-controllers` against the map without running
-    /// anything.
+    /// Checks `--controllers`, `--sharded-controllers` and `--shard-assignment` against the map
+    /// without running anything.
     pub fn validate(&self) -> Result<ControllerSelection, ManagerError> {
         self.initializers.check()?;
         let selection =
             ControllerSelection::parse(&self.config.controllers, &self.initializers.known())?;
         self.sharded(&selection)?;
+        self.shard_assignment()?;
         Ok(selection)
+    }
+
+    /// The `--shard-assignment` the rings use.
+    pub(super) fn shard_assignment(&self) -> Result<ShardAssignment, ManagerError> {
+        self.config
+            .shard_assignment
+            .parse()
+            .map_err(ManagerError::ShardAssignment)
     }
 
     /// The canonical names of the sharded controllers, each known, selected and shardable.
@@ -254,6 +267,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         };
 
         let sharded = this.sharded(&selection)?;
+        this.shard_assignment()?;
         let result = match this.config.leader_election.clone() {
             None if sharded.is_empty() => {
                 this.clone()

@@ -31,6 +31,15 @@ pub struct GenericOptions {
     )]
     pub sharded_controllers: Vec<String>,
 
+    /// How the sharded controllers' keys reach their replicas: hashed only, or also labelled.
+    #[arg(
+        long,
+        default_value = "hash",
+        help_heading = "Generic flags",
+        help = "How --sharded-controllers assign keys: 'hash' (every replica caches every object and reconciles the ones that hash to it) or 'label' (the assignment is also written on each object of the controller's kind as a label, and each replica caches only the objects labelled to it, about 1/N of them; needs patch on that kind). This build's own flag."
+    )]
+    pub shard_assignment: String,
+
     /// Pause between controller starts, so a large manager does not hit the API server all at once.
     #[arg(
         long,

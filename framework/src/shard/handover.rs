@@ -3,7 +3,7 @@
 //! (takes what it gains) only once every live member has published it.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
@@ -11,8 +11,10 @@ use tokio::time::{Instant, sleep_until, timeout_at};
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::label::{ShardAssignment, ShardLabel};
 use super::membership::{KubeRingStore, Membership, RingStore, lease_name};
 use super::metrics::RingMetrics;
+use super::presence::Presence;
 use super::ring::{DEFAULT_VNODES, View};
 use crate::informer::ObjectKey;
 use crate::leader::{LeaderElectionConfig, LeaderError};
@@ -30,6 +32,9 @@ pub struct RingConfig {
     pub lease: LeaderElectionConfig,
     /// Virtual nodes per member; every member of a ring must use the same number.
     pub vnodes: u32,
+    /// Whether the assignment is only hashed or also recorded on the objects as a label; every
+    /// member of a ring must use the same.
+    pub assignment: ShardAssignment,
 }
 
 impl RingConfig {
@@ -39,6 +44,7 @@ impl RingConfig {
             ring: ring.to_string(),
             lease: LeaderElectionConfig::new(namespace, ring, identity),
             vnodes: DEFAULT_VNODES,
+            assignment: ShardAssignment::Hash,
         }
     }
 }
@@ -79,6 +85,9 @@ struct Shared {
     drained: Notify,
     changes: watch::Sender<u64>,
     metrics: RingMetrics,
+    /// Label mode: whether an admitted key is cached here or gone (set once the primary kind's
+    /// informer exists).
+    presence: OnceLock<Presence>,
 }
 
 /// A replica's handle on one ring: [`Ring::run`] keeps the membership, [`Ring::admit`] gates each
@@ -161,6 +170,7 @@ impl Ring {
                 drained: Notify::new(),
                 changes,
                 metrics: RingMetrics::default(),
+                presence: OnceLock::new(),
             }),
         })
     }
@@ -239,6 +249,46 @@ impl Ring {
     /// The ring's name.
     pub fn name(&self) -> &str {
         &self.shared.cfg.ring
+    }
+
+    /// This member's assignment label when the ring runs in label mode, else `None`.
+    pub fn label(&self) -> Option<ShardLabel> {
+        (self.shared.cfg.assignment == ShardAssignment::Label)
+            .then(|| ShardLabel::new(&self.shared.cfg.ring, self.me()))
+    }
+
+    /// The view every live member has acknowledged, while this member is in it and admitting;
+    /// `None` while a change is being handed over.
+    pub fn settled_view(&self) -> Option<View> {
+        let gate = self.shared.gate.lock();
+        match gate.chain.as_slice() {
+            [view] if !gate.blocked && !gate.stopping => Some(view.clone()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn metrics(&self) -> &RingMetrics {
+        &self.shared.metrics
+    }
+
+    /// The retry period the ring renews at, for loops that follow it.
+    pub(crate) fn retry_period(&self) -> std::time::Duration {
+        self.shared.cfg.lease.retry_period
+    }
+
+    /// Label mode: tells the gate how to tell a key absent from the cache from a deleted one.
+    /// The first call wins; whether this was it.
+    pub(crate) fn set_presence(&self, presence: Presence) -> bool {
+        self.shared.presence.set(presence).is_ok()
+    }
+
+    pub(crate) fn presence(&self) -> Option<&Presence> {
+        self.shared.presence.get()
+    }
+
+    /// This member's identity in the ring.
+    pub fn identity(&self) -> &str {
+        self.me()
     }
 
     /// Ticks whenever the set of keys this replica may reconcile changes.

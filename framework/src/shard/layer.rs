@@ -6,6 +6,9 @@
 //! replica's queue if it ever becomes this replica's. A key that is this replica's but in flight
 //! in another lane of the same controller (the service controller's node sync beside its Service
 //! sync) waits for that reconcile, so one key never runs twice at once even within a replica.
+//!
+//! In label mode an admitted key absent from the replica's cache is reconciled only once the API
+//! server confirms its object is gone (see `presence.rs`): absent here is not deleted.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -14,6 +17,7 @@ use futures::future::BoxFuture;
 use tower::{BoxError, Layer, Service};
 
 use super::handover::Ring;
+use super::presence::Verdict;
 use crate::controller::{Action, Request};
 use crate::informer::ObjectKey;
 
@@ -108,6 +112,16 @@ where
                 tracing::trace!(ring = ring.name(), %key, "not this replica's key; dropped");
                 return Ok(Action::Done);
             };
+            if let Some(presence) = ring.presence() {
+                match presence.verdict(&key).await {
+                    Ok(Verdict::Reconcile) => {}
+                    Ok(Verdict::NotHere) => {
+                        tracing::trace!(ring = ring.name(), %key, "not labelled to this replica yet; dropped");
+                        return Ok(Action::Done);
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
             tokio::select! {
                 biased;
                 () = admitted.lost().cancelled() => {

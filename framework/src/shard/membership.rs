@@ -12,7 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DeleteParams, ListParams};
 use tokio::time::Instant;
 
-use super::ring::stable_hash;
+use super::label::member_value;
 use crate::leader::record::LeaderRecord;
 use crate::leader::store::{KubeLeaseStore, LeaseStore};
 
@@ -32,7 +32,7 @@ pub(crate) trait RingStore: LeaseStore {
 /// The Lease name of `identity` in `ring`: `<ring>-<16 hex of the identity's hash>`, a valid DNS
 /// name whatever the identity contains.
 pub fn lease_name(ring: &str, identity: &str) -> String {
-    format!("{ring}-{:016x}", stable_hash(identity.as_bytes()))
+    format!("{ring}-{}", member_value(identity))
 }
 
 /// The real store: the member's own Lease through the leader election's [`KubeLeaseStore`], plus

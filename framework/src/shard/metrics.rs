@@ -13,6 +13,33 @@ struct RingLabel {
     ring: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WriteLabels {
+    ring: String,
+    reason: &'static str,
+}
+
+/// Why a label-mode member wrote an object's assignment label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LabelWrite {
+    /// An unlabelled object that hashes to this member.
+    Claim,
+    /// An object of this member that the settled view gives to another.
+    Move,
+    /// An object of a member that left the live set, that hashes to this member.
+    Reclaim,
+}
+
+impl LabelWrite {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Claim => "claim",
+            Self::Move => "move",
+            Self::Reclaim => "reclaim",
+        }
+    }
+}
+
 fn handover_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.1, 2.0, 12))
 }
@@ -25,6 +52,7 @@ pub struct RingMetrics {
     settled: Family<RingLabel, Gauge>,
     handovers: Family<RingLabel, Counter>,
     handover_seconds: Family<RingLabel, Histogram, fn() -> Histogram>,
+    label_writes: Family<WriteLabels, Counter>,
 }
 
 impl Default for RingMetrics {
@@ -35,6 +63,7 @@ impl Default for RingMetrics {
             settled: Family::default(),
             handovers: Family::default(),
             handover_seconds: Family::new_with_constructor(handover_histogram),
+            label_writes: Family::default(),
         }
     }
 }
@@ -74,7 +103,33 @@ impl RingMetrics {
             "Time from a membership change being seen to every live member acknowledging it.",
             m.handover_seconds.clone(),
         );
+        registry.register(
+            "shard_ring_label_writes",
+            "Assignment labels this replica wrote in label mode, per ring and reason (claim, move, reclaim).",
+            m.label_writes.clone(),
+        );
         m
+    }
+
+    /// Counts one label write that succeeded.
+    pub(crate) fn label_written(&self, ring: &str, why: LabelWrite) {
+        self.label_writes
+            .get_or_create(&Self::write(ring, why))
+            .inc();
+    }
+
+    /// Label writes so far for `ring` and `why` (for tests and benchmarks).
+    pub fn label_writes(&self, ring: &str, why: LabelWrite) -> u64 {
+        self.label_writes
+            .get_or_create(&Self::write(ring, why))
+            .get()
+    }
+
+    fn write(ring: &str, why: LabelWrite) -> WriteLabels {
+        WriteLabels {
+            ring: ring.to_string(),
+            reason: why.as_str(),
+        }
     }
 
     fn label(ring: &str) -> RingLabel {

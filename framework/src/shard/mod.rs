@@ -8,18 +8,27 @@
 //! - `metrics`: per-ring metrics and the health check.
 //! - `layer`: the gate as a tower layer in front of a controller's service ([`ShardLayer`]).
 //! - `requeue`: re-enqueues the keys a replica gains ([`requeue_gained`]).
+//! - `label`: label mode's choice, label key, values and selectors ([`ShardAssignment`]).
+//! - `assign`: label mode's informers and label loop: claim, move, reclaim ([`sharded_informer`]).
+//! - `presence`: label mode's "absent from the cache is not deleted" check for the gate.
 
+mod assign;
 mod handover;
+mod label;
 mod layer;
 mod membership;
 mod metrics;
+mod presence;
 mod requeue;
 mod ring;
+
+pub use assign::sharded_informer;
+pub use label::{LABEL_PREFIX, ShardAssignment, ShardLabel, label_key, member_value};
 
 pub use handover::{Admitted, Ownership, Ring, RingConfig};
 pub use layer::{ShardLayer, ShardService};
 pub use membership::{RING_LABEL, VIEW_ANNOTATION, lease_name};
-pub use metrics::RingMetrics;
+pub use metrics::{LabelWrite, RingMetrics};
 pub use requeue::requeue_gained;
 pub use ring::{DEFAULT_VNODES, View, stable_hash};
 
