@@ -245,7 +245,11 @@ async fn a_leader_whose_controller_cannot_start_exits_and_the_standby_takes_over
         "B was not a standby yet: {:?}",
         b.log()
     );
-    assert_failed_with_the_error(status, &a.log(), "ServiceAccount kube-system/route-controller");
+    assert_failed_with_the_error(
+        status,
+        &a.log(),
+        "ServiceAccount kube-system/route-controller",
+    );
     assert_ne!(
         holder_of(&lease(&env).await).as_deref(),
         Some(a_id.as_str()),
@@ -274,7 +278,11 @@ async fn without_leader_election_the_process_exits_with_the_error() {
         .exit(START)
         .await
         .unwrap_or_else(|| panic!("still running:\n{}", a.log().join("\n")));
-    assert_failed_with_the_error(status, &a.log(), "ServiceAccount kube-system/route-controller");
+    assert_failed_with_the_error(
+        status,
+        &a.log(),
+        "ServiceAccount kube-system/route-controller",
+    );
     assert!(
         lease(&env).await.is_none(),
         "no Lease without leader election"
@@ -296,11 +304,13 @@ async fn a_requirement_that_cannot_be_met_is_refused_before_the_lease() {
     assert_failed_with_the_error(status, &a.log(), "--cluster-cidr is empty");
     let log = a.log();
     assert!(
-        log.last().is_some_and(|l| l.contains("nothing was started")),
+        log.last()
+            .is_some_and(|l| l.contains("nothing was started")),
         "{log:?}"
     );
     assert!(
-        !log.iter().any(|l| l.contains("leader lease") || l.contains("serving")),
+        !log.iter()
+            .any(|l| l.contains("leader lease") || l.contains("serving")),
         "campaigned or served before refusing:\n{}",
         log.join("\n")
     );

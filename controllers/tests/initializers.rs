@@ -99,8 +99,9 @@ async fn route_controller_without_cluster_cidr_stops_start_up_with_what_to_set()
     let err = manager.run(CancellationToken::new()).await.unwrap_err();
     assert!(matches!(err, ManagerError::Requirements(_)), "{err:?}");
     assert!(
-        err.to_string()
-            .starts_with("cannot start: controller \"node-route-controller\": --cluster-cidr is empty"),
+        err.to_string().starts_with(
+            "cannot start: controller \"node-route-controller\": --cluster-cidr is empty"
+        ),
         "{err}"
     );
     // Refused before anything started: not one request (no Lease, no list, no watch).

@@ -79,7 +79,10 @@ fn without_help_flags(args: &[String]) -> Option<(Vec<String>, bool)> {
 /// Prints the help [`parse_args`] deferred, with `--controllers` listing `known` (in colour
 /// when stdout is a terminal, as clap does); `false` if none was asked for. Taken once.
 pub(super) fn print_deferred_help(known: &KnownControllers) -> bool {
-    let pending = PENDING_HELP.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let pending = PENDING_HELP
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
     let Some(pending) = pending else {
         return false;
     };
@@ -188,7 +191,9 @@ mod tests {
             defer_help::<Cli>(&args(&["distro", "--help", "--cloud-provider=mine"])).unwrap();
         assert_eq!(cli.ccm.cloud.cloud_provider, "mine");
         let known = cloud_initializers()
-            .with(Initializer::new("my-extra", |_ctx| async { unreachable!() }).disabled_by_default())
+            .with(
+                Initializer::new("my-extra", |_ctx| async { unreachable!() }).disabled_by_default(),
+            )
             .known();
         let help = help_command(pending, &known).render_long_help().to_string();
         assert!(help.contains("Usage: distro"), "{help}");

@@ -184,7 +184,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let selection =
             ControllerSelection::parse(&self.config.controllers, &self.initializers.known())?;
         self.sharded(&selection)?;
-        let unmet = self.initializers.unmet_requirements(&selection, &self.extra);
+        let unmet = self
+            .initializers
+            .unmet_requirements(&selection, &self.extra);
         if !unmet.is_empty() {
             return Err(ManagerError::Requirements(unmet));
         }
