@@ -152,7 +152,13 @@ impl CloudControllerManager {
 
     /// Every flag problem at once, including a `--cloud-provider` nobody registered (unless a
     /// cloud was given with [`Self::with_cloud`]); empty means [`Self::run`] may start.
+    ///
+    /// A `--help` that [`parse_args`] deferred is printed here, listing this manager's
+    /// controllers, and the process exits 0.
     pub fn validate(&self) -> Vec<String> {
+        if args::print_deferred_help(&self.initializers.known()) {
+            std::process::exit(0);
+        }
         let mut errors = self.registration_errors.clone();
         errors.extend(self.options.validate(&self.initializers));
         let name = self.options.cloud.cloud_provider.trim();

@@ -1,11 +1,12 @@
 //! The stock initializer map under the manager, against kube-testenv and the fake cloud: upstream
 //! names and aliases, "not started" for every missing facet, and a start-up error that says what
-//! to set when the route controller has no `--cluster-cidr`.
+//! to set when the route controller has no `--cluster-cidr`, found before anything starts.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use cloud_controllers::app::{AppError, CloudControllerManager, CloudManagerOptions};
 use cloud_controllers::cloud::CloudProvider;
 use cloud_controllers::options::CloudOptions;
 use cloud_controllers::{CloudContext, cloud_initializers};
@@ -96,8 +97,26 @@ async fn route_controller_without_cluster_cidr_stops_start_up_with_what_to_set()
     )
     .with_initializers(cloud_initializers());
     let err = manager.run(CancellationToken::new()).await.unwrap_err();
-    assert!(matches!(err, ManagerError::Init { ref name, .. } if name == "node-route-controller"));
-    assert!(err.to_string().contains("--cluster-cidr"), "{err}");
+    assert!(matches!(err, ManagerError::Requirements(_)), "{err:?}");
+    assert!(
+        err.to_string().starts_with(
+            "cannot start: controller \"node-route-controller\": --cluster-cidr is empty"
+        ),
+        "{err}"
+    );
+    // Refused before anything started: not one request (no Lease, no list, no watch).
+    assert_eq!(env.requests().len(), 0, "{:?}", env.requests());
+
+    // Only selected controllers are checked: without the route controller the flags are fine.
+    let mut config = ManagerConfig::new("test");
+    config.controllers = vec!["*".into(), "-route".into()];
+    let manager = Manager::new(
+        config,
+        env.client(),
+        CloudContext::new(cloud(Facets::all()), options(&[])),
+    )
+    .with_initializers(cloud_initializers());
+    assert!(manager.validate().is_ok());
 
     // --configure-cloud-routes=false skips the controller instead, as upstream.
     let manager = Manager::new(
@@ -113,4 +132,34 @@ async fn route_controller_without_cluster_cidr_stops_start_up_with_what_to_set()
     let run = tokio::spawn(manager.run(stop.clone()));
     tokio::time::sleep(Duration::from_millis(300)).await;
     shut_down(&stop, run).await;
+}
+
+/// The embedder's path (issue 23): `CloudControllerManager::run` with leader election on and the
+/// default `--controllers=*` returns the route controller's requirement at once, instead of
+/// taking the Lease and holding the error in a spawned task, and exits 1.
+#[tokio::test]
+async fn the_app_refuses_an_unmet_requirement_at_once_and_takes_no_lease() {
+    let env = TestEnv::start().await.unwrap();
+    let options = CloudManagerOptions::from_args([
+        "--cloud-provider=fake",
+        "--leader-elect=true",
+        "--secure-port=0",
+    ])
+    .unwrap();
+    let run = CloudControllerManager::new("requirements-test", options)
+        .with_cloud(cloud(Facets::all()))
+        .with_client_config(env.config())
+        .without_telemetry()
+        .run(CancellationToken::new());
+    let err = tokio::time::timeout(Duration::from_secs(10), run)
+        .await
+        .expect("run() returns at once")
+        .unwrap_err();
+    assert!(
+        matches!(err, AppError::Manager(ManagerError::Requirements(_))),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("--cluster-cidr"), "{err}");
+    assert_eq!(err.exit_code(), std::process::ExitCode::FAILURE);
+    assert_eq!(env.requests().len(), 0, "{:?}", env.requests());
 }

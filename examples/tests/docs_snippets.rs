@@ -2,7 +2,7 @@
 //! `docs/writing-a-provider.md` appears verbatim in a compiled example or test (examples/, or
 //! the framework's `builder_crd.rs` and `builder_mirror.rs` tests), and the
 //! out-of-tree `Cargo.toml` of `docs/embedding.md` asks for the versions this workspace builds
-//! with (and kube's features).
+//! with (and kube's features) and has its profiles, so a checkout's build is reused.
 
 use std::path::{Path, PathBuf};
 
@@ -87,14 +87,42 @@ fn features(line: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The `[profile...]` sections of a manifest: each header with its settings, comments left out.
+fn profiles(toml: &str) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for line in toml.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if line.starts_with('[') {
+            out.push((line.to_string(), Vec::new()));
+        } else if let Some((_, settings)) = out.last_mut() {
+            settings.push(line.to_string());
+        }
+    }
+    out.retain(|(header, _)| header.starts_with("[profile"));
+    out
+}
+
+/// The manifest up to its first profile section.
+fn before_profiles(toml: &str) -> &str {
+    toml.split("\n[profile").next().unwrap_or(toml)
+}
+
 #[test]
 fn out_of_tree_manifest_matches_the_workspace() {
     let doc = read("docs/embedding.md");
     let toml = blocks(&doc, "toml");
     assert_eq!(toml.len(), 1, "one Cargo.toml to paste");
     let workspace = read("Cargo.toml");
-    let pinned = dependency_lines(&workspace);
-    let deps = dependency_lines(toml[0]);
+    // Cargo keys each compiled crate by its profile: other settings rebuild every dependency.
+    assert_eq!(
+        profiles(toml[0]),
+        profiles(&workspace),
+        "the snippet's profiles are the workspace's"
+    );
+    let pinned = dependency_lines(before_profiles(&workspace));
+    let deps = dependency_lines(before_profiles(toml[0]));
     assert!(deps.len() >= 10, "{deps:?}");
     for (name, line) in deps {
         if ["name", "version", "edition"].contains(&name) {

@@ -1,23 +1,105 @@
 //! Parsing the process arguments with upstream's (pflag's) rules: the last of a repeated flag
-//! wins, and `--controllers` help lists the known controllers.
+//! wins, and `--controllers` help lists the known controllers: those of the map the process
+//! runs, so [`parse_args`] leaves `--help` to the [`CloudControllerManager`] that knows it.
+//!
+//! [`CloudControllerManager`]: super::CloudControllerManager
 
-use clap::Parser;
+use std::sync::Mutex;
+
+use clap::error::ErrorKind;
+use clap::{Command, Parser};
 use controller_manager::manager::KnownControllers;
 
 use crate::cloud_initializers;
 
 /// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
 /// that a flag given twice takes its last value (clap would refuse it), so overlays that append
-/// arguments keep working, and upstream's `--controllers` help listing the known controllers. List flags such as
-/// `--controllers` still accumulate, as pflag's string slices do. Like `P::parse()`, prints the
-/// error and exits with status 2 on bad input.
+/// arguments keep working, and upstream's `--controllers` help listing the known controllers.
+/// List flags such as `--controllers` still accumulate, as pflag's string slices do. Like
+/// `P::parse()`, prints the error and exits with status 2 on bad input.
+///
+/// `-h`/`--help` is not printed here when `P` has `--controllers` (it flattens
+/// [`CloudManagerOptions`](super::CloudManagerOptions)): the other arguments are parsed, and
+/// [`CloudControllerManager::validate`](super::CloudControllerManager::validate) (or `run`),
+/// which knows every controller the binary adds, prints the help and exits 0. A `main` that
+/// needs no other change so lists its own controllers; it should build the manager before doing
+/// work of its own. Should the other arguments not parse, the help lists the stock controllers
+/// at once, as before.
 pub fn parse_args<P: Parser>() -> P {
     // Lossy, so a non-UTF-8 argument becomes a clap error instead of a panic in `env::args`.
-    let args = std::env::args_os().map(|a| a.to_string_lossy().into_owned());
-    match try_parse_args_from(args) {
+    let args: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    match try_parse_args_from(args.clone()) {
         Ok(parsed) => parsed,
+        Err(e) if e.kind() == ErrorKind::DisplayHelp => match defer_help(&args) {
+            Some((parsed, help)) => {
+                *PENDING_HELP.lock().unwrap_or_else(|p| p.into_inner()) = Some(help);
+                parsed
+            }
+            None => e.exit(),
+        },
         Err(e) => e.exit(),
     }
+}
+
+/// A `--help` that [`parse_args`] left for the manager to print once its map is known.
+struct PendingHelp {
+    command: Command,
+    long: bool,
+}
+
+static PENDING_HELP: Mutex<Option<PendingHelp>> = Mutex::new(None);
+
+/// `args` parsed without their help flags, and the help to print later; `None` when `P` has no
+/// `--controllers` or the rest does not parse.
+fn defer_help<P: Parser>(args: &[String]) -> Option<(P, PendingHelp)> {
+    let (rest, long) = without_help_flags(args)?;
+    let (parsed, command) = parse_with::<P>(rest, &cloud_initializers().known()).ok()?;
+    let has_controllers = command.get_arguments().any(|a| a.get_id() == "controllers");
+    has_controllers.then_some((parsed, PendingHelp { command, long }))
+}
+
+/// `args` without `-h`/`--help` (before a `--`), and whether the first was the long one (clap
+/// prints the long help for `--help`); `None` if there was none.
+fn without_help_flags(args: &[String]) -> Option<(Vec<String>, bool)> {
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let is_help = |a: &String| a == "-h" || a == "--help";
+    let first = args[..end].iter().find(|a| is_help(a))?;
+    let long = first == "--help";
+    let rest = args[..end]
+        .iter()
+        .filter(|a| !is_help(a))
+        .chain(&args[end..])
+        .cloned()
+        .collect();
+    Some((rest, long))
+}
+
+/// Prints the help [`parse_args`] deferred, with `--controllers` listing `known` (in colour
+/// when stdout is a terminal, as clap does); `false` if none was asked for. Taken once.
+pub(super) fn print_deferred_help(known: &KnownControllers) -> bool {
+    let pending = PENDING_HELP
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let Some(pending) = pending else {
+        return false;
+    };
+    let long = pending.long;
+    let mut command = help_command(pending, known);
+    // Nothing to do if stdout is closed: the process exits either way.
+    let _ = match long {
+        true => command.print_long_help(),
+        false => command.print_help(),
+    };
+    true
+}
+
+fn help_command(pending: PendingHelp, known: &KnownControllers) -> Command {
+    pending
+        .command
+        .mut_arg("controllers", |a| a.help(controllers_help(known)))
 }
 
 /// [`parse_args`] over explicit arguments (the first is the program name), returning the error.
@@ -33,6 +115,14 @@ pub fn try_parse_args_with<P: Parser>(
     args: impl IntoIterator<Item = String>,
     known: &KnownControllers,
 ) -> Result<P, clap::Error> {
+    parse_with(args, known).map(|(parsed, _)| parsed)
+}
+
+/// [`try_parse_args_with`], and the command as parsing left it (its binary name set).
+fn parse_with<P: Parser>(
+    args: impl IntoIterator<Item = String>,
+    known: &KnownControllers,
+) -> Result<(P, Command), clap::Error> {
     let args: Vec<String> = args.into_iter().collect();
     let mut command = P::command().args_override_self(true);
     if command.get_arguments().any(|a| a.get_id() == "controllers") {
@@ -40,7 +130,8 @@ pub fn try_parse_args_with<P: Parser>(
         command = command.mut_arg("controllers", |a| a.help(help));
     }
     let mut matches = command.try_get_matches_from_mut(&args)?;
-    P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))
+    let parsed = P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))?;
+    Ok((parsed, command))
 }
 
 /// Upstream's `--controllers` help: the syntax, then every canonical name and the
@@ -59,4 +150,60 @@ pub fn controllers_help(known: &KnownControllers) -> String {
         all.join(", "),
         off.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use controller_manager::manager::Initializer;
+
+    use super::*;
+    use crate::app::CloudManagerOptions;
+
+    #[derive(Parser)]
+    #[command(name = "distro")]
+    struct Cli {
+        #[command(flatten)]
+        ccm: CloudManagerOptions,
+    }
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn help_flags_are_taken_out_before_a_double_dash_only() {
+        assert_eq!(without_help_flags(&args(&["p", "--v=2"])), None);
+        assert_eq!(
+            without_help_flags(&args(&["p", "-h", "--v=2", "--help", "--", "-h"])),
+            Some((args(&["p", "--v=2", "--", "-h"]), false))
+        );
+        assert_eq!(
+            without_help_flags(&args(&["p", "--help"])),
+            Some((args(&["p"]), true))
+        );
+    }
+
+    /// The help `parse_args` defers lists the controllers of the map it is rendered with, a
+    /// distro's disabled-by-default one included, and keeps the other flags parsed.
+    #[test]
+    fn deferred_help_lists_the_map_it_is_rendered_with() {
+        let (cli, pending) =
+            defer_help::<Cli>(&args(&["distro", "--help", "--cloud-provider=mine"])).unwrap();
+        assert_eq!(cli.ccm.cloud.cloud_provider, "mine");
+        let known = cloud_initializers()
+            .with(
+                Initializer::new("my-extra", |_ctx| async { unreachable!() }).disabled_by_default(),
+            )
+            .known();
+        let help = help_command(pending, &known).render_long_help().to_string();
+        assert!(help.contains("Usage: distro"), "{help}");
+        assert!(
+            help.contains("cloud-node-lifecycle-controller, my-extra, node-route-controller"),
+            "{help}"
+        );
+        assert!(
+            help.contains("Disabled-by-default controllers: my-extra"),
+            "{help}"
+        );
+    }
 }

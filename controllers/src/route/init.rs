@@ -1,6 +1,11 @@
 //! Registers the node-route controller: a full route reconcile over the shared Node cache every
 //! `--route-reconciliation-period`, on a non-sliding schedule, as upstream; or, with the gate
 //! `CloudControllerManagerWatchBasedRoutesReconciliation`, on Node events (`watch.rs`).
+//!
+//! Upstream's `startRouteController` skips the controller when `--configure-cloud-routes` is
+//! false or the cloud has no routes, and fails the process on a bad `--cluster-cidr` otherwise
+//! (`--allocate-node-cidrs` plays no part). The failure is checked before anything starts
+//! ([`Initializer::validate`]), so no Lease is taken by a replica that can never run it.
 
 use std::sync::Arc;
 
@@ -20,26 +25,43 @@ use crate::wiring::RecorderSink;
 pub fn initializer() -> Initializer<CloudContext> {
     Initializer::new(CONTROLLER_NAME, init)
         .alias(CONTROLLER_ALIAS)
+        .validate(requirements)
         .not_shardable(
             "it reconciles the whole route table in one pass (ListRoutes against every Node), so no key has a single owner; it stays on the Lease holder",
         )
 }
 
-async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
-    let options = &ctx.extra.options;
-    if !options.configure_cloud_routes {
-        return Ok(InitOutcome::NotStarted(
-            "--configure-cloud-routes is false".to_string(),
+/// Why the controller is skipped in this configuration, as upstream; `None` if it runs.
+fn skip_reason(ctx: &CloudContext) -> Option<String> {
+    if !ctx.options.configure_cloud_routes {
+        return Some("--configure-cloud-routes is false".to_string());
+    }
+    if ctx.cloud.routes().is_none() {
+        return Some(format!(
+            "cloud provider {:?} does not support routes",
+            ctx.cloud.provider_name()
         ));
     }
-    let cloud = ctx.extra.cloud.clone();
-    if cloud.routes().is_none() {
-        return Ok(InitOutcome::NotStarted(format!(
-            "cloud provider {:?} does not support routes",
-            cloud.provider_name()
-        )));
+    None
+}
+
+/// What [`init`] would refuse, before anything starts: a bad `--cluster-cidr` when the
+/// controller would run (upstream crash-loops on the empty default after taking the Lease).
+fn requirements(ctx: &CloudContext) -> Result<(), InitError> {
+    if skip_reason(ctx).is_some() {
+        return Ok(());
     }
-    // Upstream exits here and crash-loops on the empty default; the error says what to set.
+    parse_cluster_cidrs(&ctx.options.cluster_cidr)?;
+    Ok(())
+}
+
+async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> {
+    if let Some(reason) = skip_reason(&ctx.extra) {
+        return Ok(InitOutcome::NotStarted(reason));
+    }
+    let options = &ctx.extra.options;
+    let cloud = ctx.extra.cloud.clone();
+    // The backstop of `requirements`, which the manager checked before start.
     let cidrs = parse_cluster_cidrs(&options.cluster_cidr)?;
     let client = ctx.client_for(CLIENT_NAME).await?;
     let nodes = ctx.factory.informer::<Node>();

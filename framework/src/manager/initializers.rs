@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 use super::context::InitContext;
-use super::selection::KnownControllers;
+use super::selection::{ControllerSelection, KnownControllers};
 
 /// What an initializer decided.
 pub enum InitOutcome {
@@ -39,6 +39,10 @@ pub type InitError = Box<dyn std::error::Error + Send + Sync + 'static>;
 pub type InitFn<C> =
     Arc<dyn Fn(InitContext<C>) -> BoxFuture<'static, Result<InitOutcome, InitError>> + Send + Sync>;
 
+/// A controller's start-up requirement, checked against the embedder's context before anything
+/// starts (see [`Initializer::validate`]).
+pub type ValidateFn<C> = Arc<dyn Fn(&C) -> Result<(), InitError> + Send + Sync>;
+
 /// One entry of the map.
 pub struct Initializer<C> {
     pub(crate) name: String,
@@ -47,6 +51,7 @@ pub struct Initializer<C> {
     /// `Ok` if the controller may run sharded (`--sharded-controllers`), else why not.
     pub(crate) shardable: Result<(), String>,
     pub(crate) init: InitFn<C>,
+    pub(crate) validate: Option<ValidateFn<C>>,
 }
 
 /// Why an unmarked controller cannot be sharded.
@@ -61,6 +66,7 @@ impl<C> Clone for Initializer<C> {
             enabled_by_default: self.enabled_by_default,
             shardable: self.shardable.clone(),
             init: self.init.clone(),
+            validate: self.validate.clone(),
         }
     }
 }
@@ -78,6 +84,7 @@ impl<C: Send + Sync + 'static> Initializer<C> {
             enabled_by_default: true,
             shardable: Err(NOT_DECLARED_SHARDABLE.to_string()),
             init: Arc::new(move |ctx| Box::pin(init(ctx))),
+            validate: None,
         }
     }
 
@@ -106,6 +113,20 @@ impl<C: Send + Sync + 'static> Initializer<C> {
     /// with this reason.
     pub fn not_shardable(mut self, reason: impl Into<String>) -> Self {
         self.shardable = Err(reason.into());
+        self
+    }
+
+    /// Checks what the controller needs before anything starts (no admin port, no Lease, no
+    /// informer), when it is selected: `check` gets the context every initializer gets and
+    /// returns the error the initializer would return, so a configuration that can never start
+    /// is refused at once instead of after the Lease is won. A configuration in which the
+    /// initializer only skips ([`InitOutcome::NotStarted`]) must pass. Keep the initializer's own
+    /// check: it is the backstop.
+    pub fn validate(
+        mut self,
+        check: impl Fn(&C) -> Result<(), InitError> + Send + Sync + 'static,
+    ) -> Self {
+        self.validate = Some(Arc::new(check));
         self
     }
 
@@ -198,6 +219,25 @@ impl<C: Send + Sync + 'static> Initializers<C> {
             known.add(&e.name, &aliases, !e.enabled_by_default);
         }
         known
+    }
+
+    /// What the [`Initializer::validate`] checks of the controllers `selection` enables refuse
+    /// in `extra`, each as `controller "NAME": ERROR`, in registration order.
+    pub(crate) fn unmet_requirements(
+        &self,
+        selection: &ControllerSelection,
+        extra: &C,
+    ) -> Vec<String> {
+        self.entries
+            .iter()
+            .filter(|e| selection.is_enabled(&e.name))
+            .filter_map(|e| {
+                let check = e.validate.as_ref()?;
+                check(extra)
+                    .err()
+                    .map(|err| format!("controller {:?}: {err}", e.name))
+            })
+            .collect()
     }
 
     /// Entries in registration order.

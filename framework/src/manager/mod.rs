@@ -27,7 +27,7 @@ mod warm;
 pub use config::ManagerConfig;
 pub use context::InitContext;
 pub use initializers::{
-    InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError,
+    InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError, ValidateFn,
 };
 pub use run::{Manager, ManagerError, StartHook};
 pub use selection::*;

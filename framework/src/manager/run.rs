@@ -57,6 +57,10 @@ pub enum ManagerError {
     /// The client of the shared informers could not be built.
     #[error("cannot build the shared informers' client: {0}")]
     Client(#[source] ClientError),
+    /// A selected controller's start-up requirement is not met
+    /// ([`super::Initializer::validate`]); found before anything started.
+    #[error("cannot start: {}; nothing was started", .0.join("; "))]
+    Requirements(Vec<String>),
     /// The hook set with [`Manager::with_start_hook`] failed; no controller was started.
     #[error("preparing to start controllers failed: {0}")]
     StartHook(#[source] InitError),
@@ -176,14 +180,21 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self.health.clone()
     }
 
-    /// Checks `--controllers`, `--sharded-controllers` and `--shard-assignment` against the map
-    /// without running anything.
+    /// Checks `--controllers`, `--sharded-controllers` and `--shard-assignment` against the map,
+    /// and the selected controllers' start-up requirements ([`super::Initializer::validate`])
+    /// against the context, without running anything.
     pub fn validate(&self) -> Result<ControllerSelection, ManagerError> {
         self.initializers.check()?;
         let selection =
             ControllerSelection::parse(&self.config.controllers, &self.initializers.known())?;
         self.sharded(&selection)?;
         self.shard_assignment()?;
+        let unmet = self
+            .initializers
+            .unmet_requirements(&selection, &self.extra);
+        if !unmet.is_empty() {
+            return Err(ManagerError::Requirements(unmet));
+        }
         Ok(selection)
     }
 
