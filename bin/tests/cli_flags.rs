@@ -107,6 +107,19 @@ fn unknown_provider_lists_the_registered_ones() {
 }
 
 #[test]
+fn a_repeated_flag_takes_its_last_value_and_says_so() {
+    // The last --cloud-provider wins (as pflag): "aws" is what is refused, and stderr says why.
+    let out = run(&["--cloud-provider=fake", "--cloud-provider=aws"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: --cloud-provider was given 2 times; the last value (\"aws\") is used"),
+        "{err}"
+    );
+    assert!(err.contains("unknown cloud provider"), "{err}");
+}
+
+#[test]
 fn flag_values_this_build_cannot_honour_are_refused_by_name() {
     let out = run(&[
         "--cloud-provider=fake",

@@ -33,6 +33,7 @@
 mod args;
 mod error;
 mod flags;
+mod repeated;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -56,6 +57,7 @@ use crate::{CloudContext, cloud_initializers};
 pub use args::{controllers_help, parse_args, try_parse_args_from, try_parse_args_with};
 pub use error::AppError;
 pub use flags::CloudManagerOptions;
+pub use repeated::{RepeatedFlag, repeated_flags};
 
 /// Where `--use-service-account-credentials` keeps the controllers' ServiceAccounts, as upstream.
 pub const SERVICE_ACCOUNT_NAMESPACE: &str = "kube-system";

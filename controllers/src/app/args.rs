@@ -10,6 +10,7 @@ use clap::error::ErrorKind;
 use clap::{Command, Parser};
 use controller_manager::manager::KnownControllers;
 
+use super::repeated::repeated_flags;
 use crate::cloud_initializers;
 
 /// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
@@ -31,7 +32,10 @@ pub fn parse_args<P: Parser>() -> P {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     match try_parse_args_from(args.clone()) {
-        Ok(parsed) => parsed,
+        Ok(parsed) => {
+            warn_repeated::<P>(&args);
+            parsed
+        }
         Err(e) if e.kind() == ErrorKind::DisplayHelp => match defer_help(&args) {
             Some((parsed, help)) => {
                 *PENDING_HELP.lock().unwrap_or_else(|p| p.into_inner()) = Some(help);
@@ -40,6 +44,14 @@ pub fn parse_args<P: Parser>() -> P {
             None => e.exit(),
         },
         Err(e) => e.exit(),
+    }
+}
+
+/// Says on stderr which value a single-value flag given more than once took (the last, as
+/// pflag), so an overlay that overrides a flag the base sets is visible, not silent.
+fn warn_repeated<P: Parser>(args: &[String]) {
+    for repeated in repeated_flags(&P::command(), args.get(1..).unwrap_or_default()) {
+        eprintln!("warning: {repeated}");
     }
 }
 
