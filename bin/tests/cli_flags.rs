@@ -113,7 +113,9 @@ fn a_repeated_flag_takes_its_last_value_and_says_so() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("warning: --cloud-provider was given 2 times; the last value (\"aws\") is used"),
+        err.contains(
+            "warning: --cloud-provider was given 2 times; the last value (\"aws\") is used"
+        ),
         "{err}"
     );
     assert!(err.contains("unknown cloud provider"), "{err}");
