@@ -54,8 +54,14 @@ def ints(wt, v):
 
 # Frames that are the allocator, the profiler or generic containers, not the owner of the bytes.
 PLUMBING = ("alloc::", "core::", "std::", "hashbrown::", "_rjem", "je_", "tikv_jemalloc", "prof_",
+            "<tikv_jemallocator::", "__rustc::", "indexmap::", "<indexmap::", "parking_lot::",
             "jemalloc", "malloc", "realloc", "calloc", "__rust", "<alloc::", "<core::", "<std::",
             "<hashbrown::", "bytes::", "<bytes::", "serde::", "<serde", "serde_json::", "smallvec::")
+
+
+# Crates whose frames name an owner.
+OWNERS = ("cloud_controllers", "controller_manager", "fake_cloud", "kube_testenv", "kube_runtime",
+          "kube_client", "kube_core", "tokio::", "hyper", "h2::", "tracing_subscriber", "rustls")
 
 
 def main():
@@ -100,13 +106,11 @@ def main():
         size = vals[col]
         total += size
         owner = "?"
-        for loc in locs:
-            names = [strings[functions.get(f, 0)] for f in locations.get(loc, [])]
-            # Inlined frames come innermost first within one location.
-            name = next((n for n in names if n and not n.startswith(PLUMBING)), None)
-            if name:
-                owner = name
-                break
+        frames = [strings[functions.get(f, 0)] for loc in locs for f in locations.get(loc, [])]
+        # The first frame of a named crate owns the bytes (the caller that asked for them); a
+        # stack with none is owned by its first frame outside the plumbing.
+        owner = next((n for n in frames if n.lstrip("<").startswith(OWNERS)), None) or next(
+            (n for n in frames if "::" in n and not n.startswith(PLUMBING)), "?")
         by_owner[owner] += size
     print(f"sample types: {kinds}; total {col=} {total / 1e6:.1f} MB in {len(samples)} stacks")
     for owner, size in by_owner.most_common(top_n):

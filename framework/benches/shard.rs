@@ -1,4 +1,4 @@
-//! Sharding bench (docs/benchmarks.md §6): 1, 2 and 3 in-process replicas of a builder-made
+//! Sharding bench (docs/benchmarks.md §7): 1, 2 and 3 in-process replicas of a builder-made
 //! ConfigMap controller, sharded over a ring, against one kube-testenv holding `--objects`
 //! ConfigMaps (default 30,000). For each replica count it reports the reconciles per replica
 //! until every key was reconciled once, the time that took, the Lease requests the ring costs per
