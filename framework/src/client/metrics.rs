@@ -25,6 +25,8 @@ use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 use tower::{Layer, Service};
 
+use crate::metrics::{HistogramFamily, histograms, registered};
+
 /// client-go's latency buckets for the REST client histograms.
 pub const LATENCY_BUCKETS: [f64; 12] = [
     0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
@@ -50,11 +52,7 @@ pub struct LatencyLabels {
     pub host: String,
 }
 
-type LatencyFamily = Family<LatencyLabels, Histogram, fn() -> Histogram>;
-
-fn latency_histogram() -> Histogram {
-    Histogram::new(LATENCY_BUCKETS)
-}
+type LatencyFamily = HistogramFamily<LatencyLabels>;
 
 /// The REST client metric families; clone it into every client so all clients of one process
 /// report into the same series.
@@ -68,27 +66,26 @@ pub struct ClientMetrics {
 impl ClientMetrics {
     /// Registers the families in `registry` (unprefixed, to keep client-go's names).
     pub fn new(registry: &mut Registry) -> Self {
-        let metrics = Self {
-            requests: Family::default(),
-            duration: Family::new_with_constructor(latency_histogram),
-            rate_limiter: Family::new_with_constructor(latency_histogram),
-        };
-        registry.register(
-            "rest_client_requests",
-            "Number of HTTP requests, partitioned by status code, method, and host",
-            metrics.requests.clone(),
-        );
-        registry.register(
-            "rest_client_request_duration_seconds",
-            "Request latency in seconds. Broken down by verb, and host",
-            metrics.duration.clone(),
-        );
-        registry.register(
-            "rest_client_rate_limiter_duration_seconds",
-            "Client side rate limiter latency in seconds. Broken down by verb, and host",
-            metrics.rate_limiter.clone(),
-        );
-        metrics
+        Self {
+            requests: registered(
+                registry,
+                "rest_client_requests",
+                "Number of HTTP requests, partitioned by status code, method, and host",
+                Family::default(),
+            ),
+            duration: registered(
+                registry,
+                "rest_client_request_duration_seconds",
+                "Request latency in seconds. Broken down by verb, and host",
+                histograms(&LATENCY_BUCKETS),
+            ),
+            rate_limiter: registered(
+                registry,
+                "rest_client_rate_limiter_duration_seconds",
+                "Client side rate limiter latency in seconds. Broken down by verb, and host",
+                histograms(&LATENCY_BUCKETS),
+            ),
+        }
     }
 
     /// Records one finished request.
