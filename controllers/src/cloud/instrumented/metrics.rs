@@ -6,7 +6,6 @@ use controller_manager::metrics::{HistogramFamily, histograms, registered};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Latency buckets for cloud calls: 5 ms to 5 min (load balancer changes can take minutes).
