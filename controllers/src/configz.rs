@@ -76,26 +76,18 @@ pub fn configuration(name: &str, cloud: &CloudOptions, generic: &GenericOptions)
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
     use crate::app::CloudManagerOptions;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        ccm: CloudManagerOptions,
-    }
-
     #[test]
     fn flags_appear_in_upstreams_shape() {
-        let cli = Cli::parse_from([
-            "ccm",
+        let ccm = CloudManagerOptions::from_args([
             "--cloud-provider=fake",
             "--cluster-cidr=10.244.0.0/16",
             "--concurrent-service-syncs=3",
-        ]);
-        let v = configuration("cloud-controller-manager", &cli.ccm.cloud, &cli.ccm.generic);
+        ])
+        .unwrap();
+        let v = configuration("cloud-controller-manager", &ccm.cloud, &ccm.generic);
         assert_eq!(v["kind"], "CloudControllerManagerConfiguration");
         assert_eq!(v["Generic"]["minResyncPeriod"], "12h0m0s");
         assert_eq!(v["Generic"]["clientConnection"]["qps"], 20.0);

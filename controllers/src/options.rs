@@ -3,199 +3,145 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Args};
+use clap::Args;
 use controller_manager::options::GoDuration;
+use controller_manager::options::{EndHelpHeading, GoBoolArg};
 
 use crate::cloud::{BudgetOptions, MAX_QPS, MIN_QPS, qps_in_range};
 
 /// Cloud controller flags (`cloud-provider` generic group, per-controller groups as upstream).
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Generic flags", end_help_heading = true)]
 pub struct CloudOptions {
-    /// Which registered provider runs; required, as upstream.
+    /// The provider for cloud services. Empty string for no provider.
     #[arg(
         long,
         default_value = "",
         hide_default_value = true,
-        help_heading = "Generic flags",
-        help = "The provider for cloud services. Empty string for no provider."
+        verbatim_doc_comment
     )]
     pub cloud_provider: String,
 
-    /// Provider configuration file handed to the provider's factory.
-    #[arg(
-        long,
-        help_heading = "Generic flags",
-        help = "The path to the cloud provider configuration file. Empty string for no configuration file."
-    )]
+    /// The path to the cloud provider configuration file. Empty string for no configuration file.
+    #[arg(long, verbatim_doc_comment)]
     pub cloud_config: Option<PathBuf>,
 
-    /// Start even when the provider's resources carry no cluster ID (deprecated upstream too).
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Generic flags",
-        help = "Allow the cluster to run without the cluster-id on cloud instances. This is a legacy mode of operation and a cluster-id will be required in the future."
-    )]
+    /// Allow the cluster to run without the cluster-id on cloud instances. This is a legacy mode of operation and a cluster-id will be required in the future.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub allow_untagged_cloud: bool,
 
-    /// Passed to every load-balancer and route call, so two clusters in one account stay apart.
-    #[arg(
-        long,
-        default_value = "kubernetes",
-        help_heading = "Generic flags",
-        help = "The instance prefix for the cluster."
-    )]
+    /// The instance prefix for the cluster.
+    #[arg(long, default_value = "kubernetes", verbatim_doc_comment)]
     pub cluster_name: String,
 
-    /// Pod network CIDR(s); the route controller needs it.
+    /// CIDR Range for Pods in cluster. Comma separated for dual-stack (one IPv4 and one IPv6).
     #[arg(
         long,
         default_value = "",
         hide_default_value = true,
-        help_heading = "Generic flags",
-        help = "CIDR Range for Pods in cluster. Comma separated for dual-stack (one IPv4 and one IPv6)."
+        verbatim_doc_comment
     )]
     pub cluster_cidr: String,
 
-    /// Used by add-on controllers such as node IPAM; the route controller does not check it.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Generic flags",
-        help = "Should CIDRs for Pods be allocated and set on the cloud provider."
-    )]
+    /// Should CIDRs for Pods be allocated and set on the cloud provider.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub allocate_node_cidrs: bool,
 
-    /// Turns the route controller off when false.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = true,
-        default_missing_value = "true",
-        help_heading = "Generic flags",
-        help = "Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider."
-    )]
+    /// Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider.
+    #[arg(long, go_bool = true, verbatim_doc_comment)]
     pub configure_cloud_routes: bool,
 
-    /// Period of the route reconcile loop.
-    #[arg(
-        long,
-        default_value = "10s",
-        help_heading = "Generic flags",
-        help = "The period for reconciling routes created for Nodes by cloud provider."
-    )]
+    /// The period for reconciling routes created for Nodes by cloud provider.
+    #[arg(long, default_value = "10s", verbatim_doc_comment)]
     pub route_reconciliation_period: GoDuration,
 
-    /// Period of the node lifecycle loop.
-    #[arg(
-        long,
-        default_value = "5s",
-        help_heading = "Generic flags",
-        help = "The period for syncing NodeStatus in cloud-node-lifecycle-controller."
-    )]
+    /// The period for syncing NodeStatus in cloud-node-lifecycle-controller.
+    #[arg(long, default_value = "5s", verbatim_doc_comment)]
     pub node_monitor_period: GoDuration,
 
-    /// How long the cloud must keep reporting an instance missing before its Node is deleted
-    /// (guards against eventually consistent cloud APIs; not an upstream flag).
-    #[arg(
-        long,
-        default_value = "30s",
-        help_heading = "Generic flags",
-        help = "How long an instance must be reported missing by the cloud, on consecutive checks, before cloud-node-lifecycle-controller deletes its Node. 0s deletes on the first report, as upstream."
-    )]
+    /// How long an instance must be reported missing by the cloud, on consecutive checks, before cloud-node-lifecycle-controller deletes its Node. 0s deletes on the first report, as upstream.
+    #[arg(long, default_value = "30s", verbatim_doc_comment)]
     pub node_deletion_grace_period: GoDuration,
 
-    /// Period of the node address refresh.
+    /// Specifies how often the controller updates nodes' status.
     #[arg(
         long,
         default_value = "5m0s",
         help_heading = "Misc flags",
-        help = "Specifies how often the controller updates nodes' status."
+        verbatim_doc_comment
     )]
     pub node_status_update_frequency: GoDuration,
 
-    /// Service workers, and parallelism of node-triggered load-balancer updates.
+    /// The number of services that are allowed to sync concurrently. Larger number = more responsive service management, but more CPU (and network) load
     #[arg(
         long,
         default_value_t = 1,
         help_heading = "Service-lb-controller flags",
-        help = "The number of services that are allowed to sync concurrently. Larger number = more responsive service management, but more CPU (and network) load"
+        verbatim_doc_comment
     )]
     pub concurrent_service_syncs: u32,
 
-    /// How long after a node change load balancers get the new node set, folding the changes in
-    /// between (not an upstream flag; 0s answers every change at once, as upstream does).
+    /// How long after a node change load balancers are updated with the new node set; the changes in between are folded into that one update, so a burst (a scale-up, a rolling replacement) costs each load balancer at most one update per period. 0s answers every change at once, as upstream does.
     #[arg(
         long,
         default_value = "2s",
         help_heading = "Service-lb-controller flags",
-        help = "How long after a node change load balancers are updated with the new node set; the changes in between are folded into that one update, so a burst (a scale-up, a rolling replacement) costs each load balancer at most one update per period. 0s answers every change at once, as upstream does."
+        verbatim_doc_comment
     )]
     pub node_sync_batch_period: GoDuration,
 
-    /// Workers initializing new nodes.
+    /// Number of workers concurrently synchronizing nodes.
     #[arg(
         long,
         default_value_t = 1,
         help_heading = "Cloud-node-controller flags",
-        help = "Number of workers concurrently synchronizing nodes."
+        verbatim_doc_comment
     )]
     pub concurrent_node_syncs: u32,
 
-    /// Parallelism of the periodic address refresh; 0 means --concurrent-node-syncs.
+    /// Number of workers concurrently updating node statuses. 0 uses --concurrent-node-syncs.
     #[arg(
         long,
         default_value_t = 0,
         help_heading = "Cloud-node-controller flags",
-        help = "Number of workers concurrently updating node statuses. 0 uses --concurrent-node-syncs."
+        verbatim_doc_comment
     )]
     pub concurrent_node_status_updates: u32,
 
     // ---- The cloud call budget (not upstream; limits off by default, as upstream) ----
-    /// Process-wide cloud call rate; 0 is unlimited.
+    /// Cloud provider calls per second, all controllers and methods together; calls over it wait. 0 means unlimited, as upstream; otherwise from 0.001 to 1000000.
     #[arg(
         long,
         default_value_t = 0.0,
         help_heading = "Cloud call budget flags",
-        help = "Cloud provider calls per second, all controllers and methods together; calls over it wait. 0 means unlimited, as upstream; otherwise from 0.001 to 1000000."
+        verbatim_doc_comment
     )]
     pub cloud_api_qps: f64,
 
-    /// Bucket size of the cloud call rate.
+    /// Cloud provider calls allowed at once above --cloud-api-qps. 0 means --cloud-api-qps rounded up.
     #[arg(
         long,
         default_value_t = 0,
         help_heading = "Cloud call budget flags",
-        help = "Cloud provider calls allowed at once above --cloud-api-qps. 0 means --cloud-api-qps rounded up."
+        verbatim_doc_comment
     )]
     pub cloud_api_burst: u32,
 
-    /// Process-wide cap on cloud calls in flight; 0 is unlimited.
+    /// Cloud provider calls in flight at once, all controllers together; more wait. 0 means unlimited, as upstream.
     #[arg(
         long,
         default_value_t = 0,
         help_heading = "Cloud call budget flags",
-        help = "Cloud provider calls in flight at once, all controllers together; more wait. 0 means unlimited, as upstream."
+        verbatim_doc_comment
     )]
     pub cloud_api_max_in_flight: u32,
 
-    /// Pause a method for every caller after the cloud answers `Retry { after }`, then let its
-    /// callers take turns (not an upstream flag; false is upstream behaviour).
+    /// When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer, and let them call one at a time until the cloud accepts calls again. Set it to false for a provider whose retry-after is about one object (a load balancer still provisioning), as upstream leaves each object to retry on its own.
     #[arg(
         long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = true,
-        default_missing_value = "true",
+        go_bool = true,
         help_heading = "Cloud call budget flags",
-        help = "When the cloud answers a call with retry-after (a 429), hold back every caller of that method until then, not only the object that got the answer, and let them call one at a time until the cloud accepts calls again. Set it to false for a provider whose retry-after is about one object (a load balancer still provisioning), as upstream leaves each object to retry on its own."
+        verbatim_doc_comment
     )]
     pub cloud_api_pause_on_retry: bool,
 }
@@ -272,20 +218,12 @@ impl CloudOptions {
 mod tests {
     use std::time::Duration;
 
-    use clap::Parser;
+    use controller_manager::options::parse_group;
 
     use super::*;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        cloud: CloudOptions,
-    }
-
     fn parse(args: &[&str]) -> CloudOptions {
-        let mut argv = vec!["t"];
-        argv.extend_from_slice(args);
-        Cli::try_parse_from(argv).unwrap().cloud
+        parse_group(args).unwrap()
     }
 
     #[test]

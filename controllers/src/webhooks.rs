@@ -7,9 +7,10 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
-use clap::{ArgAction, Args};
+use clap::Args;
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
+use controller_manager::options::{EndHelpHeading, GoBoolArg};
 
 /// Upstream's default `--webhook-secure-port`.
 pub const DEFAULT_WEBHOOK_PORT: u16 = 10260;
@@ -19,6 +20,7 @@ const KNOWN_WEBHOOKS: &[&str] = &[];
 
 /// The webhook flag group, as upstream's `WebhookOptions` and `WebhookServingOptions`.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Webhook serving flags", end_help_heading = true)]
 pub struct WebhookOptions {
     /// Which webhooks run, with `--controllers`' syntax.
     #[arg(
@@ -29,83 +31,40 @@ pub struct WebhookOptions {
     )]
     pub webhooks: Vec<String>,
 
-    /// Port of the webhook server; 0 turns it off.
-    #[arg(
-        long,
-        default_value_t = DEFAULT_WEBHOOK_PORT,
-        help_heading = "Webhook serving flags",
-        help = "Secure port to serve cloud provider webhooks. If 0, don't serve webhooks at all."
-    )]
+    /// Secure port to serve cloud provider webhooks. If 0, don't serve webhooks at all.
+    #[arg(long, default_value_t = DEFAULT_WEBHOOK_PORT, verbatim_doc_comment)]
     pub webhook_secure_port: u16,
 
-    /// Address of the webhook server.
-    #[arg(
-        long,
-        default_value = "0.0.0.0",
-        help_heading = "Webhook serving flags",
-        help = "The IP address on which to listen for the --webhook-secure-port port. The associated interface(s) must be reachable by the rest of the cluster, and by CLI/web clients. If set to an unspecified address (0.0.0.0 or ::), all interfaces will be used."
-    )]
+    /// The IP address on which to listen for the --webhook-secure-port port. The associated interface(s) must be reachable by the rest of the cluster, and by CLI/web clients. If set to an unspecified address (0.0.0.0 or ::), all interfaces will be used.
+    #[arg(long, default_value = "0.0.0.0", verbatim_doc_comment)]
     pub webhook_bind_address: IpAddr,
 
-    /// Turns HTTP/2 off on the webhook server.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Webhook serving flags",
-        help = "If true, HTTP2 serving will be disabled for the webhook server [default=false]"
-    )]
+    /// If true, HTTP2 serving will be disabled for the webhook server [default=false]
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub webhook_disable_http2_serving: bool,
 
-    /// Where a generated webhook certificate is kept.
-    #[arg(
-        long,
-        help_heading = "Webhook serving flags",
-        help = "The directory where the TLS certs are located. If --webhook-tls-cert-file and --webhook-tls-private-key-file are provided, this flag will be ignored."
-    )]
+    /// The directory where the TLS certs are located. If --webhook-tls-cert-file and --webhook-tls-private-key-file are provided, this flag will be ignored.
+    #[arg(long, verbatim_doc_comment)]
     pub webhook_cert_dir: Option<PathBuf>,
 
-    /// Webhook serving certificate.
-    #[arg(
-        long,
-        help_heading = "Webhook serving flags",
-        help = "File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert). If HTTPS serving is enabled, and --webhook-tls-cert-file and --webhook-tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory specified by --webhook-cert-dir."
-    )]
+    /// File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert). If HTTPS serving is enabled, and --webhook-tls-cert-file and --webhook-tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory specified by --webhook-cert-dir.
+    #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_cert_file: Option<PathBuf>,
 
-    /// Key of `--webhook-tls-cert-file`.
-    #[arg(
-        long,
-        help_heading = "Webhook serving flags",
-        help = "File containing the default x509 private key matching --webhook-tls-cert-file."
-    )]
+    /// File containing the default x509 private key matching --webhook-tls-cert-file.
+    #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_private_key_file: Option<PathBuf>,
 
-    /// Cipher suites of the webhook server.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Webhook serving flags",
-        help = "Comma-separated list of cipher suites for the webhook server. If omitted, the default cipher suites will be used."
-    )]
+    /// Comma-separated list of cipher suites for the webhook server. If omitted, the default cipher suites will be used.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub webhook_tls_cipher_suites: Vec<String>,
 
-    /// Lowest TLS version of the webhook server.
-    #[arg(
-        long,
-        help_heading = "Webhook serving flags",
-        help = "Minimum TLS version supported for the webhook server. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13"
-    )]
+    /// Minimum TLS version supported for the webhook server. Possible values: VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13
+    #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_min_version: Option<String>,
 
-    /// SNI certificates of the webhook server.
-    #[arg(
-        long,
-        help_heading = "Webhook serving flags",
-        help = "A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. For multiple key/certificate pairs, use the --webhook-tls-sni-cert-key multiple times. Examples: \"example.crt,example.key\" or \"foo.crt,foo.key:*.foo.com,foo.com\"."
-    )]
+    /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. For multiple key/certificate pairs, use the --webhook-tls-sni-cert-key multiple times. Examples: "example.crt,example.key" or "foo.crt,foo.key:*.foo.com,foo.com".
+    #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_sni_cert_key: Vec<String>,
 }
 
@@ -147,20 +106,12 @@ impl WebhookOptions {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
+    use controller_manager::options::parse_group;
 
     use super::*;
 
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        webhooks: WebhookOptions,
-    }
-
     fn parse(args: &[&str]) -> WebhookOptions {
-        Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
-            .unwrap()
-            .webhooks
+        parse_group(args).unwrap()
     }
 
     fn gates(on: bool) -> FeatureGates {

@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cloud_controllers::cloud::{CloudProvider, InstrumentedCloud};
-use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, Method};
+use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, Method, objects};
 use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 use tracing::Instrument;
 use tracing::span::{Attributes, Id, Record};
@@ -37,13 +36,7 @@ fn fake() -> FakeCloud {
 }
 
 fn node(name: &str) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    }
+    objects::node(name, None)
 }
 
 /// A span's parent id and its fields (plus `name`).

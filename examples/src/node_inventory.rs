@@ -17,6 +17,7 @@ use clap::Args;
 use controller_manager::controller::{Action, Controller, Request, layers};
 use controller_manager::informer::{Event, Store};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
+use controller_manager::options::EndHelpHeading;
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde_json::json;
@@ -52,13 +53,13 @@ impl FromStr for ConfigMapRef {
 
 /// The controller's own flags, flattened into the distro's flag set.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Node-inventory flags", end_help_heading = true)]
 pub struct NodeInventoryOptions {
-    /// Where the inventory is written.
+    /// NAMESPACE/NAME of the ConfigMap the node-inventory controller keeps.
     #[arg(
         long,
         default_value = "kube-system/node-inventory",
-        help_heading = "Node-inventory flags",
-        help = "NAMESPACE/NAME of the ConfigMap the node-inventory controller keeps."
+        verbatim_doc_comment
     )]
     pub node_inventory_configmap: ConfigMapRef,
 }

@@ -22,6 +22,7 @@ pub mod files;
 pub mod informer;
 pub mod leader;
 pub mod manager;
+pub mod metrics;
 pub mod object;
 pub mod options;
 pub mod panic_guard;

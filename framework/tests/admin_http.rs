@@ -65,8 +65,14 @@ fn start_with(
     )
     .unwrap()
     .with_connection_limits(limits);
+    let running = serve(server);
+    assert_ne!(running.addr.port(), 0);
+    running
+}
+
+/// Serves `server` until the returned handle's `shutdown` is cancelled.
+fn serve(server: AdminServer) -> Running {
     let addr = server.local_addr();
-    assert_ne!(addr.port(), 0);
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(server.serve(shutdown.clone()));
     Running {
@@ -312,14 +318,7 @@ fn profiling() -> Running {
         enabled: true,
         heap: None,
     });
-    let addr = server.local_addr();
-    let shutdown = CancellationToken::new();
-    let task = tokio::spawn(server.serve(shutdown.clone()));
-    Running {
-        addr,
-        shutdown,
-        task,
-    }
+    serve(server)
 }
 
 #[tokio::test]

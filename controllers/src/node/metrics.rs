@@ -1,6 +1,7 @@
 //! The cloud-node controller's Prometheus metrics, under upstream's names and buckets so existing
 //! dashboards keep working (upstream `controllers/node/metrics.go`).
 
+use controller_manager::metrics::registered;
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -24,17 +25,20 @@ impl NodeMetrics {
     /// Creates the histograms and registers them in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
         let metrics = Self::unregistered();
-        registry.register(
-            "node_controller_cloud_provider_taint_removal_delay_seconds",
-            "Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.",
-            metrics.taint_removal_delay.clone(),
-        );
-        registry.register(
-            "node_controller_initial_node_sync_delay_seconds",
-            "Number of seconds after node creation when NodeController finished the initial synchronization of a single node.",
-            metrics.initial_node_sync_delay.clone(),
-        );
-        metrics
+        Self {
+            taint_removal_delay: registered(
+                registry,
+                "node_controller_cloud_provider_taint_removal_delay_seconds",
+                "Number of seconds after node creation when NodeController removed the cloud-provider taint of a single node.",
+                metrics.taint_removal_delay,
+            ),
+            initial_node_sync_delay: registered(
+                registry,
+                "node_controller_initial_node_sync_delay_seconds",
+                "Number of seconds after node creation when NodeController finished the initial synchronization of a single node.",
+                metrics.initial_node_sync_delay,
+            ),
+        }
     }
 
     /// Histograms that are not exported, for callers without a registry (tests, embedders who

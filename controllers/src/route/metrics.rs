@@ -1,6 +1,7 @@
 //! The route controller's Prometheus metric, under the upstream name
 //! (kubernetes/cloud-provider `controllers/route/metrics.go`).
 
+use controller_manager::metrics::registered;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::registry::Registry;
 
@@ -14,14 +15,15 @@ pub struct RouteMetrics {
 impl RouteMetrics {
     /// Creates the metrics and registers them in `registry` under the upstream names.
     pub fn new(registry: &mut Registry) -> Self {
-        let m = Self::default();
         // prometheus-client appends `_total` to counters when encoding.
-        registry.register(
-            "route_controller_route_sync",
-            "A metric counting the amount of times routes have been synced with the cloud provider.",
-            m.route_sync.clone(),
-        );
-        m
+        Self {
+            route_sync: registered(
+                registry,
+                "route_controller_route_sync",
+                "A metric counting the amount of times routes have been synced with the cloud provider.",
+                Counter::default(),
+            ),
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The service controller's Prometheus metrics, under the upstream names so existing dashboards
 //! keep working (kubernetes/cloud-provider `controllers/service/metrics.go`).
 
+use controller_manager::metrics::registered;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
@@ -41,27 +42,32 @@ impl ServiceMetrics {
     pub fn new(registry: &mut Registry) -> Self {
         let m = Self::default();
         // prometheus-client appends `_total` to counters when encoding.
-        registry.register(
-            "service_controller_loadbalancer_sync",
-            "A metric counting the amount of times any load balancer has been configured, as an effect of service/node changes on the cluster",
-            m.loadbalancer_sync.clone(),
-        );
-        registry.register(
-            "service_controller_nodesync_error",
-            "A metric counting the amount of times any load balancer has been configured and errored, as an effect of node changes on the cluster",
-            m.nodesync_error.clone(),
-        );
-        registry.register(
-            "service_controller_nodesync_latency_seconds",
-            "A metric measuring the latency for nodesync which updates loadbalancer hosts on cluster node updates.",
-            m.nodesync_latency.clone(),
-        );
-        registry.register(
-            "service_controller_update_loadbalancer_host_latency_seconds",
-            "A metric measuring the latency for updating each load balancer hosts.",
-            m.update_host_latency.clone(),
-        );
-        m
+        Self {
+            loadbalancer_sync: registered(
+                registry,
+                "service_controller_loadbalancer_sync",
+                "A metric counting the amount of times any load balancer has been configured, as an effect of service/node changes on the cluster",
+                m.loadbalancer_sync,
+            ),
+            nodesync_error: registered(
+                registry,
+                "service_controller_nodesync_error",
+                "A metric counting the amount of times any load balancer has been configured and errored, as an effect of node changes on the cluster",
+                m.nodesync_error,
+            ),
+            nodesync_latency: registered(
+                registry,
+                "service_controller_nodesync_latency_seconds",
+                "A metric measuring the latency for nodesync which updates loadbalancer hosts on cluster node updates.",
+                m.nodesync_latency,
+            ),
+            update_host_latency: registered(
+                registry,
+                "service_controller_update_loadbalancer_host_latency_seconds",
+                "A metric measuring the latency for updating each load balancer hosts.",
+                m.update_host_latency,
+            ),
+        }
     }
 }
 

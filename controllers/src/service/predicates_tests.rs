@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    ClientIPConfig, Node, NodeSpec, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
+    ClientIPConfig, Node, Service, ServicePort, ServiceSpec, SessionAffinityConfig, Taint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -343,15 +343,7 @@ fn update_cause_table() {
 }
 
 fn node(name: &str) -> Node {
-    let mut node = Node {
-        spec: Some(NodeSpec {
-            provider_id: Some(format!("fake://{name}")),
-            ..NodeSpec::default()
-        }),
-        ..Node::default()
-    };
-    node.metadata.name = Some(name.to_owned());
-    node
+    fake_cloud::objects::node(name, Some(&format!("fake://{name}")))
 }
 
 fn labelled(name: &str, value: &str) -> Node {

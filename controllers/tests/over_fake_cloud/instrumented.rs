@@ -2,14 +2,15 @@
 
 use std::time::Duration;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
 
 use std::sync::Arc;
 
 use cloud_controllers::cloud::{CloudError, CloudMetrics, CloudProvider, InstrumentedCloud};
-use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, Method, default_load_balancer_name};
+use fake_cloud::{
+    Facets, FakeCloud, FakeInstance, FaultSpec, Method, default_load_balancer_name, objects,
+};
 use k8s_openapi::api::core::v1::{Node, Service};
 
 /// The fake cloud with a load balancer and InstancesV2 only: `GetLoadBalancer` asks to retry in
@@ -43,13 +44,7 @@ fn fake() -> FakeCloud {
 }
 
 fn node(name: &str) -> Node {
-    Node {
-        metadata: ObjectMeta {
-            name: Some(name.to_string()),
-            ..ObjectMeta::default()
-        },
-        ..Node::default()
-    }
+    objects::node(name, None)
 }
 
 fn wrapped(registry: &mut Registry) -> InstrumentedCloud {

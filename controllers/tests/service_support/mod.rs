@@ -13,7 +13,7 @@ use cloud_controllers::service::{
     NodeLister, ServiceController, ServiceLister, ServiceMetrics, ServiceSyncError,
 };
 use fake_cloud::{FakeCloud, Method};
-use k8s_openapi::api::core::v1::{Node, NodeSpec, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
 use kube::api::{Api, ListParams, PostParams};
 use kube_testenv::TestEnv;
 use parking_lot::Mutex;
@@ -84,15 +84,7 @@ pub struct Harness {
 }
 
 pub fn node(name: &str) -> Node {
-    let mut n = Node {
-        spec: Some(NodeSpec {
-            provider_id: Some(format!("fake://{name}")),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    n.metadata.name = Some(name.into());
-    n
+    fake_cloud::objects::node(name, Some(&format!("fake://{name}")))
 }
 
 pub fn lb_service(name: &str) -> Service {

@@ -12,6 +12,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::registered;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CheckLabels {
     name: String,
@@ -36,18 +38,18 @@ pub(crate) struct Slis {
 impl Slis {
     pub(crate) fn new() -> Self {
         let mut registry = Registry::default();
-        let healthcheck = Family::<CheckLabels, Gauge>::default();
-        let healthchecks = Family::<ResultLabels, Counter>::default();
-        registry.register(
+        // prometheus-client ends the help texts with the period.
+        let healthcheck: Family<CheckLabels, Gauge> = registered(
+            &mut registry,
             "kubernetes_healthcheck",
-            // prometheus-client ends the help text with the period.
             "[STABLE] This metric records the result of a single healthcheck",
-            healthcheck.clone(),
+            Family::default(),
         );
-        registry.register(
+        let healthchecks: Family<ResultLabels, Counter> = registered(
+            &mut registry,
             "kubernetes_healthchecks",
             "[STABLE] This metric records the results of all healthcheck",
-            healthchecks.clone(),
+            Family::default(),
         );
         Slis {
             registry: Arc::new(Mutex::new(registry)),

@@ -20,10 +20,11 @@ use http::{Request, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 use tower::{Layer, Service};
+
+use crate::metrics::{HistogramFamily, histograms, registered};
 
 /// client-go's latency buckets for the REST client histograms.
 pub const LATENCY_BUCKETS: [f64; 12] = [
@@ -50,11 +51,7 @@ pub struct LatencyLabels {
     pub host: String,
 }
 
-type LatencyFamily = Family<LatencyLabels, Histogram, fn() -> Histogram>;
-
-fn latency_histogram() -> Histogram {
-    Histogram::new(LATENCY_BUCKETS)
-}
+type LatencyFamily = HistogramFamily<LatencyLabels>;
 
 /// The REST client metric families; clone it into every client so all clients of one process
 /// report into the same series.
@@ -68,27 +65,26 @@ pub struct ClientMetrics {
 impl ClientMetrics {
     /// Registers the families in `registry` (unprefixed, to keep client-go's names).
     pub fn new(registry: &mut Registry) -> Self {
-        let metrics = Self {
-            requests: Family::default(),
-            duration: Family::new_with_constructor(latency_histogram),
-            rate_limiter: Family::new_with_constructor(latency_histogram),
-        };
-        registry.register(
-            "rest_client_requests",
-            "Number of HTTP requests, partitioned by status code, method, and host",
-            metrics.requests.clone(),
-        );
-        registry.register(
-            "rest_client_request_duration_seconds",
-            "Request latency in seconds. Broken down by verb, and host",
-            metrics.duration.clone(),
-        );
-        registry.register(
-            "rest_client_rate_limiter_duration_seconds",
-            "Client side rate limiter latency in seconds. Broken down by verb, and host",
-            metrics.rate_limiter.clone(),
-        );
-        metrics
+        Self {
+            requests: registered(
+                registry,
+                "rest_client_requests",
+                "Number of HTTP requests, partitioned by status code, method, and host",
+                Family::default(),
+            ),
+            duration: registered(
+                registry,
+                "rest_client_request_duration_seconds",
+                "Request latency in seconds. Broken down by verb, and host",
+                histograms(&LATENCY_BUCKETS),
+            ),
+            rate_limiter: registered(
+                registry,
+                "rest_client_rate_limiter_duration_seconds",
+                "Client side rate limiter latency in seconds. Broken down by verb, and host",
+                histograms(&LATENCY_BUCKETS),
+            ),
+        }
     }
 
     /// Records one finished request.

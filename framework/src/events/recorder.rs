@@ -109,12 +109,12 @@ impl EventCounters {
             registry.sub_registry_with_label(("component".into(), component.to_string().into()));
         sub.register(
             "events_dropped",
-            "Events lost: the recorder's buffer (8 MiB of distinct events) was full, the server rejected them, or 12 write attempts failed.",
+            "Events lost: the recorder's buffer (8 MiB of distinct events) was full, the server rejected them, or 12 write attempts failed",
             self.dropped.clone(),
         );
         sub.register(
             "events_spam_filtered",
-            "Events not written because the spam filter (25 per object, then one per 5 minutes) held them back.",
+            "Events not written because the spam filter (25 per object, then one per 5 minutes) held them back",
             self.spam_filtered.clone(),
         );
     }

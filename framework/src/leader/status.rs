@@ -11,6 +11,8 @@ use prometheus_client::registry::Registry;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::metrics::registered;
+
 /// Slack past the lease duration before the health check fails, as upstream's
 /// `NewLeaderHealthzAdaptor(20 * time.Second)`: a leader that stopped renewing is restarted by the
 /// kubelet instead of silently holding a dead lease.
@@ -107,17 +109,20 @@ impl LeaderMetrics {
     /// `leader_election_slowpath_total` in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = Self::default();
-        registry.register(
-            "leader_election_master_status",
-            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
-            metrics.master_status.clone(),
-        );
-        registry.register(
-            "leader_election_slowpath",
-            "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease.",
-            metrics.slowpath.clone(),
-        );
-        metrics
+        Self {
+            master_status: registered(
+                registry,
+                "leader_election_master_status",
+                "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+                metrics.master_status,
+            ),
+            slowpath: registered(
+                registry,
+                "leader_election_slowpath",
+                "Total number of slow path exercised in renewing leader leases. 'name' is the string used to identify the lease.",
+                metrics.slowpath,
+            ),
+        }
     }
 
     pub(crate) fn set_leader(&self, lease: &str, leading: bool) {

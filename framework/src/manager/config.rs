@@ -177,19 +177,11 @@ pub(super) fn ring_name(manager: &str, controller: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        generic: GenericOptions,
-    }
+    use crate::options::parse_group;
 
     fn config(args: &[&str]) -> ManagerConfig {
-        let argv = std::iter::once("t").chain(args.iter().copied());
-        ManagerConfig::from_options("my-manager", &Cli::parse_from(argv).generic)
+        ManagerConfig::from_options("my-manager", &parse_group(args).unwrap())
     }
 
     #[test]

@@ -307,6 +307,15 @@ impl<C: Send + Sync + 'static> Manager<C> {
         result
     }
 
+    /// The elector for `cfg`, with its metrics registered and its `leaderElection` health check.
+    pub(super) fn elector(&self, cfg: LeaderElectionConfig) -> Result<LeaderElector, ManagerError> {
+        let metrics = LeaderMetrics::register(&mut self.registry.lock());
+        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        self.health
+            .add_check("leaderElection", elector.status().health_check());
+        Ok(elector)
+    }
+
     /// Campaigns, and on winning the Lease runs every controller cold ([`Self::run_controllers`]).
     async fn run_cold(
         self: Arc<Self>,
@@ -314,11 +323,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
         cfg: LeaderElectionConfig,
         shutdown: CancellationToken,
     ) -> Result<(), ManagerError> {
-        let metrics = LeaderMetrics::register(&mut self.registry.lock());
-        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        let elector = self.elector(cfg)?;
         let status = elector.status();
-        self.health
-            .add_check("leaderElection", status.health_check());
         let outcome = Arc::new(Mutex::new(Ok(())));
         let slot = outcome.clone();
         let me = self.clone();

@@ -12,7 +12,7 @@ use tracing::info;
 use super::phases::Registered;
 use super::run::{Manager, ManagerError, WARM_STANDBY_CHECK};
 use super::selection::ControllerSelection;
-use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderMetrics};
+use crate::leader::LeaderElectionConfig;
 
 impl<C: Send + Sync + 'static> Manager<C> {
     /// Warm standby and sharded controllers: registration and cache sync first, before any
@@ -69,11 +69,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
         stop: &CancellationToken,
         hook_ran: bool,
     ) -> Result<(), ManagerError> {
-        let metrics = LeaderMetrics::register(&mut self.registry.lock());
-        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        let elector = self.elector(cfg)?;
         let status = elector.status();
-        self.health
-            .add_check("leaderElection", status.health_check());
         info!("warm standby: caches synced, not leading");
         self.ready.add_check(WARM_STANDBY_CHECK, || Ok(()));
 

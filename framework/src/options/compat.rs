@@ -5,7 +5,8 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgAction, Args};
+use super::{EndHelpHeading, GoBoolArg};
+use clap::Args;
 
 use super::GoDuration;
 
@@ -14,52 +15,41 @@ const CONTENT_TYPES: &[&str] = &["application/json", "application/vnd.kubernetes
 
 /// Leader-migration, content-type and log flags of upstream's generic options.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Leader-migration flags", end_help_heading = true)]
 pub struct CompatOptions {
-    /// Leader migration between two managers; not implemented here.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Leader-migration flags",
-        help = "Whether to enable controller leader migration. Refused when true: this build has no leader migration."
-    )]
+    /// Whether to enable controller leader migration. Refused when true: this build has no leader migration.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub enable_leader_migration: bool,
 
-    /// Leader migration configuration; read only with `--enable-leader-migration`.
-    #[arg(
-        long,
-        help_heading = "Leader-migration flags",
-        help = "Path to the config file for controller leader migration, or empty to use the value that reflects default configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group controllermanager.config.k8s.io, version v1alpha1. Only read with --enable-leader-migration."
-    )]
+    /// Path to the config file for controller leader migration, or empty to use the value that reflects default configuration of the controller manager. The config file should be of type LeaderMigrationConfiguration, group controllermanager.config.k8s.io, version v1alpha1. Only read with --enable-leader-migration.
+    #[arg(long, verbatim_doc_comment)]
     pub leader_migration_config: Option<PathBuf>,
 
-    /// Wire format of requests; this build always sends JSON.
+    /// Content type of requests sent to apiserver. application/json or application/vnd.kubernetes.protobuf (upstream's default); requests are JSON either way in this build.
     #[arg(
         long,
         default_value = "application/json",
         help_heading = "Generic flags",
-        help = "Content type of requests sent to apiserver. application/json or application/vnd.kubernetes.protobuf (upstream's default); requests are JSON either way in this build."
+        verbatim_doc_comment
     )]
     pub kube_api_content_type: String,
 
-    /// Upstream's log buffer flush period; log lines are written unbuffered here.
+    /// Maximum number of seconds between log flushes. Log lines are written unbuffered here, so any value holds.
     #[arg(
         long,
         default_value = "5s",
         help_heading = "Logs flags",
-        help = "Maximum number of seconds between log flushes. Log lines are written unbuffered here, so any value holds."
+        verbatim_doc_comment
     )]
     pub log_flush_frequency: GoDuration,
 
-    /// klog's per-file verbosity; only the empty value is possible here.
+    /// comma-separated list of pattern=N settings for file-filtered logging (only works for text log format). Refused when not empty: use -v.
     #[arg(
         long,
         default_value = "",
         hide_default_value = true,
         help_heading = "Logs flags",
-        help = "comma-separated list of pattern=N settings for file-filtered logging (only works for text log format). Refused when not empty: use -v."
+        verbatim_doc_comment
     )]
     pub vmodule: String,
 }

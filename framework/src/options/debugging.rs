@@ -4,35 +4,21 @@
 
 use std::sync::Arc;
 
-use clap::{ArgAction, Args};
+use super::{EndHelpHeading, GoBoolArg};
+use clap::Args;
 
 use crate::admin::{HeapProfiler, Profiling};
 
 /// `--profiling`, `--contention-profiling`, and the binary's heap profiler (not a flag).
 #[derive(Args, Clone, Default)]
+#[command(next_help_heading = "Debugging flags", end_help_heading = true)]
 pub struct DebuggingOptions {
-    /// `/debug/pprof` on the secure port, as upstream (default true).
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = true,
-        default_missing_value = "true",
-        help_heading = "Debugging flags",
-        help = "Enable profiling via web interface host:port/debug/pprof/: CPU (/debug/pprof/profile?seconds=N, N from 1 to 300) and heap (/debug/pprof/heap) profiles in pprof format, behind the same authentication and authorization as /metrics."
-    )]
+    /// Enable profiling via web interface host:port/debug/pprof/: CPU (/debug/pprof/profile?seconds=N, N from 1 to 300) and heap (/debug/pprof/heap) profiles in pprof format, behind the same authentication and authorization as /metrics.
+    #[arg(long, go_bool = true, verbatim_doc_comment)]
     pub profiling: bool,
 
-    /// Go's block profiling; refused when true.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Debugging flags",
-        help = "Enable block profiling, if profiling is enabled. Refused when true: tokio has no block profile (see where tasks wait with tokio-console instead)."
-    )]
+    /// Enable block profiling, if profiling is enabled. Refused when true: tokio has no block profile (see where tasks wait with tokio-console instead).
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub contention_profiling: bool,
 
     /// What `/debug/pprof/heap` profiles with; set by the binary that picks the global

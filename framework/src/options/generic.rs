@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{ArgAction, Args, ValueEnum};
+use super::{EndHelpHeading, GoBoolArg};
+use clap::{Args, ValueEnum};
 
 use super::feature_gates::{FeatureGates, feature_gates_help};
 use super::serving::ServingOptions;
@@ -11,61 +12,30 @@ use super::{CompatOptions, DebuggingOptions, GoDuration};
 
 /// Flags every manager has, grouped in `--help` the way upstream groups them.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Generic flags", end_help_heading = true)]
 pub struct GenericOptions {
-    /// Which controllers run, by name.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "*",
-        help_heading = "Generic flags",
-        help = "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'."
-    )]
+    /// A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.
+    #[arg(long, value_delimiter = ',', default_value = "*", verbatim_doc_comment)]
     pub controllers: Vec<String>,
 
-    /// Which of the selected controllers run on every replica at once, sharded by key.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Generic flags",
-        help = "A list of selected controllers that run on every replica at once, each replica reconciling the keys a consistent-hash ring over one Lease per live replica assigns it, never one key on two replicas at a time. The other controllers still run on the Lease holder only, from a warm cache. This build's own flag; empty (off) by default."
-    )]
+    /// A list of selected controllers that run on every replica at once, each replica reconciling the keys a consistent-hash ring over one Lease per live replica assigns it, never one key on two replicas at a time. The other controllers still run on the Lease holder only, from a warm cache. This build's own flag; empty (off) by default.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub sharded_controllers: Vec<String>,
 
-    /// How the sharded controllers' keys reach their replicas: hashed only, or also labelled.
-    #[arg(
-        long,
-        default_value = "hash",
-        help_heading = "Generic flags",
-        help = "How --sharded-controllers assign keys: 'hash' (every replica caches every object and reconciles the ones that hash to it) or 'label' (the assignment is also written on each object of the controller's kind as a label, and each replica caches only the objects labelled to it, about 1/N of them; needs patch on that kind). This build's own flag."
-    )]
+    /// How --sharded-controllers assign keys: 'hash' (every replica caches every object and reconciles the ones that hash to it) or 'label' (the assignment is also written on each object of the controller's kind as a label, and each replica caches only the objects labelled to it, about 1/N of them; needs patch on that kind). This build's own flag.
+    #[arg(long, default_value = "hash", verbatim_doc_comment)]
     pub shard_assignment: String,
 
-    /// Pause between controller starts, so a large manager does not hit the API server all at once.
-    #[arg(
-        long,
-        default_value = "0s",
-        help_heading = "Generic flags",
-        help = "Interval between starting controller managers."
-    )]
+    /// Interval between starting controller managers.
+    #[arg(long, default_value = "0s", verbatim_doc_comment)]
     pub controller_start_interval: GoDuration,
 
-    /// Base of the informers' resync period (each factory draws period × U[1,2) once).
-    #[arg(
-        long,
-        default_value = "12h0m0s",
-        help_heading = "Generic flags",
-        help = "The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod."
-    )]
+    /// The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.
+    #[arg(long, default_value = "12h0m0s", verbatim_doc_comment)]
     pub min_resync_period: GoDuration,
 
     /// `--feature-gates` as given (one `Name=bool` per entry); see [`Self::feature_gates`].
-    #[arg(
-        long = "feature-gates",
-        value_delimiter = ',',
-        value_name = "mapStringBool",
-        help_heading = "Generic flags",
-        help = feature_gates_help()
-    )]
+    #[arg(long = "feature-gates", value_delimiter = ',', value_name = "mapStringBool", help = feature_gates_help())]
     pub feature_gates: Vec<String>,
 
     /// API client connection settings.
@@ -95,144 +65,67 @@ pub struct GenericOptions {
 
 /// How the manager reaches the API server.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Generic flags", end_help_heading = true)]
 pub struct ClientOptions {
-    /// Path to a kubeconfig; empty means in-cluster configuration.
-    #[arg(
-        long,
-        help_heading = "Misc flags",
-        help = "Path to kubeconfig file with authorization and master location information (the master location can be overridden by the master flag)."
-    )]
+    /// Path to kubeconfig file with authorization and master location information (the master location can be overridden by the master flag).
+    #[arg(long, help_heading = "Misc flags", verbatim_doc_comment)]
     pub kubeconfig: Option<PathBuf>,
 
-    /// Overrides the API server address from the kubeconfig.
-    #[arg(
-        long,
-        help_heading = "Misc flags",
-        help = "The address of the Kubernetes API server (overrides any value in kubeconfig)."
-    )]
+    /// The address of the Kubernetes API server (overrides any value in kubeconfig).
+    #[arg(long, help_heading = "Misc flags", verbatim_doc_comment)]
     pub master: Option<String>,
 
-    /// Client-side request rate, so a busy manager cannot overload the API server.
-    #[arg(
-        long,
-        default_value_t = 20.0,
-        help_heading = "Generic flags",
-        help = "QPS to use while talking with kubernetes apiserver."
-    )]
+    /// QPS to use while talking with kubernetes apiserver.
+    #[arg(long, default_value_t = 20.0, verbatim_doc_comment)]
     pub kube_api_qps: f32,
 
-    /// Client-side burst above the steady rate.
-    #[arg(
-        long,
-        default_value_t = 30,
-        help_heading = "Generic flags",
-        help = "Burst to use while talking with kubernetes apiserver."
-    )]
+    /// Burst to use while talking with kubernetes apiserver.
+    #[arg(long, default_value_t = 30, verbatim_doc_comment)]
     pub kube_api_burst: u32,
 
-    /// Each controller authenticates as its own ServiceAccount instead of the process's identity.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Generic flags",
-        help = "If true, use individual service account credentials for each controller."
-    )]
+    /// If true, use individual service account credentials for each controller.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub use_service_account_credentials: bool,
 }
 
 /// Lease-based leader election, as in component-base's `LeaderElectionConfiguration`.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Leader-election flags", end_help_heading = true)]
 pub struct LeaderElectionOptions {
-    /// Only one replica runs controllers at a time when true.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = true,
-        default_missing_value = "true",
-        help_heading = "Leader-election flags",
-        help = "Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability."
-    )]
+    /// Start a leader election client and gain leadership before executing the main loop. Enable this when running replicated components for high availability.
+    #[arg(long, go_bool = true, verbatim_doc_comment)]
     pub leader_elect: bool,
 
-    /// How long a standby waits after the last renewal before taking over.
-    #[arg(
-        long,
-        default_value = "15s",
-        help_heading = "Leader-election flags",
-        help = "The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot."
-    )]
+    /// The duration that non-leader candidates will wait after observing a leadership renewal until attempting to acquire leadership of a led but unrenewed leader slot.
+    #[arg(long, default_value = "15s", verbatim_doc_comment)]
     pub leader_elect_lease_duration: GoDuration,
 
-    /// How long the leader keeps trying to renew before it stops leading.
-    #[arg(
-        long,
-        default_value = "10s",
-        help_heading = "Leader-election flags",
-        help = "The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration."
-    )]
+    /// The interval between attempts by the acting master to renew a leadership slot before it stops leading. This must be less than the lease duration.
+    #[arg(long, default_value = "10s", verbatim_doc_comment)]
     pub leader_elect_renew_deadline: GoDuration,
 
-    /// Pause between acquire and renew attempts.
-    #[arg(
-        long,
-        default_value = "2s",
-        help_heading = "Leader-election flags",
-        help = "The duration the clients should wait between attempting acquisition and renewal of a leadership."
-    )]
+    /// The duration the clients should wait between attempting acquisition and renewal of a leadership.
+    #[arg(long, default_value = "2s", verbatim_doc_comment)]
     pub leader_elect_retry_period: GoDuration,
 
-    /// Kept for manifest compatibility; only `leases` is valid, as upstream.
-    #[arg(
-        long,
-        default_value = "leases",
-        help_heading = "Leader-election flags",
-        help = "The type of resource object that is used for locking during leader election. Supported options are 'leases'."
-    )]
+    /// The type of resource object that is used for locking during leader election. Supported options are 'leases'.
+    #[arg(long, default_value = "leases", verbatim_doc_comment)]
     pub leader_elect_resource_lock: String,
 
-    /// Name of the Lease; defaults to the manager's name.
-    #[arg(
-        long,
-        help_heading = "Leader-election flags",
-        help = "The name of resource object that is used for locking during leader election. [default: the manager's name]"
-    )]
+    /// The name of resource object that is used for locking during leader election. [default: the manager's name]
+    #[arg(long, verbatim_doc_comment)]
     pub leader_elect_resource_name: Option<String>,
 
-    /// Namespace of the Lease.
-    #[arg(
-        long,
-        default_value = "kube-system",
-        help_heading = "Leader-election flags",
-        help = "The namespace of resource object that is used for locking during leader election."
-    )]
+    /// The namespace of resource object that is used for locking during leader election.
+    #[arg(long, default_value = "kube-system", verbatim_doc_comment)]
     pub leader_elect_resource_namespace: String,
 
-    /// Hand the lease over at once on graceful shutdown instead of letting it expire.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = true,
-        default_missing_value = "true",
-        help_heading = "Leader-election flags",
-        help = "Release the lease on graceful shutdown so a standby takes over within one retry period (upstream's ControllerManagerReleaseLeaderElectionLockOnExit)."
-    )]
+    /// Release the lease on graceful shutdown so a standby takes over within one retry period (upstream's ControllerManagerReleaseLeaderElectionLockOnExit).
+    #[arg(long, go_bool = true, verbatim_doc_comment)]
     pub leader_elect_release_on_cancel: bool,
 
-    /// Keep the shared informers synced while waiting for the Lease (no worker runs until it is won).
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Leader-election flags",
-        help = "While not leading, register the controllers' informers and keep their caches synced (one LIST+WATCH per watched kind) without starting any worker, so a takeover starts reconciling from a warm cache with no new LIST. The cloud provider's Initialize then runs after the controllers' registration, on winning the Lease. This build's own flag, off as upstream."
-    )]
+    /// While not leading, register the controllers' informers and keep their caches synced (one LIST+WATCH per watched kind) without starting any worker, so a takeover starts reconciling from a warm cache with no new LIST. The cloud provider's Initialize then runs after the controllers' registration, on winning the Lease. This build's own flag, off as upstream.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub leader_elect_warm_standby: bool,
 }
 
@@ -248,25 +141,14 @@ pub enum LogFormat {
 
 /// klog-compatible verbosity and format.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Logs flags", end_help_heading = true)]
 pub struct LoggingOptions {
-    /// klog-style verbosity: 0 info; 1-3 debug for our crates; 4+ trace for ours and debug for kube.
-    #[arg(
-        short = 'v',
-        long = "v",
-        default_value_t = 0,
-        help_heading = "Logs flags",
-        help = "number for the log level verbosity"
-    )]
+    /// number for the log level verbosity
+    #[arg(short = 'v', long = "v", default_value_t = 0, verbatim_doc_comment)]
     pub verbosity: u8,
 
-    /// Log line format.
-    #[arg(
-        long,
-        value_enum,
-        default_value_t = LogFormat::Text,
-        help_heading = "Logs flags",
-        help = "Sets the log format."
-    )]
+    /// Sets the log format.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, verbatim_doc_comment)]
     pub logging_format: LogFormat,
 }
 
@@ -348,20 +230,11 @@ impl LeaderElectionOptions {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        generic: GenericOptions,
-    }
+    use crate::options::parse_group;
 
     fn parse(args: &[&str]) -> GenericOptions {
-        let mut argv = vec!["test"];
-        argv.extend_from_slice(args);
-        Cli::try_parse_from(argv).unwrap().generic
+        parse_group(args).unwrap()
     }
 
     #[test]
@@ -453,7 +326,7 @@ mod tests {
 
     #[test]
     fn bad_duration_names_the_flag() {
-        let err = Cli::try_parse_from(["t", "--min-resync-period=12"])
+        let err = parse_group::<GenericOptions>(&["--min-resync-period=12"])
             .unwrap_err()
             .to_string();
         assert!(err.contains("--min-resync-period"), "{err}");

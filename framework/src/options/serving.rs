@@ -8,6 +8,7 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use super::{EndHelpHeading, GoBoolArg};
 use clap::{ArgAction, Args};
 
 use super::GoDuration;
@@ -15,127 +16,58 @@ use crate::admin::{AllowPaths, TlsSettings};
 
 /// Where and how `/healthz`, `/metrics`, `/configz` are served, and who may read them.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Secure serving flags", end_help_heading = true)]
 pub struct ServingOptions {
-    /// Port of the health and metrics server; 0 turns it off.
-    #[arg(
-        long,
-        default_value_t = 10258,
-        help_heading = "Secure serving flags",
-        help = "The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all."
-    )]
+    /// The port on which to serve HTTPS with authentication and authorization. If 0, don't serve HTTPS at all.
+    #[arg(long, default_value_t = 10258, verbatim_doc_comment)]
     pub secure_port: u16,
 
-    /// Address the server listens on.
-    #[arg(
-        long,
-        default_value = "0.0.0.0",
-        help_heading = "Secure serving flags",
-        help = "The IP address on which to listen for the --secure-port port. The associated interface(s) must be reachable by the rest of the cluster, and by CLI/web clients. If blank or an unspecified address (0.0.0.0 or ::), all interfaces will be used."
-    )]
+    /// The IP address on which to listen for the --secure-port port. The associated interface(s) must be reachable by the rest of the cluster, and by CLI/web clients. If blank or an unspecified address (0.0.0.0 or ::), all interfaces will be used.
+    #[arg(long, default_value = "0.0.0.0", verbatim_doc_comment)]
     pub bind_address: IpAddr,
 
-    /// Where a generated self-signed certificate is written when none is given.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored."
-    )]
+    /// The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, this flag will be ignored.
+    #[arg(long, verbatim_doc_comment)]
     pub cert_dir: Option<PathBuf>,
 
-    /// Serving certificate.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert). If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory specified by --cert-dir."
-    )]
+    /// File containing the default x509 Certificate for HTTPS. (CA cert, if any, concatenated after server cert). If HTTPS serving is enabled, and --tls-cert-file and --tls-private-key-file are not provided, a self-signed certificate and key are generated for the public address and saved to the directory specified by --cert-dir.
+    #[arg(long, verbatim_doc_comment)]
     pub tls_cert_file: Option<PathBuf>,
 
-    /// Serving key matching `--tls-cert-file`.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "File containing the default x509 private key matching --tls-cert-file."
-    )]
+    /// File containing the default x509 private key matching --tls-cert-file.
+    #[arg(long, verbatim_doc_comment)]
     pub tls_private_key_file: Option<PathBuf>,
 
-    /// TLS 1.2 cipher suites by their Go names (TLS 1.3 suites are always on, as in Go).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Secure serving flags",
-        help = "Comma-separated list of cipher suites for the server. If omitted, the default cipher suites will be used. Values this build's TLS library (rustls) offers: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 (TLS 1.3 suites TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256 are always enabled). Other Go names are refused at start."
-    )]
+    /// Comma-separated list of cipher suites for the server. If omitted, the default cipher suites will be used. Values this build's TLS library (rustls) offers: TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256 (TLS 1.3 suites TLS_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384, TLS_CHACHA20_POLY1305_SHA256 are always enabled). Other Go names are refused at start.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub tls_cipher_suites: Vec<String>,
 
-    /// `VersionTLS12` or `VersionTLS13`.
-    #[arg(
-        long,
-        help_heading = "Secure serving flags",
-        help = "Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 (VersionTLS10 and VersionTLS11 are refused: rustls speaks TLS 1.2 and 1.3 only)."
-    )]
+    /// Minimum TLS version supported. Possible values: VersionTLS12, VersionTLS13 (VersionTLS10 and VersionTLS11 are refused: rustls speaks TLS 1.2 and 1.3 only).
+    #[arg(long, verbatim_doc_comment)]
     pub tls_min_version: Option<String>,
 
-    /// `cert,key[:names]`, repeatable.
-    #[arg(
-        long,
-        action = ArgAction::Append,
-        help_heading = "Secure serving flags",
-        help = "A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. The domain patterns also allow IP addresses, but IPs should only be used if the apiserver has visibility to the IP address requested by a client. If no domain patterns are provided, the names of the certificate are extracted. Non-wildcard matches trump over wildcard matches, explicit domain patterns trump over extracted names. For multiple key/certificate pairs, use the --tls-sni-cert-key multiple times. Examples: \"example.crt,example.key\" or \"foo.crt,foo.key:*.foo.com,foo.com\"."
-    )]
+    /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. The domain patterns also allow IP addresses, but IPs should only be used if the apiserver has visibility to the IP address requested by a client. If no domain patterns are provided, the names of the certificate are extracted. Non-wildcard matches trump over wildcard matches, explicit domain patterns trump over extracted names. For multiple key/certificate pairs, use the --tls-sni-cert-key multiple times. Examples: "example.crt,example.key" or "foo.crt,foo.key:*.foo.com,foo.com".
+    #[arg(long, action = ArgAction::Append, verbatim_doc_comment)]
     pub tls_sni_cert_key: Vec<String>,
 
-    /// Key-exchange groups by Go name or number.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Secure serving flags",
-        help = "Comma-separated list of elliptic curves for key exchange, by Go name or number. Values this build offers: X25519 (29), CurveP256 (23), CurveP384 (24). CurveP521 and X25519MLKEM768 are refused at start. If omitted, the TLS library's defaults are used."
-    )]
+    /// Comma-separated list of elliptic curves for key exchange, by Go name or number. Values this build offers: X25519 (29), CurveP256 (23), CurveP384 (24). CurveP521 and X25519MLKEM768 are refused at start. If omitted, the TLS library's defaults are used.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub tls_curve_preferences: Vec<String>,
 
-    /// HTTP/2 concurrent-stream limit; 0 means Go's default (250).
-    #[arg(
-        long,
-        default_value_t = 0,
-        help_heading = "Secure serving flags",
-        help = "The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use golang's default."
-    )]
+    /// The limit that the server gives to clients for the maximum number of streams in an HTTP/2 connection. Zero means to use golang's default.
+    #[arg(long, default_value_t = 0, verbatim_doc_comment)]
     pub http2_max_streams_per_connection: u32,
 
-    /// Serve HTTP/1.1 only.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Secure serving flags",
-        help = "If true, HTTP2 serving will be disabled [default=false]"
-    )]
+    /// If true, HTTP2 serving will be disabled [default=false]
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub disable_http2_serving: bool,
 
-    /// `SO_REUSEPORT` on the listening socket.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Secure serving flags",
-        help = "If true, SO_REUSEPORT will be used when binding the port, which allows more than one instance to bind on the same address and port. [default=false]"
-    )]
+    /// If true, SO_REUSEPORT will be used when binding the port, which allows more than one instance to bind on the same address and port. [default=false]
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub permit_port_sharing: bool,
 
-    /// `SO_REUSEADDR` on the listening socket.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Secure serving flags",
-        help = "If true, SO_REUSEADDR will be used when binding the port. This allows binding to wildcard IPs like 0.0.0.0 and specific IPs in parallel, and it avoids waiting for the kernel to release sockets in TIME_WAIT state. [default=false]"
-    )]
+    /// If true, SO_REUSEADDR will be used when binding the port. This allows binding to wildcard IPs like 0.0.0.0 and specific IPs in parallel, and it avoids waiting for the kernel to release sockets in TIME_WAIT state. [default=false]
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub permit_address_sharing: bool,
 
     /// Who the callers are.
@@ -149,151 +81,91 @@ pub struct ServingOptions {
 
 /// Upstream's `DelegatingAuthenticationOptions` with the kubeconfig optional, as the CCM sets it.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Authentication flags", end_help_heading = true)]
 pub struct AuthenticationOptions {
-    /// Where TokenReviews and the `extension-apiserver-authentication` lookup go; empty means
-    /// in-cluster configuration, and nothing when not in a cluster.
-    #[arg(
-        long,
-        help_heading = "Authentication flags",
-        help = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. This is optional. If empty, all token requests are considered to be anonymous and no client CA is looked up in the cluster."
-    )]
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io. This is optional. If empty, all token requests are considered to be anonymous and no client CA is looked up in the cluster.
+    #[arg(long, verbatim_doc_comment)]
     pub authentication_kubeconfig: Option<PathBuf>,
 
-    /// Do not read the missing CA configuration from the cluster.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Authentication flags",
-        help = "If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster."
-    )]
+    /// If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub authentication_skip_lookup: bool,
 
-    /// How long a TokenReview answer is reused.
-    #[arg(
-        long,
-        default_value = "10s",
-        help_heading = "Authentication flags",
-        help = "The duration to cache responses from the webhook token authenticator."
-    )]
+    /// The duration to cache responses from the webhook token authenticator.
+    #[arg(long, default_value = "10s", verbatim_doc_comment)]
     pub authentication_token_webhook_cache_ttl: GoDuration,
 
-    /// Start even when the lookup fails.
-    #[arg(
-        long,
-        action = ArgAction::Set,
-        num_args = 0..=1,
-        default_value_t = false,
-        default_missing_value = "true",
-        help_heading = "Authentication flags",
-        help = "If true, failures to look up missing authentication configuration from the cluster are not considered fatal. Note that this can result in authentication that treats all requests as anonymous."
-    )]
+    /// If true, failures to look up missing authentication configuration from the cluster are not considered fatal. Note that this can result in authentication that treats all requests as anonymous.
+    #[arg(long, go_bool = false, verbatim_doc_comment)]
     pub authentication_tolerate_lookup_failure: bool,
 
-    /// CA bundle for client certificates.
-    #[arg(
-        long,
-        help_heading = "Authentication flags",
-        help = "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate."
-    )]
+    /// If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated with an identity corresponding to the CommonName of the client certificate.
+    #[arg(long, verbatim_doc_comment)]
     pub client_ca_file: Option<PathBuf>,
 
-    /// CA bundle for the front proxy's client certificate.
-    #[arg(
-        long,
-        help_heading = "Authentication flags",
-        help = "Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests."
-    )]
+    /// Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by --requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.
+    #[arg(long, verbatim_doc_comment)]
     pub requestheader_client_ca_file: Option<PathBuf>,
 
-    /// Front-proxy certificate common names allowed to assert identities.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Authentication flags",
-        help = "List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed."
-    )]
+    /// List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub requestheader_allowed_names: Vec<String>,
 
-    /// Headers carrying the user name.
+    /// List of request headers to inspect for usernames. X-Remote-User is common.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "x-remote-user",
-        help_heading = "Authentication flags",
-        help = "List of request headers to inspect for usernames. X-Remote-User is common."
+        verbatim_doc_comment
     )]
     pub requestheader_username_headers: Vec<String>,
 
-    /// Headers carrying the user's UID.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        help_heading = "Authentication flags",
-        help = "List of request headers to inspect for UIDs. X-Remote-Uid is suggested."
-    )]
+    /// List of request headers to inspect for UIDs. X-Remote-Uid is suggested.
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub requestheader_uid_headers: Vec<String>,
 
-    /// Headers carrying groups.
+    /// List of request headers to inspect for groups. X-Remote-Group is suggested.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "x-remote-group",
-        help_heading = "Authentication flags",
-        help = "List of request headers to inspect for groups. X-Remote-Group is suggested."
+        verbatim_doc_comment
     )]
     pub requestheader_group_headers: Vec<String>,
 
-    /// Header prefixes carrying extra attributes.
+    /// List of request header prefixes to inspect. X-Remote-Extra- is suggested.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "x-remote-extra-",
-        help_heading = "Authentication flags",
-        help = "List of request header prefixes to inspect. X-Remote-Extra- is suggested."
+        verbatim_doc_comment
     )]
     pub requestheader_extra_headers_prefix: Vec<String>,
 }
 
 /// Upstream's `DelegatingAuthorizationOptions` with the kubeconfig optional, as the CCM sets it.
 #[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Authorization flags", end_help_heading = true)]
 pub struct AuthorizationOptions {
-    /// Where SubjectAccessReviews go; empty means in-cluster configuration.
-    #[arg(
-        long,
-        help_heading = "Authorization flags",
-        help = "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. This is optional. If empty, all requests not skipped by authorization are forbidden."
-    )]
+    /// kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. This is optional. If empty, all requests not skipped by authorization are forbidden.
+    #[arg(long, verbatim_doc_comment)]
     pub authorization_kubeconfig: Option<PathBuf>,
 
-    /// Paths anyone may read, without a SubjectAccessReview.
+    /// A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "/healthz,/readyz,/livez",
-        help_heading = "Authorization flags",
-        help = "A list of HTTP paths to skip during authorization, i.e. these are authorized without contacting the 'core' kubernetes server."
+        verbatim_doc_comment
     )]
     pub authorization_always_allow_paths: Vec<String>,
 
-    /// How long an allowed SubjectAccessReview is reused.
-    #[arg(
-        long,
-        default_value = "10s",
-        help_heading = "Authorization flags",
-        help = "The duration to cache 'authorized' responses from the webhook authorizer."
-    )]
+    /// The duration to cache 'authorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "10s", verbatim_doc_comment)]
     pub authorization_webhook_cache_authorized_ttl: GoDuration,
 
-    /// How long a denied SubjectAccessReview is reused.
-    #[arg(
-        long,
-        default_value = "10s",
-        help_heading = "Authorization flags",
-        help = "The duration to cache 'unauthorized' responses from the webhook authorizer."
-    )]
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "10s", verbatim_doc_comment)]
     pub authorization_webhook_cache_unauthorized_ttl: GoDuration,
 }
 
@@ -350,20 +222,11 @@ impl ServingOptions {
 mod tests {
     use std::time::Duration;
 
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser, Debug)]
-    struct Cli {
-        #[command(flatten)]
-        serving: ServingOptions,
-    }
+    use crate::options::parse_group;
 
     fn parse(args: &[&str]) -> ServingOptions {
-        Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied()))
-            .unwrap()
-            .serving
+        parse_group(args).unwrap()
     }
 
     #[test]

@@ -8,6 +8,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use crate::metrics::registered;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RingLabel {
     ring: String,
@@ -78,37 +80,44 @@ impl RingMetrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
-        registry.register(
-            "shard_ring_members",
-            "Live members in the view this replica last settled, per ring.",
-            m.members.clone(),
-        );
-        registry.register(
-            "shard_ring_owned_permille",
-            "Thousandths of the hash space this replica may reconcile, per ring.",
-            m.owned_permille.clone(),
-        );
-        registry.register(
-            "shard_ring_settled",
-            "1 when every live member has acknowledged this replica's view, per ring.",
-            m.settled.clone(),
-        );
-        registry.register(
-            "shard_ring_handovers",
-            "Membership changes this replica has settled, per ring.",
-            m.handovers.clone(),
-        );
-        registry.register(
-            "shard_ring_handover_duration_seconds",
-            "Time from a membership change being seen to every live member acknowledging it.",
-            m.handover_seconds.clone(),
-        );
-        registry.register(
-            "shard_ring_label_writes",
-            "Assignment labels this replica wrote in label mode, per ring and reason (claim, move, reclaim).",
-            m.label_writes.clone(),
-        );
-        m
+        Self {
+            members: registered(
+                registry,
+                "shard_ring_members",
+                "Live members in the view this replica last settled, per ring.",
+                m.members,
+            ),
+            owned_permille: registered(
+                registry,
+                "shard_ring_owned_permille",
+                "Thousandths of the hash space this replica may reconcile, per ring.",
+                m.owned_permille,
+            ),
+            settled: registered(
+                registry,
+                "shard_ring_settled",
+                "1 when every live member has acknowledged this replica's view, per ring.",
+                m.settled,
+            ),
+            handovers: registered(
+                registry,
+                "shard_ring_handovers",
+                "Membership changes this replica has settled, per ring.",
+                m.handovers,
+            ),
+            handover_seconds: registered(
+                registry,
+                "shard_ring_handover_duration_seconds",
+                "Time from a membership change being seen to every live member acknowledging it.",
+                m.handover_seconds,
+            ),
+            label_writes: registered(
+                registry,
+                "shard_ring_label_writes",
+                "Assignment labels this replica wrote in label mode, per ring and reason (claim, move, reclaim).",
+                m.label_writes,
+            ),
+        }
     }
 
     /// Counts one label write that succeeded.

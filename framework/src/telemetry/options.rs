@@ -10,6 +10,7 @@
 //!   operator asked for is found only much later, in an empty Jaeger;
 //! - `http/json` is rejected (the exporter speaks protobuf only).
 
+use crate::options::EndHelpHeading;
 use clap::{Args, ValueEnum};
 
 use super::TelemetryError;
@@ -32,41 +33,22 @@ pub const OTEL_TRACES_SAMPLER_ARG: &str = "OTEL_TRACES_SAMPLER_ARG";
 /// Where traces go and which are kept; every flag falls back to the standard `OTEL_*` variable,
 /// so the manager runs unchanged under an OpenTelemetry operator that injects them.
 #[derive(Args, Clone, Debug, Default, PartialEq)]
+#[command(next_help_heading = "Tracing flags", end_help_heading = true)]
 pub struct TelemetryOptions {
-    /// Collector address; without it (and without the variables) nothing is exported.
-    #[arg(
-        long,
-        value_name = "URL",
-        help_heading = "Tracing flags",
-        help = "OTLP collector base URL, e.g. http://jaeger:4317 (grpc) or http://jaeger:4318 (http/protobuf; /v1/traces is appended). Falls back to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT. Unset: no traces are exported."
-    )]
+    /// OTLP collector base URL, e.g. http://jaeger:4317 (grpc) or http://jaeger:4318 (http/protobuf; /v1/traces is appended). Falls back to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, then OTEL_EXPORTER_OTLP_ENDPOINT. Unset: no traces are exported.
+    #[arg(long, value_name = "URL", verbatim_doc_comment)]
     pub otlp_endpoint: Option<String>,
 
-    /// Wire protocol to the collector.
-    #[arg(
-        long,
-        value_enum,
-        help_heading = "Tracing flags",
-        help = "OTLP protocol. Falls back to OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then OTEL_EXPORTER_OTLP_PROTOCOL. [default: http/protobuf]"
-    )]
+    /// OTLP protocol. Falls back to OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then OTEL_EXPORTER_OTLP_PROTOCOL. [default: http/protobuf]
+    #[arg(long, value_enum, verbatim_doc_comment)]
     pub otlp_protocol: Option<OtlpProtocol>,
 
-    /// Which traces are kept.
-    #[arg(
-        long,
-        value_enum,
-        help_heading = "Tracing flags",
-        help = "Trace sampler. Falls back to OTEL_TRACES_SAMPLER. [default: parentbased_always_on]"
-    )]
+    /// Trace sampler. Falls back to OTEL_TRACES_SAMPLER. [default: parentbased_always_on]
+    #[arg(long, value_enum, verbatim_doc_comment)]
     pub otlp_sampler: Option<SamplerKind>,
 
-    /// Fraction of root traces kept by the ratio samplers.
-    #[arg(
-        long,
-        value_name = "RATIO",
-        help_heading = "Tracing flags",
-        help = "Sampling ratio in [0, 1] for the traceidratio samplers. Falls back to OTEL_TRACES_SAMPLER_ARG. [default: 1.0]"
-    )]
+    /// Sampling ratio in [0, 1] for the traceidratio samplers. Falls back to OTEL_TRACES_SAMPLER_ARG. [default: 1.0]
+    #[arg(long, value_name = "RATIO", verbatim_doc_comment)]
     pub otlp_sampler_ratio: Option<f64>,
 }
 
@@ -251,20 +233,11 @@ fn signal_url(base: &str, protocol: OtlpProtocol) -> String {
 mod tests {
     use std::collections::HashMap;
 
-    use clap::Parser;
-
     use super::*;
-
-    #[derive(Parser)]
-    struct Cli {
-        #[command(flatten)]
-        t: TelemetryOptions,
-    }
+    use crate::options::{group_command, parse_group};
 
     fn flags(args: &[&str]) -> TelemetryOptions {
-        let mut argv = vec!["test"];
-        argv.extend_from_slice(args);
-        Cli::try_parse_from(argv).unwrap().t
+        parse_group(args).unwrap()
     }
 
     fn resolve(args: &[&str], env: &[(&str, &str)]) -> Result<ResolvedTracing, TelemetryError> {
@@ -429,8 +402,9 @@ mod tests {
 
     #[test]
     fn flags_are_grouped_under_tracing_flags_in_help() {
-        use clap::CommandFactory;
-        let help = Cli::command().render_help().to_string();
+        let help = group_command::<TelemetryOptions>()
+            .render_help()
+            .to_string();
         let section = help
             .split("Tracing flags:")
             .nth(1)
@@ -461,6 +435,6 @@ mod tests {
         assert!(err.to_string().contains(OTEL_TRACES_SAMPLER_ARG), "{err}");
         let err = resolve(&["--otlp-sampler-ratio=-1"], &[]).unwrap_err();
         assert!(err.to_string().contains("--otlp-sampler-ratio"), "{err}");
-        assert!(Cli::try_parse_from(["t", "--otlp-protocol=http"]).is_err());
+        assert!(parse_group::<TelemetryOptions>(&["--otlp-protocol=http"]).is_err());
     }
 }

@@ -15,12 +15,10 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use tokio::time::Duration;
 
+use crate::metrics::{HistogramFamily, histograms, registered};
+
 /// client-go's buckets for both duration histograms: 1e-8 s … 10 s, ×10.
 const DURATION_BUCKETS: [f64; 10] = [1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0];
-
-fn duration_histogram() -> Histogram {
-    Histogram::new(DURATION_BUCKETS)
-}
 
 /// The one label every work-queue metric carries, so lanes of one process can be told apart.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -29,7 +27,6 @@ struct QueueLabel {
 }
 
 type SecondsGauge = Gauge<f64, AtomicU64>;
-type HistogramFamily = Family<QueueLabel, Histogram, fn() -> Histogram>;
 
 /// The metric families shared by every queue of a process; create once per registry and pass to
 /// each queue's builder so all lanes report under the same families.
@@ -37,8 +34,8 @@ type HistogramFamily = Family<QueueLabel, Histogram, fn() -> Histogram>;
 pub struct WorkQueueMetrics {
     depth: Family<QueueLabel, Gauge>,
     adds: Family<QueueLabel, Counter>,
-    queue_duration: HistogramFamily,
-    work_duration: HistogramFamily,
+    queue_duration: HistogramFamily<QueueLabel>,
+    work_duration: HistogramFamily<QueueLabel>,
     unfinished: Family<QueueLabel, SecondsGauge>,
     longest: Family<QueueLabel, SecondsGauge>,
     retries: Family<QueueLabel, Counter>,
@@ -47,53 +44,52 @@ pub struct WorkQueueMetrics {
 impl WorkQueueMetrics {
     /// Registers the seven client-go work-queue families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let this = Self {
-            depth: Family::default(),
-            adds: Family::default(),
-            queue_duration: Family::new_with_constructor(duration_histogram),
-            work_duration: Family::new_with_constructor(duration_histogram),
-            unfinished: Family::default(),
-            longest: Family::default(),
-            retries: Family::default(),
-        };
-        registry.register(
-            "workqueue_depth",
-            "Current depth of workqueue",
-            this.depth.clone(),
-        );
-        registry.register(
-            "workqueue_adds",
-            "Total number of adds handled by workqueue",
-            this.adds.clone(),
-        );
-        registry.register(
-            "workqueue_queue_duration_seconds",
-            "How long in seconds an item stays in workqueue before being requested",
-            this.queue_duration.clone(),
-        );
-        registry.register(
-            "workqueue_work_duration_seconds",
-            "How long in seconds processing an item from workqueue takes",
-            this.work_duration.clone(),
-        );
-        registry.register(
-            "workqueue_unfinished_work_seconds",
-            "How many seconds of work has done that is in progress and hasn't been observed by \
+        Self {
+            depth: registered(
+                registry,
+                "workqueue_depth",
+                "Current depth of workqueue",
+                Family::default(),
+            ),
+            adds: registered(
+                registry,
+                "workqueue_adds",
+                "Total number of adds handled by workqueue",
+                Family::default(),
+            ),
+            queue_duration: registered(
+                registry,
+                "workqueue_queue_duration_seconds",
+                "How long in seconds an item stays in workqueue before being requested",
+                histograms(&DURATION_BUCKETS),
+            ),
+            work_duration: registered(
+                registry,
+                "workqueue_work_duration_seconds",
+                "How long in seconds processing an item from workqueue takes",
+                histograms(&DURATION_BUCKETS),
+            ),
+            unfinished: registered(
+                registry,
+                "workqueue_unfinished_work_seconds",
+                "How many seconds of work has done that is in progress and hasn't been observed by \
              work_duration. Large values indicate stuck threads. One can deduce the number of stuck \
              threads by observing the rate at which this increases",
-            this.unfinished.clone(),
-        );
-        registry.register(
-            "workqueue_longest_running_processor_seconds",
-            "How many seconds has the longest running processor for workqueue been running",
-            this.longest.clone(),
-        );
-        registry.register(
-            "workqueue_retries",
-            "Total number of retries handled by workqueue",
-            this.retries.clone(),
-        );
-        this
+                Family::default(),
+            ),
+            longest: registered(
+                registry,
+                "workqueue_longest_running_processor_seconds",
+                "How many seconds has the longest running processor for workqueue been running",
+                Family::default(),
+            ),
+            retries: registered(
+                registry,
+                "workqueue_retries",
+                "Total number of retries handled by workqueue",
+                Family::default(),
+            ),
+        }
     }
 
     /// Resolves the children for one queue name once, so queue operations touch only atomics.

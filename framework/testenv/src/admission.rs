@@ -71,6 +71,17 @@ fn str_at<'a>(obj: &'a Value, ptr: &str) -> &'a str {
     obj.pointer(ptr).and_then(Value::as_str).unwrap_or("")
 }
 
+/// Refuses a body that is not a JSON object, in the API server's words.
+fn require_object(body: &Value) -> Result<(), ApiError> {
+    if body.is_object() {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "the body of the request was in an unknown format",
+        ))
+    }
+}
+
 /// Fills in and checks everything a create needs; `ns` is the namespace from the URL.
 pub fn prepare_create(
     rt: &Served,
@@ -80,11 +91,7 @@ pub fn prepare_create(
     state: &State,
     cfg: &AdmissionConfig,
 ) -> Result<Value, ApiError> {
-    if !obj.is_object() {
-        return Err(ApiError::bad_request(
-            "the body of the request was in an unknown format",
-        ));
-    }
+    require_object(&obj)?;
     obj["kind"] = rt.kind().into();
     obj["apiVersion"] = rt.api_version().into();
     let meta = meta_mut(&mut obj);
@@ -252,11 +259,7 @@ pub fn prepare_update(
     state: &State,
     cfg: &AdmissionConfig,
 ) -> Result<Value, ApiError> {
-    if !new.is_object() {
-        return Err(ApiError::bad_request(
-            "the body of the request was in an unknown format",
-        ));
-    }
+    require_object(&new)?;
     let name = str_at(old, "/metadata/name").to_string();
     let new_rv = str_at(&new, "/metadata/resourceVersion");
     if !new_rv.is_empty() && new_rv != str_at(old, "/metadata/resourceVersion") {

@@ -28,6 +28,17 @@ where
     api.create(&PostParams::default(), &obj).await.unwrap();
 }
 
+/// Creates the RoleBinding `ns/name` of `role` (its kind and name) to the one `subject`.
+async fn bind(admin: &kube::Client, ns: &str, name: &str, role: (&str, &str), subject: Value) {
+    create(
+        &Api::<RoleBinding>::namespaced(admin.clone(), ns),
+        json!({"metadata": {"name": name},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role.0, "name": role.1},
+               "subjects": [subject]}),
+    )
+    .await;
+}
+
 fn forbidden(err: kube::Error) -> String {
     match err {
         kube::Error::Api(s) if s.code == 403 && s.reason == "Forbidden" => s.message,
@@ -156,11 +167,12 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
     )
     .await;
     // A subject ServiceAccount without a namespace is the binding's namespace's.
-    create(
-        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
-        json!({"metadata": {"name": "app-cm-a"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-a"},
-               "subjects": [{"kind": "ServiceAccount", "name": "app"}]}),
+    bind(
+        &admin,
+        "default",
+        "app-cm-a",
+        ("Role", "cm-a"),
+        json!({"kind": "ServiceAccount", "name": "app"}),
     )
     .await;
     let mine: Api<ConfigMap> = Api::namespaced(env.client_with_token(&token), "default");
@@ -202,11 +214,12 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
         ]}),
     )
     .await;
-    create(
-        &Api::<RoleBinding>::namespaced(admin.clone(), "kube-system"),
-        json!({"metadata": {"name": "app-leases"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "lease-editor"},
-               "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": "default"}]}),
+    bind(
+        &admin,
+        "kube-system",
+        "app-leases",
+        ("ClusterRole", "lease-editor"),
+        json!({"kind": "ServiceAccount", "name": "app", "namespace": "default"}),
     )
     .await;
     let leases = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases";
@@ -226,11 +239,12 @@ async fn roles_grant_in_their_namespace_and_by_resource_name() {
         json!({"group": "coordination.k8s.io", "kind": "leases"})
     );
     // A binding to a missing role says so in the refusal, as upstream's RBAC reason does.
-    create(
-        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
-        json!({"metadata": {"name": "dangling"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "ghost"},
-               "subjects": [{"kind": "ServiceAccount", "name": "app"}]}),
+    bind(
+        &admin,
+        "default",
+        "dangling",
+        ("Role", "ghost"),
+        json!({"kind": "ServiceAccount", "name": "app"}),
     )
     .await;
     let msg = forbidden(mine.get("b").await.unwrap_err());
@@ -301,11 +315,12 @@ async fn non_resource_urls_and_the_bootstrap_policy() {
     let (code, _) = send(&env, Some(&token), "POST", reviews, Some(tokenreview)).await;
     assert_eq!(code, 201);
     // ... and the extension-apiserver-authentication-reader Role lets it read that ConfigMap only.
-    create(
-        &Api::<RoleBinding>::namespaced(admin.clone(), "kube-system"),
-        json!({"metadata": {"name": "ccm:auth-reader"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "extension-apiserver-authentication-reader"},
-               "subjects": [{"kind": "ServiceAccount", "name": "cloud-controller-manager", "namespace": "kube-system"}]}),
+    bind(
+        &admin,
+        "kube-system",
+        "ccm:auth-reader",
+        ("Role", "extension-apiserver-authentication-reader"),
+        json!({"kind": "ServiceAccount", "name": "cloud-controller-manager", "namespace": "kube-system"}),
     )
     .await;
     let cm = "/api/v1/namespaces/kube-system/configmaps/extension-apiserver-authentication";
@@ -507,11 +522,12 @@ async fn self_subject_rules_reviews_list_what_a_caller_may_do() {
         ]}),
     )
     .await;
-    create(
-        &Api::<RoleBinding>::namespaced(admin.clone(), "default"),
-        json!({"metadata": {"name": "lister"},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "cm-reader"},
-               "subjects": [{"kind": "ServiceAccount", "name": "lister"}]}),
+    bind(
+        &admin,
+        "default",
+        "lister",
+        ("Role", "cm-reader"),
+        json!({"kind": "ServiceAccount", "name": "lister"}),
     )
     .await;
     let review = |ns: &str| json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": ns}});

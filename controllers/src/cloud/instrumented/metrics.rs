@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
+use controller_manager::metrics::{HistogramFamily, histograms, registered};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 /// Latency buckets for cloud calls: 5 ms to 5 min (load balancer changes can take minutes).
@@ -39,15 +39,7 @@ pub struct CloudLatencyLabels {
     pub method: String,
 }
 
-type LatencyFamily = Family<CloudLatencyLabels, Histogram, fn() -> Histogram>;
-
-fn latency_histogram() -> Histogram {
-    Histogram::new(CLOUD_LATENCY_BUCKETS)
-}
-
-fn wait_histogram() -> Histogram {
-    Histogram::new(BUDGET_WAIT_BUCKETS)
-}
+type LatencyFamily = HistogramFamily<CloudLatencyLabels>;
 
 /// The cloud call metric families; one per process, shared by every wrapper.
 #[derive(Clone, Debug)]
@@ -60,27 +52,26 @@ pub struct CloudMetrics {
 impl CloudMetrics {
     /// Registers the families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let metrics = Self {
-            requests: Family::default(),
-            duration: Family::new_with_constructor(latency_histogram),
-            budget_wait: Family::new_with_constructor(wait_histogram),
-        };
-        registry.register(
-            "cloud_provider_requests",
-            "Number of cloud provider calls, by provider, method and outcome",
-            metrics.requests.clone(),
-        );
-        registry.register(
-            "cloud_provider_request_duration_seconds",
-            "Latency of cloud provider calls in seconds, by provider and method",
-            metrics.duration.clone(),
-        );
-        registry.register(
-            "cloud_provider_budget_wait_seconds",
-            "Time cloud provider calls waited for the cloud call budget (a paused method, an in-flight slot, a rate token) before they were made, in seconds, by provider and method",
-            metrics.budget_wait.clone(),
-        );
-        metrics
+        Self {
+            requests: registered(
+                registry,
+                "cloud_provider_requests",
+                "Number of cloud provider calls, by provider, method and outcome",
+                Family::default(),
+            ),
+            duration: registered(
+                registry,
+                "cloud_provider_request_duration_seconds",
+                "Latency of cloud provider calls in seconds, by provider and method",
+                histograms(&CLOUD_LATENCY_BUCKETS),
+            ),
+            budget_wait: registered(
+                registry,
+                "cloud_provider_budget_wait_seconds",
+                "Time cloud provider calls waited for the cloud call budget (a paused method, an in-flight slot, a rate token) before they were made, in seconds, by provider and method",
+                histograms(&BUDGET_WAIT_BUCKETS),
+            ),
+        }
     }
 
     pub(super) fn record_budget_wait(&self, provider: &str, method: &str, waited: Duration) {

@@ -7,7 +7,7 @@ use super::read::{ListParams, list};
 use super::target::Target;
 use crate::admission::{self, IMMORTAL_NAMESPACES};
 use crate::crd;
-use crate::resources::Strategy;
+use crate::resources::{ResId, Strategy};
 use crate::status::{self, ApiError};
 use crate::store::{EventType, ObjKey, State};
 use crate::types::Served;
@@ -65,23 +65,20 @@ pub fn delete(
             .unwrap_or("")
             .to_string()
     };
-    if let Some(uid) = &opts.uid
-        && *uid != meta("uid")
-    {
-        let why = format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            meta("uid")
-        );
-        return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
-    }
-    if let Some(rv) = &opts.resource_version
-        && *rv != meta("resourceVersion")
-    {
-        let why = format!(
-            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-            meta("resourceVersion")
-        );
-        return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
+    let preconditions = [
+        (&opts.uid, "uid", "UID"),
+        (&opts.resource_version, "resourceVersion", "ResourceVersion"),
+    ];
+    for (given, field, what) in preconditions {
+        if let Some(given) = given
+            && *given != meta(field)
+        {
+            let why = format!(
+                "Precondition failed: {what} in precondition: {given}, {what} in object meta: {}",
+                meta(field)
+            );
+            return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
+        }
     }
     if rt.strategy() == Strategy::Crd {
         return Ok((200, delete_crd(state, t, &old, opts.dry_run)));
@@ -160,20 +157,7 @@ fn delete_crd_instances(state: &mut State, crd_name: &str) {
     else {
         return;
     };
-    let keys: Vec<ObjKey> = state
-        .iter(res, None, None)
-        .map(|(k, _)| k.clone())
-        .collect();
-    let all = Target {
-        res,
-        rt,
-        ns: None,
-        name: None,
-        sub: None,
-    };
-    for (ns, name) in keys {
-        let _ = delete(state, &all.object(ns, name), &DeleteOptions::default());
-    }
+    delete_all(state, res, rt, None);
 }
 
 /// Deletes every namespaced object in a namespace being deleted (upstream's namespace controller
@@ -187,20 +171,23 @@ fn delete_namespace_content(state: &mut State, ns: &str) {
             continue;
         }
         done.push(objects);
-        let keys: Vec<ObjKey> = state
-            .iter(res, Some(ns), None)
-            .map(|(k, _)| k.clone())
-            .collect();
-        let all = Target {
-            res,
-            rt,
-            ns: None,
-            name: None,
-            sub: None,
-        };
-        for (kns, kname) in keys {
-            let _ = delete(state, &all.object(kns, kname), &DeleteOptions::default());
-        }
+        delete_all(state, res, rt, Some(ns));
+    }
+}
+
+/// Deletes every object of one type (in `ns` only, when given), each as an ordinary DELETE, so
+/// finalizers, owners and watch events behave as for a client's request.
+fn delete_all(state: &mut State, res: ResId, rt: Served, ns: Option<&str>) {
+    let keys: Vec<ObjKey> = state.iter(res, ns, None).map(|(k, _)| k.clone()).collect();
+    let all = Target {
+        res,
+        rt,
+        ns: None,
+        name: None,
+        sub: None,
+    };
+    for (kns, kname) in keys {
+        let _ = delete(state, &all.object(kns, kname), &DeleteOptions::default());
     }
 }
 

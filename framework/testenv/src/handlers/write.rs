@@ -33,9 +33,20 @@ pub fn create(
     let mut obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
     let tracked = crate::defaults::tracked_on_create(rt, &sent, &obj);
     record_update_of(t, None, requested, &mut obj, tracked.as_ref(), opts);
+    store_created(state, t, obj, opts)
+}
+
+/// Stores an admitted new object (not on a dry run) and answers 201 with it as requested.
+fn store_created(
+    state: &mut State,
+    t: &Target,
+    obj: Value,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     if opts.dry_run {
         return Ok((201, obj));
     }
+    let rt = &t.rt;
     limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
     if rt.strategy() == Strategy::Crd {
@@ -204,15 +215,7 @@ pub fn apply(
             let mut obj =
                 admission::prepare_create(rt, t.res, t.ns.as_deref(), merged, state, cfg)?;
             set_managed_fields(&mut obj, managed);
-            if opts.dry_run {
-                return Ok((201, obj));
-            }
-            limits::check_storable(&obj)?;
-            let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
-            if rt.strategy() == Strategy::Crd {
-                crd::lifecycle::created(state, &stored);
-            }
-            Ok((201, crd::to_version(rt, stored)))
+            store_created(state, t, obj, opts)
         }
         Some(old) => {
             let mut new = admission::prepare_update(rt, &old, merged, t.endpoint(), state, cfg)?;

@@ -16,6 +16,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::metrics::{HistogramFamily, histograms, registered};
+
 pub use future::MetricsFuture;
 pub use layer::MetricsLayer;
 pub use service::Metrics;
@@ -26,10 +28,6 @@ const RECONCILE_BUCKETS: [f64; 40] = [
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
 ];
-
-fn reconcile_histogram() -> Histogram {
-    Histogram::new(RECONCILE_BUCKETS)
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ControllerLabel {
@@ -48,7 +46,7 @@ struct ResultLabels {
 pub struct ControllerMetrics {
     total: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabel, Counter>,
-    time: Family<ControllerLabel, Histogram, fn() -> Histogram>,
+    time: HistogramFamily<ControllerLabel>,
     panics: Family<ControllerLabel, Counter>,
     active: Family<ControllerLabel, Gauge>,
 }
@@ -56,39 +54,38 @@ pub struct ControllerMetrics {
 impl ControllerMetrics {
     /// Registers the five controller-runtime reconcile families in `registry`.
     pub fn new(registry: &mut Registry) -> Self {
-        let this = Self {
-            total: Family::default(),
-            errors: Family::default(),
-            time: Family::new_with_constructor(reconcile_histogram),
-            panics: Family::default(),
-            active: Family::default(),
-        };
-        registry.register(
-            "controller_runtime_reconcile",
-            "Total number of reconciliations per controller",
-            this.total.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_errors",
-            "Total number of reconciliation errors per controller",
-            this.errors.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "Length of time per reconciliation per controller",
-            this.time.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_panics",
-            "Total number of reconciliation panics per controller",
-            this.panics.clone(),
-        );
-        registry.register(
-            "controller_runtime_active_workers",
-            "Number of currently used workers per controller",
-            this.active.clone(),
-        );
-        this
+        Self {
+            total: registered(
+                registry,
+                "controller_runtime_reconcile",
+                "Total number of reconciliations per controller",
+                Family::default(),
+            ),
+            errors: registered(
+                registry,
+                "controller_runtime_reconcile_errors",
+                "Total number of reconciliation errors per controller",
+                Family::default(),
+            ),
+            time: registered(
+                registry,
+                "controller_runtime_reconcile_time_seconds",
+                "Length of time per reconciliation per controller",
+                histograms(&RECONCILE_BUCKETS),
+            ),
+            panics: registered(
+                registry,
+                "controller_runtime_reconcile_panics",
+                "Total number of reconciliation panics per controller",
+                Family::default(),
+            ),
+            active: registered(
+                registry,
+                "controller_runtime_active_workers",
+                "Number of currently used workers per controller",
+                Family::default(),
+            ),
+        }
     }
 
     /// One controller's `controller_runtime_reconcile_panics_total` child, for panics caught
