@@ -117,10 +117,12 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
 
     let mut config = ManagerConfig::new("cloud-controller-manager");
     config.cache_sync_timeout = WAIT;
-    let mut le = LeaderElectionConfig::new("kube-system", "cloud-controller-manager", "a");
-    le.lease_duration = Duration::from_secs(2);
-    le.renew_deadline = Duration::from_secs(1);
-    le.retry_period = Duration::from_millis(200);
+    let le = LeaderElectionConfig::new("kube-system", "cloud-controller-manager", "a")
+        .with_durations(
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+            Duration::from_millis(200),
+        );
     config.leader_election = Some(le);
     let opts = Flags::parse_from([
         "test",

@@ -179,7 +179,10 @@ fn parse_exposition(text: &str) -> (BTreeMap<String, String>, Vec<Sample>) {
             types.insert(family.to_string(), kind.to_string());
         } else if let Some(help) = line.strip_prefix("# HELP ") {
             // The encoder adds the full stop; a help text that brings its own shows two.
-            assert!(!help.ends_with(".."), "help text ends with two full stops: {line}");
+            assert!(
+                !help.ends_with(".."),
+                "help text ends with two full stops: {line}"
+            );
         } else if !line.starts_with('#') && !line.is_empty() {
             samples.push(parse_sample(line));
         }

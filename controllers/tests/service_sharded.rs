@@ -19,7 +19,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{Manager, ManagerConfig};
 use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION, label_key};
 use fake_cloud::{CloudCall, FakeCloud, Method};
@@ -37,10 +36,7 @@ fn replica_config(identity: &str) -> ManagerConfig {
     let mut config = manager_config("ccm");
     config.controllers = vec!["service".into()];
     config.sharded_controllers = vec!["service".into()];
-    let mut le = LeaderElectionConfig::new("kube-system", "ccm", identity);
-    le.lease_duration = Duration::from_millis(2000);
-    le.renew_deadline = Duration::from_millis(1500);
-    le.retry_period = Duration::from_millis(200);
+    let le = controller_manager::testing::fast_leader_election("ccm", identity);
     config.leader_election = Some(le);
     config
 }
@@ -109,6 +105,18 @@ fn ensurers(cloud: &FakeCloud) -> BTreeMap<String, Vec<String>> {
     by_key
 }
 
+/// kube-testenv with three Nodes, and a cloud whose EnsureLoadBalancer takes 20 ms, so two
+/// replicas' calls for one Service would overlap if they raced.
+async fn three_node_cluster() -> (TestEnv, kube::Client, FakeCloud) {
+    init_tracing();
+    let env = TestEnv::start().await.expect("testenv");
+    let client = env.client();
+    let cloud = fleet_cloud(3);
+    cloud.set_latency(Method::EnsureLoadBalancer, Duration::from_millis(20));
+    create_nodes(&client, (0..3).map(node_name)).await;
+    (env, client, cloud)
+}
+
 /// The overlap checker over the cloud's call log: no two replicas ever had calls for one Service
 /// in flight at the same time (every call lies inside its replica's reconcile of that Service).
 fn assert_no_overlap(cloud: &FakeCloud) {
@@ -128,13 +136,7 @@ fn assert_no_overlap(cloud: &FakeCloud) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_replicas_share_the_load_balancers_and_hand_over_on_stop() {
-    init_tracing();
-    let env = TestEnv::start().await.expect("testenv");
-    let client = env.client();
-    let cloud = fleet_cloud(3);
-    // Calls that take time, so two replicas' calls for one Service could overlap if they raced.
-    cloud.set_latency(Method::EnsureLoadBalancer, Duration::from_millis(20));
-    create_nodes(&client, (0..3).map(node_name)).await;
+    let (_env, client, cloud) = three_node_cluster().await;
     let opts = || options(&["--concurrent-service-syncs=2"]);
     let replicas: Vec<_> = ["r0", "r1", "r2"]
         .into_iter()
@@ -292,13 +294,7 @@ async fn at_scale_300_services_then_a_kill_and_90_more() {
 /// it and creates `third` more; checks one owner per Service at each step and no overlap.
 /// Returns how many of the first Services each replica ensured.
 async fn kill_and_rejoin(first: usize, second: usize, third: usize) -> BTreeMap<String, usize> {
-    init_tracing();
-    let env = TestEnv::start().await.expect("testenv");
-    let client = env.client();
-    let cloud = fleet_cloud(3);
-    // Calls that take time, so two replicas' calls for one Service could overlap if they raced.
-    cloud.set_latency(Method::EnsureLoadBalancer, Duration::from_millis(20));
-    create_nodes(&client, (0..3).map(node_name)).await;
+    let (env, client, cloud) = three_node_cluster().await;
     let mut replicas: Vec<_> = ["r0", "r1", "r2"]
         .iter()
         .map(|id| Killable::start(&env, &cloud, id))

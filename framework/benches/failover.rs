@@ -13,6 +13,9 @@
 //! The Lease is 2 s / 1.5 s / 0.2 s, so the takeover itself (kill → acquired) is bounded below by
 //! the 2 s expiry and is the same in both modes.
 
+#[path = "support/replica.rs"]
+mod replica;
+
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,9 +23,7 @@ use std::time::{Duration, Instant};
 use controller_manager::builder::ControllerBuilder;
 use controller_manager::controller::{Action, Request};
 use controller_manager::informer::ObjectKey;
-use controller_manager::leader::LeaderElectionConfig;
-use controller_manager::manager::{InitContext, Initializer, Initializers, Manager, ManagerConfig};
-use futures::StreamExt;
+use controller_manager::manager::{InitContext, Initializer, ManagerConfig};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, PostParams};
@@ -49,31 +50,13 @@ fn controller(replica: String) -> Initializer<Log> {
     })
 }
 
-/// A replica on its own runtime: dropping the runtime is `kill -9`.
+/// A replica with leader election on `lease` (see `support::replica`).
 fn start(env: &TestEnv, lease: &str, id: &str, warm: bool, log: &Log) -> tokio::runtime::Runtime {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
     let mut config = ManagerConfig::new("bench");
     config.warm_standby = warm;
     config.cache_sync_timeout = Duration::from_secs(120);
-    let mut le = LeaderElectionConfig::new("kube-system", lease, id);
-    le.lease_duration = Duration::from_secs(2);
-    le.renew_deadline = Duration::from_millis(1500);
-    le.retry_period = Duration::from_millis(200);
-    config.leader_election = Some(le);
-    let (kube_config, log, id) = (env.config(), log.clone(), id.to_string());
-    runtime.spawn(async move {
-        let client = kube::Client::try_from(kube_config).expect("client");
-        let manager = Manager::new(config, client, log)
-            .with_initializers(Initializers::new().with(controller(id)));
-        let _ = manager
-            .run(tokio_util::sync::CancellationToken::new())
-            .await;
-    });
-    runtime
+    config.leader_election = Some(replica::fast_lease(lease, id));
+    replica::spawn(env, config, controller(id.to_string()), log)
 }
 
 fn node(name: &str) -> Node {
@@ -122,18 +105,7 @@ async fn main() {
     let env = TestEnv::start().await.expect("testenv");
     let node_api: Api<Node> = Api::all(env.client());
     let lease_api: Api<Lease> = Api::namespaced(env.client(), "kube-system");
-    futures::stream::iter(0..nodes)
-        .map(|i| {
-            let api = node_api.clone();
-            async move {
-                api.create(&PostParams::default(), &node(&format!("node-{i:05}")))
-                    .await
-                    .expect("create");
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<()>>()
-        .await;
+    replica::create_all(&node_api, (0..nodes).map(|i| node(&format!("node-{i:05}")))).await;
     println!("failover bench: {nodes} Nodes, lease 2 s");
     println!(
         "| standby | kill → acquired | acquired → first reconcile | acquired → the fresh Node reconciled | acquired → every inherited Node reconciled | LISTs (or streaming lists) after acquiring |"

@@ -13,6 +13,9 @@
 //! objects and API cost (the RSS column is the whole process, all replicas and the API server). The ring uses a 2 s lease, 1.5 s renew deadline and 0.2 s retry period, so the kill
 //! handover is bounded below by the 2 s lease expiry.
 
+#[path = "support/replica.rs"]
+mod replica;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -21,11 +24,9 @@ use std::time::{Duration, Instant};
 use controller_manager::builder::ControllerBuilder;
 use controller_manager::controller::{Action, Request};
 use controller_manager::informer::{ObjectKey, SharedInformerFactory};
-use controller_manager::leader::LeaderElectionConfig;
-use controller_manager::manager::{InitContext, Initializer, Initializers, Manager, ManagerConfig};
-use futures::StreamExt;
+use controller_manager::manager::{InitContext, Initializer, ManagerConfig};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use kube_testenv::TestEnv;
 use parking_lot::Mutex;
 use serde_json::json;
@@ -57,31 +58,13 @@ fn controller(replica: String) -> Initializer<Extra> {
     .shardable()
 }
 
-/// A replica on its own runtime: dropping the runtime is `kill -9`.
+/// A sharded replica in `mode` (see `support::replica`).
 fn start(env: &TestEnv, id: &str, mode: &str, extra: &Extra) -> tokio::runtime::Runtime {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("runtime");
     let mut config = ManagerConfig::new("bench");
     config.sharded_controllers = vec!["bench".into()];
     config.shard_assignment = mode.to_string();
-    let mut le = LeaderElectionConfig::new("kube-system", "bench", id);
-    le.lease_duration = Duration::from_secs(2);
-    le.renew_deadline = Duration::from_millis(1500);
-    le.retry_period = Duration::from_millis(200);
-    config.leader_election = Some(le);
-    let (kube_config, log, id) = (env.config(), extra.clone(), id.to_string());
-    runtime.spawn(async move {
-        let client = kube::Client::try_from(kube_config).expect("client");
-        let manager = Manager::new(config, client, log)
-            .with_initializers(Initializers::new().with(controller(id)));
-        let _ = manager
-            .run(tokio_util::sync::CancellationToken::new())
-            .await;
-    });
-    runtime
+    config.leader_election = Some(replica::fast_lease("bench", id));
+    replica::spawn(env, config, controller(id.to_string()), extra)
 }
 
 /// Waits until every one of `keys` was reconciled by some replica.
@@ -118,21 +101,11 @@ async fn main() {
     let env = TestEnv::start().await.expect("testenv");
     let api: Api<ConfigMap> = Api::namespaced(env.client(), "default");
     let names: Vec<String> = (0..objects).map(|i| format!("cm-{i:05}")).collect();
-    futures::stream::iter(names.iter())
-        .map(|name| {
-            let api = api.clone();
-            async move {
-                let cm: ConfigMap =
-                    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}}))
-                        .expect("configmap");
-                api.create(&PostParams::default(), &cm)
-                    .await
-                    .expect("create");
-            }
-        })
-        .buffer_unordered(16)
-        .collect::<Vec<()>>()
-        .await;
+    let configmaps = names.iter().map(|name| {
+        serde_json::from_value::<ConfigMap>(json!({"metadata": {"name": name}, "data": {"k": "v"}}))
+            .expect("configmap")
+    });
+    replica::create_all(&api, configmaps).await;
     let keys: BTreeSet<ObjectKey> = names
         .iter()
         .map(|n| ObjectKey::namespaced("default", n))

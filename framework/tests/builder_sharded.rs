@@ -11,7 +11,6 @@ use std::time::Duration;
 use controller_manager::builder::ControllerBuilder;
 use controller_manager::controller::{Action, Request};
 use controller_manager::informer::ObjectKey;
-use controller_manager::leader::LeaderElectionConfig;
 use controller_manager::manager::{InitContext, Initializer, Initializers, Manager, ManagerConfig};
 use controller_manager::shard::RING_LABEL;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -46,10 +45,7 @@ fn start(
 ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let mut config = ManagerConfig::new("m");
     config.sharded_controllers = vec!["mirror".into()];
-    let mut le = LeaderElectionConfig::new("kube-system", "m", replica);
-    le.lease_duration = Duration::from_millis(2000);
-    le.renew_deadline = Duration::from_millis(1500);
-    le.retry_period = Duration::from_millis(200);
+    let le = controller_manager::testing::fast_leader_election("m", replica);
     config.leader_election = Some(le);
     let manager = Manager::new(config, client.clone(), log.clone())
         .with_initializers(Initializers::new().with(mirror(replica)));

@@ -62,10 +62,11 @@ fn replica(
     mpsc::UnboundedReceiver<String>,
     Manager<Reconciled>,
 ) {
-    let mut le = LeaderElectionConfig::new("kube-system", "warm-standby", identity);
-    le.lease_duration = Duration::from_millis(1000);
-    le.renew_deadline = Duration::from_millis(600);
-    le.retry_period = Duration::from_millis(100);
+    let le = LeaderElectionConfig::new("kube-system", "warm-standby", identity).with_durations(
+        Duration::from_millis(1000),
+        Duration::from_millis(600),
+        Duration::from_millis(100),
+    );
     let mut config = ManagerConfig::new("warm-test");
     config.leader_election = Some(le);
     config.warm_standby = true;

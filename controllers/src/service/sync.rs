@@ -144,6 +144,16 @@ impl ServiceController {
             .clone()
     }
 
+    /// Upstream's event once a Service's load balancer is gone.
+    fn deleted_load_balancer(&self, svc: &Service) {
+        self.event(
+            svc,
+            EventType::Normal,
+            "DeletedLoadBalancer",
+            "Deleted load balancer",
+        );
+    }
+
     pub(super) fn event(&self, svc: &Service, type_: EventType, reason: &str, message: &str) {
         self.events.emit(&service_ref(svc), type_, reason, message);
     }
@@ -247,12 +257,7 @@ impl ServiceController {
             );
             return Err(ServiceSyncError::DeleteRemovedLoadBalancer(err));
         }
-        self.event(
-            svc,
-            EventType::Normal,
-            "DeletedLoadBalancer",
-            "Deleted load balancer",
-        );
+        self.deleted_load_balancer(svc);
         Ok(())
     }
 
@@ -309,12 +314,7 @@ impl ServiceController {
         patch::remove_finalizer(&self.api, svc)
             .await
             .map_err(ServiceSyncError::RemoveFinalizer)?;
-        self.event(
-            svc,
-            EventType::Normal,
-            "DeletedLoadBalancer",
-            "Deleted load balancer",
-        );
+        self.deleted_load_balancer(svc);
         Ok(())
     }
 

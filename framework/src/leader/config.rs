@@ -49,6 +49,20 @@ impl LeaderElectionConfig {
         }
     }
 
+    /// The same with these durations (lease, renew deadline, retry period), e.g. the scaled-down
+    /// ones a test or benchmark uses so a takeover takes seconds.
+    pub fn with_durations(
+        mut self,
+        lease: Duration,
+        renew_deadline: Duration,
+        retry: Duration,
+    ) -> Self {
+        self.lease_duration = lease;
+        self.renew_deadline = renew_deadline;
+        self.retry_period = retry;
+        self
+    }
+
     /// Checks client-go's rules (`lease_duration > renew_deadline > retry_period × 1.2`, all
     /// positive, names and identity set) and reports every violation with what to change.
     pub fn validate(&self) -> Result<(), LeaderError> {

@@ -53,3 +53,13 @@ pub use wait::{Logs, StopOutcome, WaitError};
 /// How long a wait or a stop takes before it fails, unless `with_timeout` says otherwise:
 /// generous, since a loaded 2-core CI machine must still finish well within it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Leader election on Lease `lease` in `kube-system` as `identity`, scaled down so a takeover or
+/// a shard handover in a test takes seconds: 2 s lease, 1.5 s renew deadline, 0.2 s retry.
+pub fn fast_leader_election(lease: &str, identity: &str) -> crate::leader::LeaderElectionConfig {
+    crate::leader::LeaderElectionConfig::new("kube-system", lease, identity).with_durations(
+        Duration::from_secs(2),
+        Duration::from_millis(1500),
+        Duration::from_millis(200),
+    )
+}
