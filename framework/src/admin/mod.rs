@@ -31,6 +31,7 @@ mod listener;
 mod profiling;
 mod server;
 mod slis;
+mod text;
 mod tls;
 mod tls_flags;
 mod tls_handshake;

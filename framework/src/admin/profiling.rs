@@ -23,6 +23,7 @@ use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
 use super::cpu_profile::{CpuProfileError, CpuProfiler};
+use super::text::text;
 
 /// The longest CPU profile one request may ask for.
 pub const MAX_PROFILE_SECONDS: u64 = 300;
@@ -79,17 +80,10 @@ pub(crate) fn routes(profiling: &Profiling, stop: CancellationToken) -> Router {
 
 /// Go's `serveError`: plain text, marked as a pprof answer.
 fn error(status: StatusCode, message: &str) -> Response {
-    let mut response = (status, format!("{message}\n")).into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    headers.insert("x-go-pprof", HeaderValue::from_static("1"));
+    let mut response = text(status, format!("{message}\n"));
+    response
+        .headers_mut()
+        .insert("x-go-pprof", HeaderValue::from_static("1"));
     response
 }
 

@@ -25,11 +25,11 @@ use super::health::HealthChecks;
 use super::listener::{self, Http, SocketSharing};
 use super::profiling::{self, Profiling};
 use super::slis::Slis;
+use super::text::text;
 use super::{AdminError, TlsSettings};
 
 /// OpenMetrics text exposition, what prometheus-client encodes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
-const TEXT: &str = "text/plain; charset=utf-8";
 
 #[derive(Clone)]
 struct Endpoints {
@@ -216,17 +216,6 @@ impl AdminServer {
         }
         Ok(())
     }
-}
-
-fn text(status: StatusCode, body: String) -> Response {
-    let mut response = (status, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }
 
 /// `?verbose` (with or without a value) and every `?exclude=name`.

@@ -6,6 +6,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
+use crate::admin::text::text;
+
 #[derive(Serialize)]
 struct Empty {}
 
@@ -104,21 +106,10 @@ pub(crate) fn internal_error(uri: &Uri, error: &str) -> Response {
         .path_and_query()
         .map(|p| p.as_str())
         .unwrap_or(uri.path());
-    let mut response = (
+    text(
         StatusCode::INTERNAL_SERVER_ERROR,
         format!("Internal Server Error: {request_uri:?}: {error}\n"),
     )
-        .into_response();
-    let h = response.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    response
 }
 
 #[cfg(test)]
