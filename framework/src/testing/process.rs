@@ -4,22 +4,17 @@
 
 use std::ffi::OsStr;
 use std::fmt;
-use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use kube::api::Api;
-use kube::runtime::wait::Condition;
 use kube_testenv::TestEnv;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::process::{Child, Command};
 
 use super::DEFAULT_TIMEOUT;
 use super::exit::ManagerExit;
-use super::wait::{self, Logs, StopOutcome, Supervised, WaitError};
+use super::wait::{Logs, StopOutcome, Supervised, WaitError, supervised_waits};
 
 /// A manager binary running as a child process with `--kubeconfig` pointing at a kube-testenv,
 /// its stdout and stderr in a log file. Killed on drop; its scratch directory (kubeconfig, log)
@@ -87,30 +82,6 @@ impl ManagerProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// Waits until `cond` holds on the object `name` and returns it; fails as soon as the
-    /// process exits, or at the timeout with the object as last seen, each with the output.
-    pub async fn wait_for<K>(
-        &mut self,
-        api: &Api<K>,
-        name: &str,
-        what: &str,
-        cond: impl Condition<K>,
-    ) -> Result<Option<K>, WaitError>
-    where
-        K: kube::Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + 'static,
-    {
-        wait::wait_for(self, api, name, what, cond).await
-    }
-
-    /// Awaits any future under the same rules.
-    pub async fn until<T>(
-        &mut self,
-        what: &str,
-        work: impl Future<Output = T>,
-    ) -> Result<T, WaitError> {
-        wait::until(self, what, work).await
-    }
-
     /// Sends SIGTERM and waits for exit status 0 (drained controllers, released Lease).
     pub async fn stop(mut self) -> Result<(), WaitError> {
         if self.exit.is_none()
@@ -172,3 +143,5 @@ impl Drop for ManagerProcess {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+supervised_waits!(ManagerProcess);

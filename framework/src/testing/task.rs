@@ -7,16 +7,12 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::api::Api;
-use kube::runtime::wait::Condition;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::DEFAULT_TIMEOUT;
 use super::exit::ManagerExit;
-use super::wait::{self, Logs, StopOutcome, Supervised, WaitError};
+use super::wait::{Logs, StopOutcome, Supervised, WaitError, supervised_waits};
 use crate::manager::Manager;
 use crate::panic_guard::Panicked;
 
@@ -79,31 +75,6 @@ impl ManagerTask {
     /// The manager's stop token, e.g. to stop it from elsewhere in the test.
     pub fn stop_token(&self) -> CancellationToken {
         self.stop.clone()
-    }
-
-    /// Waits until `cond` holds on the object `name` (kube's [`Condition`]s, or any
-    /// `Fn(Option<&K>) -> bool`) and returns it; fails as soon as the manager exits, or at the
-    /// timeout with the object as last seen.
-    pub async fn wait_for<K>(
-        &mut self,
-        api: &Api<K>,
-        name: &str,
-        what: &str,
-        cond: impl Condition<K>,
-    ) -> Result<Option<K>, WaitError>
-    where
-        K: kube::Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + 'static,
-    {
-        wait::wait_for(self, api, name, what, cond).await
-    }
-
-    /// Awaits any future (a store filling, a channel, a request) under the same rules.
-    pub async fn until<T>(
-        &mut self,
-        what: &str,
-        work: impl Future<Output = T>,
-    ) -> Result<T, WaitError> {
-        wait::until(self, what, work).await
     }
 
     /// Waits for the manager to end on its own (e.g. a start-up error) and says how it did;
@@ -173,3 +144,5 @@ impl Drop for ManagerTask {
         self.stop.cancel();
     }
 }
+
+supervised_waits!(ManagerTask);

@@ -125,7 +125,7 @@ pub(super) trait Supervised {
     fn timeout(&self) -> Duration;
 }
 
-enum Raced<T> {
+pub(super) enum Raced<T> {
     Done(T),
     Exited(ManagerExit),
     TimedOut,
@@ -133,7 +133,10 @@ enum Raced<T> {
 
 /// Runs `work` until it finishes, the manager exits or the timeout passes, whichever is first
 /// (a finished `work` wins a tie: it happened).
-async fn race<T>(target: &mut impl Supervised, work: impl Future<Output = T>) -> Raced<T> {
+pub(super) async fn race<T>(
+    target: &mut impl Supervised,
+    work: impl Future<Output = T>,
+) -> Raced<T> {
     let timeout = target.timeout();
     tokio::select! {
         biased;
@@ -143,45 +146,68 @@ async fn race<T>(target: &mut impl Supervised, work: impl Future<Output = T>) ->
     }
 }
 
-/// Awaits `work`, failing at once if the manager exits first.
-pub(super) async fn until<T>(
-    target: &mut impl Supervised,
+/// The waits of a [`Supervised`] type, as inherent methods (so tests need no trait in scope),
+/// written once for [`ManagerTask`](super::ManagerTask) and
+/// [`ManagerProcess`](super::ManagerProcess).
+macro_rules! supervised_waits {
+    ($type:ty) => {
+        impl $type {
+            /// Waits until `cond` holds on the object `name` (kube's [`Condition`]s, or any
+            /// `Fn(Option<&K>) -> bool`) and returns it (`None`: it matched being absent, e.g.
+            /// [`is_deleted`](kube::runtime::wait::conditions::is_deleted)); fails as soon as
+            /// the manager exits, or at the timeout with the object as last seen (and a child
+            /// process's output).
+            pub async fn wait_for<K>(
+                &mut self,
+                api: &kube::Api<K>,
+                name: &str,
+                what: &str,
+                cond: impl kube::runtime::wait::Condition<K>,
+            ) -> Result<Option<K>, super::WaitError>
+            where
+                K: kube::Resource
+                    + Clone
+                    + serde::de::DeserializeOwned
+                    + serde::Serialize
+                    + std::fmt::Debug
+                    + Send
+                    + 'static,
+            {
+                let mut seen = super::wait::Seen::default();
+                let watched = super::wait::watch_until(api, name, &cond, &mut seen);
+                let raced = super::wait::race(self, watched).await;
+                super::wait::outcome(self, what, raced, || seen.describe(name))
+            }
+
+            /// Awaits any future (a store filling, a channel, a request) under the same rules.
+            pub async fn until<T>(
+                &mut self,
+                what: &str,
+                work: impl std::future::Future<Output = T>,
+            ) -> Result<T, super::WaitError> {
+                let raced = super::wait::race(self, work).await;
+                super::wait::outcome(self, what, raced, String::new)
+            }
+        }
+    };
+}
+pub(super) use supervised_waits;
+
+/// What a raced wait comes to: its value, the manager's exit, or a timeout reporting
+/// `last_seen()`.
+pub(super) fn outcome<T>(
+    target: &impl Supervised,
     what: &str,
-    work: impl Future<Output = T>,
+    raced: Raced<T>,
+    last_seen: impl FnOnce() -> String,
 ) -> Result<T, WaitError> {
-    match race(target, work).await {
+    match raced {
         Raced::Done(value) => Ok(value),
         Raced::Exited(exit) => Err(exited(target, what, exit)),
         Raced::TimedOut => Err(WaitError::Timeout {
             what: what.to_string(),
             after: target.timeout(),
-            last_seen: String::new(),
-            logs: target.logs(),
-        }),
-    }
-}
-
-/// Watches the object `name` until `cond` holds on it, and returns it then (`None`: it matched
-/// being absent, e.g. [`is_deleted`](kube::runtime::wait::conditions::is_deleted)).
-pub(super) async fn wait_for<K>(
-    target: &mut impl Supervised,
-    api: &Api<K>,
-    name: &str,
-    what: &str,
-    cond: impl Condition<K>,
-) -> Result<Option<K>, WaitError>
-where
-    K: kube::Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + 'static,
-{
-    let mut seen = Seen::default();
-    let watched = watch_until(api, name, &cond, &mut seen);
-    match race(target, watched).await {
-        Raced::Done(object) => Ok(object),
-        Raced::Exited(exit) => Err(exited(target, what, exit)),
-        Raced::TimedOut => Err(WaitError::Timeout {
-            what: what.to_string(),
-            after: target.timeout(),
-            last_seen: seen.describe(name),
+            last_seen: last_seen(),
             logs: target.logs(),
         }),
     }
@@ -196,7 +222,7 @@ fn exited(target: &impl Supervised, what: &str, exit: ManagerExit) -> WaitError 
 }
 
 /// What a wait saw of its object so far.
-struct Seen<K> {
+pub(super) struct Seen<K> {
     /// `None` before the first answer; `Some(None)` while the object does not exist.
     object: Option<Option<K>>,
     /// The last watch error, retried with backoff.
@@ -213,7 +239,7 @@ impl<K> Default for Seen<K> {
 }
 
 impl<K: kube::Resource + Clone + Serialize> Seen<K> {
-    fn describe(&self, name: &str) -> String {
+    pub(super) fn describe(&self, name: &str) -> String {
         let object = match &self.object {
             None => "no answer from the API server yet".to_string(),
             Some(None) => format!("{name} does not exist"),
@@ -230,7 +256,7 @@ impl<K: kube::Resource + Clone + Serialize> Seen<K> {
     }
 }
 
-async fn watch_until<K>(
+pub(super) async fn watch_until<K>(
     api: &Api<K>,
     name: &str,
     cond: &impl Condition<K>,
