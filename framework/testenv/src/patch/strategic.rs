@@ -205,21 +205,11 @@ fn merge_list(
                         .collect(),
                 ));
             }
-            // Upstream merges duplicate keys into one item and so drops e.g. a Node's second
-            // InternalIP (kubernetes#79391); here items whose key repeats in the patch replace the
-            // original items with that key, keeping every address.
-            let keys: Vec<Option<&Value>> = patch.iter().map(|p| p.get(key)).collect();
-            let dup = |k: &Value| keys.iter().filter(|x| **x == Some(k)).count() > 1;
-            let mut out: Vec<Value> = original
-                .iter()
-                .filter(|o| o.get(key).is_none_or(|k| !dup(k)))
-                .cloned()
-                .collect();
+            // As upstream's mergeSliceWithoutSpecialElements: each patch item merges into the
+            // first item with its key, so a key the patch repeats folds into one item (a Node's
+            // second InternalIP is lost, kubernetes#79391).
+            let mut out: Vec<Value> = original.to_vec();
             for p in patch {
-                if p.get(key).is_some_and(dup) {
-                    out.push(strip_directives(p));
-                    continue;
-                }
                 let Some(k) = p.get(key) else {
                     return Err(ApiError::unknown(format!(
                         "map: {} does not contain declared merge key: {key}",
@@ -229,10 +219,8 @@ fn merge_list(
                 let pos = out.iter().position(|o| o.get(key) == Some(k));
                 let delete = p.get("$patch").and_then(Value::as_str) == Some("delete");
                 match (pos, delete) {
-                    (Some(i), true) => {
-                        out.remove(i);
-                    }
-                    (None, true) => {}
+                    // A delete removes every item with the key (deleteMatchingEntries).
+                    (_, true) => out.retain(|o| o.get(key) != Some(k)),
                     (Some(i), false) => out[i] = merge_value(rt, path, &out[i], p)?,
                     (None, false) => out.push(merge_value(rt, path, &Value::Null, p)?),
                 }
@@ -350,14 +338,25 @@ mod tests {
             json!([{"type": "ExternalIP", "address": "1.2.3.4"}])
         );
         let two = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "InternalIP", "address": "10.0.0.3"}]}});
+        // A repeated merge key folds into one item, the last one winning (kubernetes#79391).
         let out = apply(&nodes(), &node, &two).unwrap();
         assert_eq!(
             out["status"]["addresses"],
             json!([
-                {"type": "InternalIP", "address": "10.0.0.2"},
                 {"type": "InternalIP", "address": "10.0.0.3"},
                 {"type": "Hostname", "address": "n"}
             ])
+        );
+        // Over an absent list the patch is taken as sent, repeats included.
+        let out = apply(&nodes(), &json!({"status": {}}), &two).unwrap();
+        assert_eq!(out["status"]["addresses"], two["status"]["addresses"]);
+        // A delete removes every item with its key, also the repeats a JSON merge patch stored.
+        let dual = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.1"}, {"type": "InternalIP", "address": "fd00::1"}, {"type": "Hostname", "address": "n"}]}});
+        let delete = json!({"status": {"addresses": [{"type": "InternalIP", "$patch": "delete"}]}});
+        let out = apply(&nodes(), &dual, &delete).unwrap();
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type": "Hostname", "address": "n"}])
         );
         let out = apply(
             &nodes(),
