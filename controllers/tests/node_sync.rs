@@ -143,36 +143,6 @@ async fn address_less_node_gets_exactly_the_cloud_addresses() {
     );
 }
 
-/// The cache can show a Node without addresses that kubelet has given one since. A plain list
-/// would then merge by `type` into the server's, and a real server folds the two InternalIPs of
-/// a dual-stack instance into one (kubernetes#79391, as kube-testenv does): none may be lost.
-#[tokio::test]
-async fn dual_stack_addresses_survive_an_address_the_cache_has_not_seen() {
-    let cluster = Cluster::start().await;
-    let mut bare = kubelet_node("node-1");
-    bare.status = None;
-    cluster.create(bare).await;
-    cluster.refresh().await;
-    let kubelet = json!({"status": {"addresses": [{"type": "Hostname", "address": "kubelet-host"}]}});
-    cluster
-        .api
-        .patch_status("node-1", &PatchParams::default(), &Patch::Merge(&kubelet))
-        .await
-        .expect("kubelet's status write");
-    let cloud = fake([instance().internal_ip("fd00::1")]);
-    let (c, _events, _metrics) = controller(&cluster, &cloud);
-
-    c.sync_node("node-1").await.expect("sync succeeds");
-
-    let stored = addresses(&cluster.get("node-1").await);
-    for ip in ["10.0.0.1", "fd00::1"] {
-        assert!(
-            stored.contains(&addr("InternalIP", ip)),
-            "InternalIP {ip} was lost: {stored:?}"
-        );
-    }
-}
-
 #[tokio::test]
 async fn missing_node_is_done() {
     let cluster = Cluster::start().await;
