@@ -76,10 +76,18 @@ while [ $same -lt 10 ]; do
   sleep 1
 done
 converged=$(python3 -c "print(round($(date +%s.%N) - $start - 10, 1))")
-sleep 3
-events=$(kubectl get events -n default -o json | python3 -c '
+# The event writer may still be behind the calls: count until the sum holds for 3 s (at most 60 s).
+count_events() {
+  kubectl get events -n default -o json | python3 -c '
 import json, sys
-print(sum(e.get("count") or 1 for e in json.load(sys.stdin)["items"] if e.get("reason") == "UpdatedLoadBalancer"))')
+print(sum(e.get("count") or 1 for e in json.load(sys.stdin)["items"] if e.get("reason") == "UpdatedLoadBalancer"))'
+}
+events=-1; same=0; waited=0
+while [ $same -lt 3 ] && [ $waited -lt 60 ]; do
+  now=$(count_events)
+  if [ "$now" = "$events" ]; then same=$((same + 1)); else same=0; events=$now; fi
+  sleep 1; waited=$((waited + 1))
+done
 echo "nodes initialized after ${initialized} s; load balancers quiet after ${converged} s"
 echo "UpdateLoadBalancer requests (successful, from /metrics): $last; UpdatedLoadBalancer events (count sum): $events"
 echo "events dropped: $(metric 'events_dropped_total')"
