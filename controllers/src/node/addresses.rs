@@ -7,12 +7,11 @@
 //! absent list it must not: a real kube-apiserver keeps that directive as one more element and
 //! stores it as an empty address `{"type": "", "address": ""}`, which is what kubelet's
 //! `--cloud-provider=external` Nodes would get on initialization. There the list is sent plain:
-//! over a list the server does not have, it is stored as sent, and over one kubelet wrote since
-//! the Node we patch from was read (the periodic refresh works from the cache), it merges by its
-//! merge key, `type` (entries of different types that
-//! share one IP all stay). That merge folds a list naming one type twice into one item
-//! (dual-stack InternalIPs, kubernetes#79391), so such a list goes as a JSON merge patch, which
-//! sets it as given.
+//! over a list the server does not have, it is stored as sent; over one kubelet wrote since the
+//! Node we patch from was read (the periodic refresh works from the cache), it merges by its
+//! merge key, `type` (entries of different types that share one IP all stay). That merge folds a
+//! list naming one type twice into one item (dual-stack InternalIPs, kubernetes#79391), so such a
+//! list goes as a JSON merge patch, which sets it as given.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};

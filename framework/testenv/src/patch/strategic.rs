@@ -205,11 +205,15 @@ fn merge_list(
                         .collect(),
                 ));
             }
-            // As upstream's mergeSliceWithoutSpecialElements: each patch item merges into the
-            // first item with its key, so a key the patch repeats folds into one item (a Node's
-            // second InternalIP is lost, kubernetes#79391).
+            // As upstream's mergeSlice: first every `$patch: delete` removes all items with its
+            // key (deleteMatchingEntries), then each other patch item merges into the first item
+            // with its key, so a key the patch repeats folds into one item (a Node's second
+            // InternalIP is lost, kubernetes#79391).
+            let is_delete = |p: &Value| p.get("$patch").and_then(Value::as_str) == Some("delete");
+            let (deletes, merges): (Vec<&Value>, Vec<&Value>) =
+                patch.iter().partition(|p| is_delete(p));
             let mut out: Vec<Value> = original.to_vec();
-            for p in patch {
+            for p in deletes.into_iter().chain(merges) {
                 let Some(k) = p.get(key) else {
                     return Err(ApiError::unknown(format!(
                         "map: {} does not contain declared merge key: {key}",
@@ -217,9 +221,7 @@ fn merge_list(
                     )));
                 };
                 let pos = out.iter().position(|o| o.get(key) == Some(k));
-                let delete = p.get("$patch").and_then(Value::as_str) == Some("delete");
-                match (pos, delete) {
-                    // A delete removes every item with the key (deleteMatchingEntries).
+                match (pos, is_delete(p)) {
                     (_, true) => out.retain(|o| o.get(key) != Some(k)),
                     (Some(i), false) => out[i] = merge_value(rt, path, &out[i], p)?,
                     (None, false) => out.push(merge_value(rt, path, &Value::Null, p)?),
@@ -357,6 +359,13 @@ mod tests {
         assert_eq!(
             out["status"]["addresses"],
             json!([{"type": "Hostname", "address": "n"}])
+        );
+        // Deletes go first, whatever their place in the patch.
+        let readd = json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.9"}, {"type": "InternalIP", "$patch": "delete"}]}});
+        let out = apply(&nodes(), &dual, &readd).unwrap();
+        assert_eq!(
+            out["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "10.0.0.9"}, {"type": "Hostname", "address": "n"}])
         );
         let out = apply(
             &nodes(),
