@@ -2,6 +2,7 @@
 //! [`FakeCloud::from_config`], which checks the same rules as the config file.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use cloud_controllers::cloud::check_provider_name;
@@ -26,6 +27,7 @@ pub struct FakeCloudBuilder {
     clusters: BTreeMap<String, String>,
     latency: BTreeMap<Method, Duration>,
     rate_limit: Option<RateLimit>,
+    call_log_file: Option<PathBuf>,
 }
 
 impl FakeCloud {
@@ -49,6 +51,7 @@ impl Default for FakeCloudBuilder {
             clusters: BTreeMap::new(),
             latency: BTreeMap::new(),
             rate_limit: None,
+            call_log_file: None,
         }
     }
 }
@@ -132,6 +135,14 @@ impl FakeCloudBuilder {
         self
     }
 
+    /// Also appends every logged call to this file, one JSON object per line, with wall-clock
+    /// times (`startedUnixMicros`, `finishedUnixMicros`): how a test of several processes, each
+    /// with its own fake cloud, sees which process called what and when. Created if missing.
+    pub fn call_log_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.call_log_file = Some(path.into());
+        self
+    }
+
     /// Validates the description and makes the cloud. Without any pool entry the pool is
     /// `192.0.2.0/24` (TEST-NET-1).
     pub fn build(self) -> Result<FakeCloud, ConfigError> {
@@ -191,6 +202,18 @@ impl FakeCloudBuilder {
             cloud.set_latency(method, delay);
         }
         cloud.shared.quota.set(self.rate_limit);
+        if let Some(path) = self.call_log_file {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|source| ConfigError::CallLogFile {
+                    path: path.display().to_string(),
+                    source,
+                    at: SourceLine::default(),
+                })?;
+            cloud.shared.faults.set_sink(file);
+        }
         Ok(cloud)
     }
 }

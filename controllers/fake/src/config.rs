@@ -43,6 +43,8 @@ struct FileConfig {
     latency: HashMap<Spanned<String>, Spanned<String>>,
     #[serde(default)]
     rate_limit: Option<Spanned<FileRateLimit>>,
+    #[serde(default)]
+    call_log_file: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -227,6 +229,16 @@ pub(super) fn parse(yaml: &[u8]) -> Result<FakeCloudBuilder, ConfigError> {
     }
     if let Some(limit) = file.rate_limit {
         builder = builder.rate_limit(parse_rate_limit(&limit)?);
+    }
+    if let Some(path) = file.call_log_file {
+        if path.value.trim().is_empty() {
+            return Err(ConfigError::CallLogFile {
+                path: String::new(),
+                source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path is empty"),
+                at: SourceLine::of(&path),
+            });
+        }
+        builder = builder.call_log_file(path.value);
     }
     Ok(builder)
 }

@@ -45,6 +45,16 @@ pub enum ConfigError {
         /// Where.
         at: SourceLine,
     },
+    /// `callLogFile` cannot be opened for appending.
+    #[error("callLogFile{at}: cannot open {path:?} for appending: {source}")]
+    CallLogFile {
+        /// The path as given.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+        /// Where.
+        at: SourceLine,
+    },
     /// An instance has an empty `name`.
     #[error("instance name must not be empty{at}")]
     EmptyInstanceName {

@@ -492,3 +492,71 @@ fn provider_names_that_cannot_be_a_provider_id_prefix_are_refused() {
         assert!(msg.len() < 600, "{}", msg.len());
     }
 }
+
+/// `callLogFile` appends one JSON line per call, with its error and wall-clock times, to a file
+/// that is created if missing and never truncated (a restarted process keeps appending).
+#[tokio::test]
+async fn the_call_log_file_gets_one_json_line_per_call() {
+    let dir = std::env::temp_dir().join(format!("fake-call-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("calls.jsonl");
+    std::fs::write(&path, "{\"kept\":true}\n").unwrap();
+    let yaml = format!(
+        "instances: [{{name: node-1}}]\ncallLogFile: {}\n",
+        path.display()
+    );
+    let cloud = FakeCloud::from_config(yaml.as_bytes()).unwrap();
+    let instances = cloud.instances().unwrap();
+    assert!(
+        instances
+            .instance_exists_by_provider_id("fake://node-1")
+            .await
+            .unwrap()
+    );
+    let err = instances
+        .instance_shutdown_by_provider_id("fake://node-2")
+        .await
+        .unwrap_err();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines[0]["kept"], true, "appended, not truncated");
+    assert_eq!(lines[1]["method"], "InstanceExistsByProviderID");
+    assert_eq!(lines[1]["key"], "fake://node-1");
+    assert!(lines[1].get("error").is_none());
+    assert_eq!(lines[2]["method"], "InstanceShutdownByProviderID");
+    assert_eq!(lines[2]["error"], err.to_string());
+    let (start, end) = (
+        lines[2]["startedUnixMicros"].as_u64().unwrap(),
+        lines[2]["finishedUnixMicros"].as_u64().unwrap(),
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64;
+    assert!(
+        start <= end && end <= now && now - end < 60_000_000,
+        "{start} {end} {now}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_call_log_file_that_cannot_be_opened_is_rejected_with_the_path() {
+    let err = parse_err("callLogFile: /nonexistent-dir/calls.jsonl\n");
+    let message = err.to_string();
+    assert!(
+        message
+            .starts_with("callLogFile: cannot open \"/nonexistent-dir/calls.jsonl\" for appending"),
+        "{message}"
+    );
+    let err = parse_err("facets: {}\ncallLogFile: ''\n");
+    assert_eq!(
+        err.to_string(),
+        "callLogFile (line 2): cannot open \"\" for appending: the path is empty"
+    );
+}

@@ -306,6 +306,8 @@ pub(super) struct Faults {
     state: Mutex<FaultState>,
     /// Bumped after every logged call, so tests can await calls instead of polling.
     logged: watch::Sender<u64>,
+    /// Where every logged call is also appended as a JSON line, when set.
+    sink: Mutex<Option<std::fs::File>>,
 }
 
 impl Default for Faults {
@@ -313,7 +315,47 @@ impl Default for Faults {
         Self {
             state: Mutex::default(),
             logged: watch::Sender::new(0),
+            sink: Mutex::new(None),
         }
+    }
+}
+
+/// One line of the call-log file: a [`CloudCall`] with wall-clock times, which processes share.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CallLine<'a> {
+    method: &'a str,
+    key: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    started_unix_micros: u128,
+    finished_unix_micros: u128,
+}
+
+impl CallLine<'_> {
+    /// `call` as a line; it finished just now, so its start is now minus how long it took.
+    fn write(call: &CloudCall, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let took = call.finished.saturating_duration_since(call.started);
+        let line = CallLine {
+            method: call.method.as_str(),
+            key: &call.key,
+            caller: call.caller.as_deref(),
+            error: match &call.outcome {
+                CallOutcome::Ok => None,
+                CallOutcome::Err(message) => Some(message),
+            },
+            started_unix_micros: now.saturating_sub(took).as_micros(),
+            finished_unix_micros: now.as_micros(),
+        };
+        let mut bytes = serde_json::to_vec(&line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        // One write per line on an append-mode file: lines from a killed process stay whole.
+        out.write_all(&bytes)
     }
 }
 
@@ -394,8 +436,19 @@ impl Faults {
         Some(error)
     }
 
+    /// Appends every call logged from now on to `file` as well (see
+    /// [`super::FakeCloudBuilder::call_log_file`]).
+    pub(super) fn set_sink(&self, file: std::fs::File) {
+        *self.sink.lock() = Some(file);
+    }
+
     pub(super) fn record(&self, call: CloudCall) {
         tracing::debug!(call = %call, "fake cloud call");
+        if let Some(file) = self.sink.lock().as_mut()
+            && let Err(err) = CallLine::write(&call, file)
+        {
+            tracing::warn!(error = %err, "fake cloud: cannot append to the call-log file");
+        }
         {
             let mut state = self.state.lock();
             *state.counts.entry(call.method).or_default() += 1;
