@@ -103,6 +103,21 @@ impl RingStore for MemberStore {
         });
         async move { r }.boxed()
     }
+
+    fn delete_expired<'a>(
+        &'a self,
+        name: &'a str,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<bool, kube::Error>> {
+        let r = self.check().map(|()| {
+            let mut leases = self.world.leases.lock();
+            let current = leases
+                .get(name)
+                .and_then(|l| l.metadata.resource_version.as_deref());
+            current == Some(resource_version) && leases.remove(name).is_some()
+        });
+        async move { r }.boxed()
+    }
 }
 
 /// One reconcile: who, which key, when it started and ended (None: still running).
@@ -323,11 +338,17 @@ async fn a_killed_member_is_replaced_after_its_lease_expires() {
     c.kill.cancel();
     c.run.abort();
     settle().await;
+    // Expired (2 s after its last renewal) but not yet for one more lease duration: still there.
+    assert!(world.leases.lock().contains_key(&lease_name("web", "c")));
     let since = Instant::now();
     sleep(Duration::from_secs(1)).await;
     let log = snapshot(&log);
     check_no_overlap(&log).unwrap();
     check_reconciled_by_owner(&log, &keys(), since, &["a", "b"]);
+    // Expired for one more lease duration: the survivors delete c's Lease.
+    sleep(Duration::from_secs(2)).await;
+    assert!(!world.leases.lock().contains_key(&lease_name("web", "c")));
+    assert_eq!(world.leases.lock().len(), 2);
 }
 
 #[tokio::test(start_paused = true)]
@@ -352,6 +373,10 @@ async fn a_partitioned_member_stops_before_its_lease_expires_and_rejoins() {
     let during = snapshot(&log);
     check_no_overlap(&during).unwrap();
     check_reconciled_by_owner(&during, &keys(), since, &["a", "b"]);
+    // Cut off for long enough, c is dead to the others: they delete its Lease, and c, once it
+    // can renew again, creates it anew and rejoins.
+    sleep(Duration::from_secs(2)).await;
+    assert!(!world.leases.lock().contains_key(&lease_name("web", "c")));
     c.store.cut.store(false, Ordering::SeqCst);
     let healed = Instant::now();
     settle().await;
@@ -369,4 +394,5 @@ async fn a_partitioned_member_stops_before_its_lease_expires_and_rejoins() {
         );
     }
     assert!(log.iter().any(|e| e.member == c.id && e.start >= healed));
+    assert!(world.leases.lock().contains_key(&lease_name("web", "c")));
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::{DeleteParams, ListParams, Preconditions};
 use tokio::time::Instant;
 
 use super::label::member_value;
@@ -21,12 +21,22 @@ pub const RING_LABEL: &str = "controller-manager.io/shard-ring";
 /// Annotation holding the id of the view the member has published (drained for).
 pub const VIEW_ANNOTATION: &str = "controller-manager.io/shard-view";
 
+/// The least time a dead member's Lease stays after it expired, whatever its lease duration.
+const MIN_DEAD_WAIT: Duration = Duration::from_secs(1);
+
 /// The member's own Lease (get, create, replace through [`LeaseStore`]) plus the ring-wide calls.
 pub(crate) trait RingStore: LeaseStore {
     /// Every Lease of the ring (by [`RING_LABEL`]).
     fn list(&self) -> BoxFuture<'_, Result<Vec<Lease>, kube::Error>>;
     /// Deletes the member's own Lease; a missing one is not an error.
     fn delete(&self) -> BoxFuture<'_, Result<(), kube::Error>>;
+    /// Deletes another member's Lease `name` if it is still at `resource_version`; `false` when
+    /// it is gone or has changed since (its member came back).
+    fn delete_expired<'a>(
+        &'a self,
+        name: &'a str,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<bool, kube::Error>>;
 }
 
 /// The Lease name of `identity` in `ring`: `<ring>-<16 hex of the identity's hash>`, a valid DNS
@@ -83,6 +93,27 @@ impl RingStore for KubeRingStore {
             {
                 Ok(_) => Ok(()),
                 Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn delete_expired<'a>(
+        &'a self,
+        name: &'a str,
+        resource_version: &'a str,
+    ) -> BoxFuture<'a, Result<bool, kube::Error>> {
+        Box::pin(async move {
+            let dp = DeleteParams {
+                preconditions: Some(Preconditions {
+                    resource_version: Some(resource_version.to_string()),
+                    uid: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match self.own.api.delete(name, &dp).await {
+                Ok(_) => Ok(true),
+                Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => Ok(false),
                 Err(e) => Err(e),
             }
         })
@@ -187,13 +218,37 @@ impl Membership {
     }
 
     /// Lists the ring and returns the other members whose Lease is live on the local clock.
+    ///
+    /// Deletes the Leases of members that died without leaving (a `kill -9`, a lost node): each
+    /// restart of a pod is a new identity, so without this a Deployment's ring would keep one
+    /// Lease per crash forever. A Lease goes once it has been expired for one more whole lease
+    /// duration on this member's clock, and only at the resourceVersion this member saw, as
+    /// kube-apiserver's garbage collector of its own identity Leases deletes expired ones. Its
+    /// member is not live either way; if it was only cut off, it stopped reconciling at its renew
+    /// deadline and creates its Lease again when it can renew.
     pub async fn live_peers(&mut self) -> Result<Vec<Peer>, kube::Error> {
         let leases = self.store.list().await?;
-        Ok(self.observe(leases, Instant::now()))
+        let (peers, dead) = self.observe(leases, Instant::now());
+        for (name, resource_version) in dead {
+            match self.store.delete_expired(&name, &resource_version).await {
+                Ok(true) => {
+                    tracing::info!(ring = %self.ring, lease = %name, "deleted the Lease of a member that died without leaving");
+                    self.seen.remove(&name);
+                }
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::debug!(ring = %self.ring, lease = %name, error = %err, "cannot delete a dead member's Lease yet");
+                }
+            }
+        }
+        Ok(peers)
     }
 
-    fn observe(&mut self, leases: Vec<Lease>, now: Instant) -> Vec<Peer> {
+    /// The live peers in `leases`, and the (name, resourceVersion) of Leases dead long enough to
+    /// delete (see [`Self::live_peers`]).
+    fn observe(&mut self, leases: Vec<Lease>, now: Instant) -> (Vec<Peer>, Vec<(String, String)>) {
         let mut peers = Vec::new();
+        let mut dead = Vec::new();
         let mut present = Vec::new();
         for lease in leases {
             let Some(name) = lease.metadata.name.clone() else {
@@ -218,8 +273,14 @@ impl Membership {
                     duration,
                 };
             }
+            let expired_at = seen.at + seen.duration;
+            if expired_at + seen.duration.max(MIN_DEAD_WAIT) <= now
+                && let Some(rv) = &seen.resource_version
+            {
+                dead.push((name.clone(), rv.clone()));
+            }
             present.push(name);
-            if record.holder.is_empty() || seen.at + seen.duration <= now {
+            if record.holder.is_empty() || expired_at <= now {
                 continue;
             }
             let view = lease
@@ -233,6 +294,6 @@ impl Membership {
             });
         }
         self.seen.retain(|name, _| present.contains(name));
-        peers
+        (peers, dead)
     }
 }
