@@ -14,6 +14,7 @@ use tracing::{info, warn};
 use super::label::{ShardAssignment, ShardLabel};
 use super::membership::{KubeRingStore, Membership, RingStore, lease_name};
 use super::metrics::RingMetrics;
+use super::missed::Missed;
 use super::presence::Presence;
 use super::ring::{DEFAULT_VNODES, View};
 use crate::informer::ObjectKey;
@@ -88,6 +89,8 @@ struct Shared {
     /// Label mode: whether an admitted key is cached here or gone (set once the primary kind's
     /// informer exists).
     presence: OnceLock<Presence>,
+    /// Keys dropped for an event while not this replica's (see `missed.rs`).
+    missed: Missed,
 }
 
 /// A replica's handle on one ring: [`Ring::run`] keeps the membership, [`Ring::admit`] gates each
@@ -154,6 +157,7 @@ impl Ring {
     ) -> Result<Self, LeaderError> {
         cfg.lease.validate()?;
         let (changes, _) = watch::channel(0);
+        let missed = Missed::new(cfg.lease.lease_duration * 2);
         Ok(Self {
             shared: Arc::new(Shared {
                 cfg,
@@ -171,6 +175,7 @@ impl Ring {
                 changes,
                 metrics: RingMetrics::default(),
                 presence: OnceLock::new(),
+                missed,
             }),
         })
     }
@@ -191,11 +196,24 @@ impl Ring {
     /// flight until the returned guard drops. `None`: drop the key (it is re-enqueued through
     /// [`Ring::changes`] when it becomes this replica's), or it is already in flight here.
     pub fn admit(&self, key: &ObjectKey) -> Option<Admitted> {
+        self.try_admit(key, false)
+    }
+
+    /// [`Ring::admit`]; with `note_refusal`, a key refused because it is not this replica's now
+    /// is recorded as missed, under the same lock as any change of ownership, so the requeue
+    /// after a change that gains it sees the refusal if it came first (see `missed.rs`).
+    fn try_admit(&self, key: &ObjectKey, note_refusal: bool) -> Option<Admitted> {
         let mut gate = self.shared.gate.lock();
         let renewed = gate
             .last_renew
             .is_some_and(|t| t + self.shared.cfg.lease.renew_deadline > Instant::now());
-        if !renewed || !gate.admissible(self.me(), key) || gate.in_flight.contains_key(key) {
+        if !renewed || !gate.admissible(self.me(), key) {
+            if note_refusal {
+                self.shared.missed.note(key);
+            }
+            return None;
+        }
+        if gate.in_flight.contains_key(key) {
             return None;
         }
         let token = CancellationToken::new();
@@ -209,14 +227,15 @@ impl Ring {
 
     /// Admits `key` as [`Ring::admit`] does, but while the key is this replica's and in flight
     /// here already (another lane of the same controller), waits for that reconcile to end
-    /// instead of refusing. `None` once the key is not this replica's.
-    pub async fn admit_wait(&self, key: &ObjectKey) -> Option<Admitted> {
+    /// instead of refusing. `None` once the key is not this replica's; with `fresh` (the key
+    /// carries an event, not only a re-verification), that refusal is recorded as missed.
+    pub async fn admit_wait(&self, key: &ObjectKey, fresh: bool) -> Option<Admitted> {
         loop {
             // Registered before the check, so a drop between the check and the wait is seen.
             let dropped = self.shared.drained.notified();
             tokio::pin!(dropped);
             dropped.as_mut().enable();
-            if let Some(admitted) = self.admit(key) {
+            if let Some(admitted) = self.try_admit(key, fresh) {
                 return Some(admitted);
             }
             let busy_here = {
@@ -284,6 +303,11 @@ impl Ring {
 
     pub(crate) fn presence(&self) -> Option<&Presence> {
         self.shared.presence.get()
+    }
+
+    /// The keys refused lately with an event: if this replica gains one, nobody served it.
+    pub(crate) fn recently_missed(&self) -> std::collections::HashSet<ObjectKey> {
+        self.shared.missed.recent()
     }
 
     /// This member's identity in the ring.

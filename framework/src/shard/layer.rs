@@ -3,7 +3,8 @@
 //!
 //! A key the ring does not admit is answered [`Action::Done`] without calling the service: the
 //! member that owns it reconciles it, and [`super::requeue_gained`] puts it back on this
-//! replica's queue if it ever becomes this replica's. A key that is this replica's but in flight
+//! replica's queue if it ever becomes this replica's (ahead of mere re-verification when the
+//! drop was recent: its owner may have been dead, see `missed.rs`). A key that is this replica's but in flight
 //! in another lane of the same controller (the service controller's node sync beside its Service
 //! sync) waits for that reconcile, so one key never runs twice at once even within a replica.
 //!
@@ -20,6 +21,7 @@ use super::handover::Ring;
 use super::presence::Verdict;
 use crate::controller::{Action, Request};
 use crate::informer::ObjectKey;
+use crate::workqueue::AddReason;
 
 /// How a queue key names the object it is about (what the ring hashes).
 type KeyFn<K> = Arc<dyn Fn(&K) -> ObjectKey + Send + Sync>;
@@ -107,8 +109,10 @@ where
         let mut inner = std::mem::replace(&mut self.inner, fresh);
         let ring = self.ring.clone();
         let key = (self.key)(&request.key);
+        // Only a re-verification when the low-priority add is all this hand-out absorbed.
+        let fresh = !(request.cause.reason == AddReason::LowPriority && request.cause.adds <= 1);
         Box::pin(async move {
-            let Some(admitted) = ring.admit_wait(&key).await else {
+            let Some(admitted) = ring.admit_wait(&key, fresh).await else {
                 tracing::trace!(ring = ring.name(), %key, "not this replica's key; dropped");
                 return Ok(Action::Done);
             };

@@ -8,6 +8,7 @@
 //! - `metrics`: per-ring metrics and the health check.
 //! - `layer`: the gate as a tower layer in front of a controller's service ([`ShardLayer`]).
 //! - `requeue`: re-enqueues the keys a replica gains ([`requeue_gained`]).
+//! - `missed`: the keys it dropped lately, whose events go ahead when it gains them.
 //! - `label`: label mode's choice, label key, values and selectors ([`ShardAssignment`]).
 //! - `assign`: label mode's informers and label loop: claim, move, reclaim ([`sharded_informer`]).
 //! - `presence`: label mode's "absent from the cache is not deleted" check for the gate.
@@ -18,6 +19,7 @@ mod label;
 mod layer;
 mod membership;
 mod metrics;
+mod missed;
 mod presence;
 mod requeue;
 mod ring;

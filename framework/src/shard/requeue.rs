@@ -3,7 +3,12 @@
 //! (or while nothing was admissible) is re-verified here once it is this replica's.
 //!
 //! Gained keys go to the queue's low tier, behind the keys fresh events bring, as the initial
-//! list's keys do after a takeover.
+//! list's keys do after a takeover; except those refused lately with an event (see
+//! `missed.rs`): nobody may have served it, so they go ahead, as a fresh event would.
+//!
+//! A gained key already waiting or running is not added again. Its refusal, had it come before
+//! the change, would be in the missed record (noted under the lock that changes ownership); so a
+//! running one was, or will be, admitted after the change, and that reconcile verifies it.
 
 use tokio_util::sync::CancellationToken;
 
@@ -34,12 +39,20 @@ pub async fn requeue_gained<T, K>(
             changed = changes.changed() => if changed.is_err() { return },
         }
         let now = ring.ownership();
-        let mut gained = 0usize;
+        // Taken after `now`: a refusal noted before the change is in it.
+        let missed = ring.recently_missed();
+        let (mut gained, mut fresh) = (0usize, 0usize);
         for obj in store.list() {
-            if now.gained_since(&before, &ObjectKey::from_object(&*obj))
+            let object_key = ObjectKey::from_object(&*obj);
+            if now.gained_since(&before, &object_key)
                 && let Some(key) = select(&obj)
             {
-                queue.add_low_priority(key);
+                if missed.contains(&object_key) {
+                    queue.add(key);
+                    fresh += 1;
+                } else {
+                    queue.add_low_priority_unless_pending(key);
+                }
                 gained += 1;
             }
         }
@@ -47,6 +60,7 @@ pub async fn requeue_gained<T, K>(
             tracing::info!(
                 ring = ring.name(),
                 gained,
+                with_unserved_events = fresh,
                 "re-verifying the keys this replica gained"
             );
         }

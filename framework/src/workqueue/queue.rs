@@ -171,6 +171,25 @@ impl<K: QueueKey> WorkQueue<K> {
         self.wake(pushed);
     }
 
+    /// [`add_low_priority`](Self::add_low_priority), unless `key` is waiting or being processed
+    /// already: a re-verification that the pending or running reconcile covers. Whether it
+    /// was added.
+    pub fn add_low_priority_unless_pending(&self, key: K) -> bool {
+        let cause = self.cause(&key, AddReason::LowPriority);
+        let pushed = {
+            let mut state = self.inner.state.lock();
+            let promoted = state.promote_if_delayed();
+            if state.is_pending(&key) {
+                drop(state);
+                self.wake(promoted);
+                return false;
+            }
+            promoted + usize::from(state.add_in_tier(key, cause, true))
+        };
+        self.wake(pushed);
+        true
+    }
+
     /// [`add`](Self::add) for a key of a live watch change, [`add_low_priority`](Self::add_low_priority)
     /// for one of a re-delivered object (see [`EventSource::is_fresh`]); what an event handler
     /// registered with [`crate::informer::WithSource`] calls.

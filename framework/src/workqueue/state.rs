@@ -120,6 +120,11 @@ impl<K: Clone + Eq + Hash> State<K> {
 
     /// [`Self::add`] in the tier `low` says; a normal add of a key waiting in the low tier
     /// promotes it, a low add never demotes a key.
+    /// Whether `key` waits to be handed out or is being processed.
+    pub(super) fn is_pending(&self, key: &K) -> bool {
+        self.dirty.contains_key(key) || self.processing.contains_key(key)
+    }
+
     pub(super) fn add_in_tier(&mut self, key: K, cause: Cause, low: bool) -> bool {
         if self.shutting_down {
             return false;

@@ -410,3 +410,26 @@ async fn a_low_priority_add_while_processing_requeues_in_the_low_tier() {
         q.done(&got);
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_re_verification_unless_pending_skips_waiting_and_running_keys_only() {
+    let q = plain_queue();
+    q.add("busy");
+    assert_eq!(q.get().await, Some("busy"));
+    q.add("waiting");
+    assert!(!q.add_low_priority_unless_pending("busy"));
+    assert!(!q.add_low_priority_unless_pending("waiting"));
+    assert!(q.add_low_priority_unless_pending("idle"));
+    q.add_after("delayed", Duration::from_secs(5));
+    assert!(q.add_low_priority_unless_pending("delayed"));
+    q.done(&"busy");
+    for expected in ["waiting", "idle", "delayed"] {
+        let got = q.get().await.unwrap();
+        assert_eq!(got, expected);
+        q.done(&got);
+    }
+    assert!(
+        q.is_empty(),
+        "busy ran once: nothing was re-added while it ran"
+    );
+}
