@@ -293,25 +293,9 @@ async fn a_killed_replica_is_replaced_after_its_lease_expires_and_rejoins() {
     kill_and_rejoin(30, 15, 30).await;
 }
 
-/// The figures: 300 Services over three replicas, each replica ensuring 60–140 of them,
-/// then a kill and 90 more, then the rejoin. Not in the default run (about a minute):
-/// `cargo test -p cloud-controllers --test service_sharded -- --ignored --nocapture`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "the issue's scale, about a minute: run with --ignored"]
-async fn at_scale_300_services_then_a_kill_and_90_more() {
-    let shares = kill_and_rejoin(300, 90, 90).await;
-    println!("service_sharded: EnsureLoadBalancer per replica for the first 300: {shares:?}");
-    assert_eq!(shares.values().sum::<usize>(), 300, "{shares:?}");
-    assert!(
-        shares.values().all(|n| (60..=140).contains(n)),
-        "{shares:?}"
-    );
-}
-
 /// Creates `first` Services over three replicas, kills one and creates `second` more, restarts
 /// it and creates `third` more; checks one owner per Service at each step and no overlap.
-/// Returns how many of the first Services each replica ensured.
-async fn kill_and_rejoin(first: usize, second: usize, third: usize) -> BTreeMap<String, usize> {
+async fn kill_and_rejoin(first: usize, second: usize, third: usize) {
     let (env, client, cloud) = three_node_cluster().await;
     let mut replicas: Vec<_> = ["r0", "r1", "r2"]
         .iter()
@@ -384,13 +368,6 @@ async fn kill_and_rejoin(first: usize, second: usize, third: usize) -> BTreeMap<
         "r2 took no share after it rejoined: {rejoined:?}"
     );
     assert_no_overlap(&cloud);
-    let mut shares = BTreeMap::new();
-    for callers in owner.values() {
-        for c in callers {
-            *shares.entry(c.clone()).or_insert(0) += 1;
-        }
-    }
-    shares
 }
 
 fn manager(config: ManagerConfig) -> Manager<CloudContext> {

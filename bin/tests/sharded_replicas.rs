@@ -1,0 +1,394 @@
+//! Three processes of the real binary with `--sharded-controllers=service` on one kube-testenv:
+//! each load balancer is ensured by exactly one of them, and all three take a share; a `kill -9`
+//! of one leaves its Services to the other two once its Lease expires, and the Services created
+//! after it are provisioned within the lease duration + 10 s; restarted, it takes back its share,
+//! and across all four processes no two ever had a call for one Service in flight at once.
+//!
+//! Each process has its own fake cloud (a process cannot share another's memory), which appends
+//! every call to its own file (`callLogFile`) with wall-clock times: the checks read those files.
+//! The in-process suite (`controllers/tests/service_sharded.rs`) checks the same over one cloud,
+//! and `framework/src/shard/handover_tests.rs` proves "never two at once" on a paused clock.
+//!
+//! The default run is the issue's figures scaled to a fifth (60 Services, then 18); set
+//! `SHARDED_REPLICAS_SERVICES=300` for the issue's 300 and 90, and the 60–140 share bound.
+
+mod admin_support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use admin_support::{Ccm, scratch_dir};
+use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Node, Service};
+use kube::Api;
+use kube::api::{ListParams, PostParams};
+use kube_testenv::TestEnv;
+use serde_json::{Value, json};
+
+/// Lease 2 s, renew deadline 1.5 s, retry 0.3 s: leader election's durations, which the rings use.
+const LEASE: Duration = Duration::from_secs(2);
+const NODES: usize = 3;
+
+fn flags(cloud_config: &Path) -> Vec<String> {
+    vec![
+        format!("--cloud-config={}", cloud_config.display()),
+        "--controllers=service".into(),
+        "--sharded-controllers=service".into(),
+        "--leader-elect=true".into(),
+        "--leader-elect-lease-duration=2s".into(),
+        "--leader-elect-renew-deadline=1500ms".into(),
+        "--leader-elect-retry-period=300ms".into(),
+    ]
+}
+
+/// One process: its scratch directory holds its cloud config, call log and stderr.
+struct Replica {
+    dir: PathBuf,
+    ccm: Option<Ccm>,
+}
+
+impl Replica {
+    async fn start(env: &TestEnv, tag: &str) -> Replica {
+        let dir = scratch_dir(&format!("sharded-{tag}")).expect("scratch dir");
+        let mut config = String::from("instances:\n");
+        for i in 0..NODES {
+            config.push_str(&format!("  - {{name: node-{i}}}\n"));
+        }
+        // Wide enough for every Service, as each process's cloud hands out its own addresses;
+        // 20 ms per ensure, so two processes' calls for one Service would overlap if they raced.
+        config.push_str(&format!(
+            "loadBalancerPool: {{cidr: 10.200.0.0/20}}\nlatency: {{EnsureLoadBalancer: 20ms}}\n\
+             callLogFile: {}\n",
+            dir.join("calls.jsonl").display()
+        ));
+        let cloud_config = dir.join("cloud-config.yaml");
+        std::fs::write(&cloud_config, config).expect("cloud config");
+        let ccm = Ccm::start(env, &dir, &flags(&cloud_config))
+            .await
+            .expect("replica starts");
+        Replica {
+            dir,
+            ccm: Some(ccm),
+        }
+    }
+
+    /// `kill -9` (what dropping a [`Ccm`] does): no drain, no Lease release.
+    fn kill(&mut self) {
+        self.ccm = None;
+    }
+
+    /// The LB calls its cloud logged: (method, Service key, ok, started, finished) in µs.
+    fn calls(&self) -> Vec<Call> {
+        let text = std::fs::read_to_string(self.dir.join("calls.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("a whole JSON line"))
+            .filter(|v| {
+                v["method"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("LoadBalancer"))
+            })
+            .map(|v| Call {
+                method: v["method"].as_str().unwrap_or_default().to_owned(),
+                key: v["key"].as_str().unwrap_or_default().to_owned(),
+                ok: v.get("error").is_none(),
+                started: v["startedUnixMicros"].as_u64().expect("start"),
+                finished: v["finishedUnixMicros"].as_u64().expect("finish"),
+            })
+            .collect()
+    }
+
+    fn logs(&self) -> String {
+        self.ccm.as_ref().map(Ccm::logs).unwrap_or_default()
+    }
+}
+
+#[derive(Debug)]
+struct Call {
+    method: String,
+    key: String,
+    ok: bool,
+    started: u64,
+    finished: u64,
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_micros() as u64
+}
+
+/// Service keys each replica ensured successfully from `since` (µs) on.
+fn ensured_since(replicas: &[&Replica], since: u64) -> Vec<BTreeSet<String>> {
+    replicas
+        .iter()
+        .map(|r| {
+            r.calls()
+                .into_iter()
+                .filter(|c| c.method == "EnsureLoadBalancer" && c.ok && c.started >= since)
+                .map(|c| c.key)
+                .collect()
+        })
+        .collect()
+}
+
+/// How many successful EnsureLoadBalancer calls each replica made from `since` on.
+fn ensure_counts(replicas: &[&Replica], since: u64) -> Vec<usize> {
+    replicas
+        .iter()
+        .map(|r| {
+            r.calls()
+                .iter()
+                .filter(|c| c.method == "EnsureLoadBalancer" && c.ok && c.started >= since)
+                .count()
+        })
+        .collect()
+}
+
+/// Every successful EnsureLoadBalancer of a Service that had more than one, by process.
+fn repeated_ensures(replicas: &[&Replica], since: u64) -> BTreeMap<String, Vec<(usize, u64)>> {
+    let mut by_key: BTreeMap<String, Vec<(usize, u64)>> = BTreeMap::new();
+    for (i, r) in replicas.iter().enumerate() {
+        for c in r.calls() {
+            if c.method == "EnsureLoadBalancer" && c.ok && c.started >= since {
+                by_key.entry(c.key).or_default().push((i, c.started));
+            }
+        }
+    }
+    by_key.retain(|_, calls| calls.len() > 1);
+    by_key
+}
+
+/// The overlap checker: no two processes ever had calls for one Service in flight at once.
+fn assert_no_overlap(replicas: &[&Replica]) {
+    let mut by_key: BTreeMap<String, Vec<(usize, Call)>> = BTreeMap::new();
+    for (i, r) in replicas.iter().enumerate() {
+        for call in r.calls() {
+            by_key.entry(call.key.clone()).or_default().push((i, call));
+        }
+    }
+    for (key, calls) in &by_key {
+        for (n, (i, a)) in calls.iter().enumerate() {
+            for (j, b) in calls[n + 1..].iter().filter(|(j, _)| j != i) {
+                let apart = a.finished <= b.started || b.finished <= a.started;
+                assert!(
+                    apart,
+                    "{key}: replica {i}'s {a:?} and replica {j}'s {b:?} were in flight at once"
+                );
+            }
+        }
+    }
+}
+
+async fn create_nodes(client: &kube::Client) {
+    let api: Api<Node> = Api::all(client.clone());
+    for i in 0..NODES {
+        let node: Node = serde_json::from_value(json!({
+            "metadata": {"name": format!("node-{i}")},
+            "spec": {"providerID": format!("fake://node-{i}")},
+        }))
+        .expect("node");
+        let created = api
+            .create(&PostParams::default(), &node)
+            .await
+            .expect("node");
+        let mut status = created.clone();
+        status.status = Some(
+            serde_json::from_value(json!({
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }))
+            .expect("status"),
+        );
+        api.replace_status(&format!("node-{i}"), &PostParams::default(), &status)
+            .await
+            .expect("ready");
+    }
+}
+
+async fn create_services(client: &kube::Client, names: impl IntoIterator<Item = String>) {
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    for name in names {
+        let svc: Service = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        }))
+        .expect("service");
+        api.create(&PostParams::default(), &svc)
+            .await
+            .expect("service");
+    }
+}
+
+/// Waits until every Service in `names` has an ingress address.
+async fn provisioned(client: &kube::Client, names: &BTreeSet<String>, replicas: &[&Replica]) {
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let mut missing = names.clone();
+    for _ in 0..600 {
+        let list = api.list(&ListParams::default()).await.expect("services");
+        for svc in list.items {
+            let has_ingress = svc
+                .status
+                .and_then(|s| s.load_balancer)
+                .and_then(|lb| lb.ingress)
+                .is_some_and(|i| !i.is_empty());
+            if has_ingress {
+                missing.remove(&svc.metadata.name.unwrap_or_default());
+            }
+        }
+        if missing.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let logs: Vec<String> = replicas.iter().map(|r| r.logs()).collect();
+    panic!(
+        "{} Services were never provisioned, e.g. {:?}:\n{}",
+        missing.len(),
+        missing.iter().next(),
+        logs.join("\n----\n")
+    );
+}
+
+/// Waits until the ring has `n` member Leases that all publish one view.
+async fn ring_of(client: &kube::Client, n: usize) {
+    let api: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let mut last = BTreeMap::new();
+    for _ in 0..200 {
+        let leases = api
+            .list(&ListParams::default().labels(RING_LABEL))
+            .await
+            .expect("leases");
+        last = leases
+            .items
+            .into_iter()
+            .map(|l| {
+                let view = l
+                    .metadata
+                    .annotations
+                    .and_then(|a| a.get(VIEW_ANNOTATION).cloned());
+                (l.metadata.name.unwrap_or_default(), view)
+            })
+            .collect::<BTreeMap<_, _>>();
+        let views: BTreeSet<_> = last.values().collect();
+        if last.len() == n && views.len() == 1 && views.iter().all(|v| v.is_some()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the ring never settled on {n} members: {last:?}");
+}
+
+fn names(range: std::ops::Range<usize>) -> BTreeSet<String> {
+    range.map(|i| format!("lb-{i:04}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance() {
+    let first: usize = std::env::var("SHARDED_REPLICAS_SERVICES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(60);
+    let second = first * 3 / 10;
+    let env = TestEnv::start().await.expect("testenv");
+    let client = env.client();
+    create_nodes(&client).await;
+    let mut replicas = Vec::new();
+    for tag in ["r0", "r1", "r2"] {
+        replicas.push(Replica::start(&env, tag).await);
+    }
+    ring_of(&client, 3).await;
+
+    // The first Services: each ensured by exactly one process; all three take a share.
+    let start = now_micros();
+    let first_names = names(0..first);
+    create_services(&client, first_names.iter().cloned()).await;
+    let all: Vec<&Replica> = replicas.iter().collect();
+    provisioned(&client, &first_names, &all).await;
+    let ensured = ensured_since(&all, start);
+    let counts = ensure_counts(&all, start);
+    println!("sharded_replicas: EnsureLoadBalancer per process for the first {first}: {counts:?}");
+    assert_eq!(
+        counts.iter().sum::<usize>(),
+        first,
+        "{counts:?}; ensured more than once: {:?}",
+        repeated_ensures(&all, start)
+    );
+    assert!(counts.iter().all(|&n| n > 0), "{counts:?}");
+    if first >= 300 {
+        let (low, high) = (first / 5, first * 7 / 15);
+        assert!(
+            counts.iter().all(|n| (low..=high).contains(n)),
+            "{counts:?}"
+        );
+    }
+    let owners: BTreeSet<&String> = ensured.iter().flatten().collect();
+    assert_eq!(owners.len(), first, "a Service ensured by two processes");
+
+    // kill -9 one: the other two take its Services once its Lease expires, and provision the
+    // new ones within the lease duration + 10 s.
+    replicas[2].kill();
+    let killed = Instant::now();
+    let after_kill = now_micros();
+    let second_names = names(first..first + second);
+    create_services(&client, second_names.iter().cloned()).await;
+    let live: Vec<&Replica> = replicas[..2].iter().collect();
+    provisioned(&client, &second_names, &live).await;
+    let took = killed.elapsed();
+    println!(
+        "sharded_replicas: {second} Services provisioned {took:?} after the kill (lease {LEASE:?})"
+    );
+    assert!(took < LEASE + Duration::from_secs(10), "took {took:?}");
+    let new_ensured = ensured_since(&live, after_kill);
+    for name in &second_names {
+        let key = format!("default/{name}");
+        let by: Vec<usize> = (0..2).filter(|&i| new_ensured[i].contains(&key)).collect();
+        assert_eq!(by.len(), 1, "{key} ensured by {by:?}");
+    }
+    // The killed process's Services are re-verified by their new owners.
+    let orphans = &ensured[2];
+    for _ in 0..100 {
+        let taken = ensured_since(&live, after_kill);
+        if orphans
+            .iter()
+            .all(|k| taken[0].contains(k) || taken[1].contains(k))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let taken = ensured_since(&live, after_kill);
+    for key in orphans {
+        assert!(
+            taken[0].contains(key) || taken[1].contains(key),
+            "{key}, the killed process's, was not taken over"
+        );
+    }
+
+    // Restarted (a new process, a new identity): it takes back a share of what exists, by
+    // handover, and the overlap checker over all four processes finds nothing.
+    let rejoined = now_micros();
+    replicas.push(Replica::start(&env, "r2-again").await);
+    ring_of(&client, 3).await;
+    let back = &replicas[3];
+    // Until its count has held for a second: the handover is over.
+    let (mut regained, mut held) = (0, 0);
+    for _ in 0..150 {
+        let now = ensure_counts(&[back], rejoined)[0];
+        held = if now == regained { held + 1 } else { 0 };
+        regained = now;
+        if regained > 0 && held >= 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("sharded_replicas: the restarted process re-verified {regained} Services");
+    assert!(
+        regained > 0 && regained < first + second,
+        "the restarted process took {regained} of {} Services",
+        first + second
+    );
+    let all: Vec<&Replica> = replicas.iter().collect();
+    assert_no_overlap(&all);
+}
