@@ -9,8 +9,9 @@
 //! The in-process suite (`controllers/tests/service_sharded.rs`) checks the same over one cloud,
 //! and `framework/src/shard/handover_tests.rs` proves "never two at once" on a paused clock.
 //!
-//! The default run is the figures scaled to a fifth (60 Services, then 18); set
-//! `SHARDED_REPLICAS_SERVICES=300` for the 300 and 90, and the 60–140 share bound.
+//! Both assignment modes run. The default run is the figures scaled to a fifth (60
+//! Services, then 18); set `SHARDED_REPLICAS_SERVICES=300` for the 300 and 90, and the
+//! 60–140 share bound.
 
 mod admin_support;
 
@@ -31,7 +32,7 @@ use serde_json::{Value, json};
 const LEASE: Duration = Duration::from_secs(2);
 const NODES: usize = 3;
 
-fn flags(cloud_config: &Path) -> Vec<String> {
+fn flags(cloud_config: &Path, assignment: &str) -> Vec<String> {
     vec![
         format!("--cloud-config={}", cloud_config.display()),
         "--controllers=service".into(),
@@ -40,6 +41,7 @@ fn flags(cloud_config: &Path) -> Vec<String> {
         "--leader-elect-lease-duration=2s".into(),
         "--leader-elect-renew-deadline=1500ms".into(),
         "--leader-elect-retry-period=300ms".into(),
+        format!("--shard-assignment={assignment}"),
     ]
 }
 
@@ -50,8 +52,8 @@ struct Replica {
 }
 
 impl Replica {
-    async fn start(env: &TestEnv, tag: &str) -> Replica {
-        let dir = scratch_dir(&format!("sharded-{tag}")).expect("scratch dir");
+    async fn start(env: &TestEnv, assignment: &str, tag: &str) -> Replica {
+        let dir = scratch_dir(&format!("sharded-{assignment}-{tag}")).expect("scratch dir");
         let mut config = String::from("instances:\n");
         for i in 0..NODES {
             config.push_str(&format!("  - {{name: node-{i}}}\n"));
@@ -65,7 +67,7 @@ impl Replica {
         ));
         let cloud_config = dir.join("cloud-config.yaml");
         std::fs::write(&cloud_config, config).expect("cloud config");
-        let ccm = Ccm::start(env, &dir, &flags(&cloud_config))
+        let ccm = Ccm::start(env, &dir, &flags(&cloud_config, assignment))
             .await
             .expect("replica starts");
         Replica {
@@ -286,6 +288,17 @@ fn names(range: std::ops::Range<usize>) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance() {
+    scenario("hash").await;
+}
+
+/// Label mode: each process caches only the Services labelled to it, and claims new ones with a
+/// label patch each, spending its client's QPS; its ring Lease renews on a client of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_label_mode_too() {
+    scenario("label").await;
+}
+
+async fn scenario(assignment: &str) {
     let first: usize = std::env::var("SHARDED_REPLICAS_SERVICES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -296,7 +309,7 @@ async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance()
     create_nodes(&client).await;
     let mut replicas = Vec::new();
     for tag in ["r0", "r1", "r2"] {
-        replicas.push(Replica::start(&env, tag).await);
+        replicas.push(Replica::start(&env, assignment, tag).await);
     }
     ring_of(&client, 3).await;
 
@@ -308,7 +321,9 @@ async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance()
     provisioned(&client, &first_names, &all).await;
     let ensured = ensured_since(&all, start);
     let counts = ensure_counts(&all, start);
-    println!("sharded_replicas: EnsureLoadBalancer per process for the first {first}: {counts:?}");
+    println!(
+        "sharded_replicas ({assignment}): EnsureLoadBalancer per process for the first {first}: {counts:?}"
+    );
     assert_eq!(
         counts.iter().sum::<usize>(),
         first,
@@ -337,7 +352,7 @@ async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance()
     provisioned(&client, &second_names, &live).await;
     let took = killed.elapsed();
     println!(
-        "sharded_replicas: {second} Services provisioned {took:?} after the kill (lease {LEASE:?})"
+        "sharded_replicas ({assignment}): {second} Services provisioned {took:?} after the kill (lease {LEASE:?})"
     );
     assert!(took < LEASE + Duration::from_secs(10), "took {took:?}");
     let new_ensured = ensured_since(&live, after_kill);
@@ -369,7 +384,7 @@ async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance()
     // Restarted (a new process, a new identity): it takes back a share of what exists, by
     // handover, and the overlap checker over all four processes finds nothing.
     let rejoined = now_micros();
-    replicas.push(Replica::start(&env, "r2-again").await);
+    replicas.push(Replica::start(&env, assignment, "r2-again").await);
     ring_of(&client, 3).await;
     let back = &replicas[3];
     // Until its count has held for a second: the handover is over.
@@ -383,7 +398,9 @@ async fn three_processes_share_the_load_balancers_survive_a_kill_and_rebalance()
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    println!("sharded_replicas: the restarted process re-verified {regained} Services");
+    println!(
+        "sharded_replicas ({assignment}): the restarted process re-verified {regained} Services"
+    );
     assert!(
         regained > 0 && regained < first + second,
         "the restarted process took {regained} of {} Services",

@@ -5,7 +5,9 @@
 //!   Lease (also for a warm standby's start hook);
 //! - a controller whose task returns or panics while the manager runs stops the manager with
 //!   `ControllerStopped`; meanwhile its `/healthz/<name>` check fails and
-//!   `running_managed_controllers` reads 0.
+//!   `running_managed_controllers` reads 0;
+//! - a controller that spends all of the process's QPS does not cost the leader its Lease: the
+//!   renewals have a client and limiter of their own, as upstream's `leader-election` client.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,4 +236,70 @@ async fn a_controller_that_returns_or_panics_stops_the_manager_and_fails_its_che
         }
         assert_eq!(holder(&env).await, None, "{death:?}: Lease not released");
     }
+}
+
+/// The process's client at 2 QPS (burst 1), its whole budget spent by a controller listing in
+/// eight loops: each renewal through it would wait about 4 s, beyond the 1.5 s renew deadline.
+/// Through the manager's own Lease client the leader keeps renewing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controller_spending_the_process_qps_does_not_cost_the_lease() {
+    use controller_manager::client::{ClientBuilder, client_from_config};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    let env = TestEnv::start().await.unwrap();
+    let root = client_from_config(env.config(), 2.0, 1, "test-manager", None).unwrap();
+    let clients = ClientBuilder::simple(env.config(), "test-manager", 2.0, 1, None);
+    let mut config = config(false);
+    config.leader_election = Some(controller_manager::testing::fast_leader_election(
+        LEASE,
+        "replica-a",
+    ));
+    let lists = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = lists.clone();
+    let hog = Initializer::new("hog", move |ctx: InitContext<()>| {
+        let lists = counted.clone();
+        async move {
+            let stop = ctx.shutdown.clone();
+            let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), "default");
+            Ok(InitOutcome::Started(Box::pin(async move {
+                let loops = (0..8).map(|_| {
+                    let (api, stop, lists) = (api.clone(), stop.clone(), lists.clone());
+                    async move {
+                        let lp = kube::api::ListParams::default();
+                        while !stop.is_cancelled() {
+                            tokio::select! {
+                                _ = api.list(&lp) => {}
+                                () = stop.cancelled() => {}
+                            }
+                            lists.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+                futures::future::join_all(loops).await;
+            })))
+        }
+    });
+    let manager = Manager::new(config, root, ())
+        .with_client_builder(clients)
+        .with_initializers(Initializers::new().with(hog));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(manager.run(stop.clone()));
+    for _ in 0..100 {
+        if holder(&env).await.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(holder(&env).await.as_deref(), Some("replica-a"));
+    // Three renew deadlines with the process's QPS spent.
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    assert!(!run.is_finished(), "the manager stopped: {:?}", run.await);
+    let spent = lists.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        (6..=14).contains(&spent),
+        "the hog made {spent} LISTs: its 2 QPS were not spent"
+    );
+    assert_eq!(holder(&env).await.as_deref(), Some("replica-a"));
+    stop.cancel();
+    run.await.unwrap().unwrap();
 }

@@ -114,7 +114,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             }
             let ring = match &ring_metrics {
                 Some(metrics) if sharded.contains(&init.name) => Some(
-                    Ring::new(self.client.clone(), self.ring_config(&init.name)?)?
+                    Ring::new(self.lease_client()?, self.ring_config(&init.name)?)?
                         .with_metrics(metrics.clone()),
                 ),
                 _ => None,

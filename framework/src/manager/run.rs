@@ -307,10 +307,19 @@ impl<C: Send + Sync + 'static> Manager<C> {
         result
     }
 
+    /// A client for Lease renewals, with a QPS limiter of its own (upstream's `leader-election`
+    /// client): controllers that spend the process's QPS cannot delay a renewal past the renew
+    /// deadline. A claim storm in label mode did, and cost the replica its shard.
+    pub(super) fn lease_client(&self) -> Result<kube::Client, ManagerError> {
+        self.clients
+            .root_client("leader-election")
+            .map_err(ManagerError::Client)
+    }
+
     /// The elector for `cfg`, with its metrics registered and its `leaderElection` health check.
     pub(super) fn elector(&self, cfg: LeaderElectionConfig) -> Result<LeaderElector, ManagerError> {
         let metrics = LeaderMetrics::register(&mut self.registry.lock());
-        let elector = LeaderElector::new(self.client.clone(), cfg)?.with_metrics(metrics);
+        let elector = LeaderElector::new(self.lease_client()?, cfg)?.with_metrics(metrics);
         self.health
             .add_check("leaderElection", elector.status().health_check());
         Ok(elector)
