@@ -2,7 +2,7 @@
 //! every view in its chain, publishes a view only after draining what it loses, and settles a view
 //! (takes what it gains) only once every live member has published it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::label::{ShardAssignment, ShardLabel};
-use super::membership::{KubeRingStore, Membership, RingStore, lease_name};
+use super::membership::{KubeRingStore, Membership, Peer, RingStore, lease_name};
 use super::metrics::RingMetrics;
 use super::missed::Missed;
 use super::presence::Presence;
@@ -351,8 +351,11 @@ impl Ring {
             &cfg.lease.lease_namespace,
             &cfg.lease.identity,
             cfg.lease.lease_duration_seconds(),
+            cfg.assignment.as_str(),
         );
         let mut published: Option<View> = None;
+        // Peers already warned about for another assignment mode.
+        let mut mismatched = HashSet::new();
         loop {
             if stop.is_cancelled() {
                 let idle = {
@@ -389,7 +392,10 @@ impl Ring {
             }
             if !stop.is_cancelled() {
                 match timeout_at(next.max(Instant::now()), membership.live_peers()).await {
-                    Ok(Ok(peers)) => self.step(&peers, &mut published),
+                    Ok(Ok(peers)) => {
+                        warn_mixed_modes(cfg, &peers, &mut mismatched);
+                        self.step(&peers, &mut published)
+                    }
                     Ok(Err(e)) => {
                         warn!(ring = %cfg.ring, error = %e, "failed to list shard leases")
                     }
@@ -496,6 +502,33 @@ impl Ring {
             self.changed();
         }
     }
+}
+
+/// Warns once per peer that publishes another assignment mode than this member's. The ring still
+/// runs: ownership is the same in both modes, so no key is reconciled twice; but an object a
+/// label-mode member moved to a hash-mode one is not moved on, and may wait uncached until the
+/// hash-mode member leaves (a rolling switch of `--shard-assignment` passes through this).
+/// Returns the peers warned about this time.
+fn warn_mixed_modes(cfg: &RingConfig, peers: &[Peer], warned: &mut HashSet<String>) -> Vec<String> {
+    let mine = cfg.assignment.as_str();
+    let mut now = Vec::new();
+    for peer in peers {
+        if let Some(theirs) = peer.assignment.as_deref()
+            && theirs != mine
+            && warned.insert(peer.identity.clone())
+        {
+            warn!(
+                ring = %cfg.ring,
+                peer = %peer.identity,
+                theirs,
+                mine,
+                "a shard ring member uses another --shard-assignment; every replica must use the same (objects moved to a hash-mode member may stay uncached until it leaves)"
+            );
+            now.push(peer.identity.clone());
+        }
+    }
+    warned.retain(|id| peers.iter().any(|p| &p.identity == id));
+    now
 }
 
 #[cfg(test)]

@@ -396,3 +396,24 @@ async fn a_partitioned_member_stops_before_its_lease_expires_and_rejoins() {
     assert!(log.iter().any(|e| e.member == c.id && e.start >= healed));
     assert!(world.leases.lock().contains_key(&lease_name("web", "c")));
 }
+
+#[test]
+fn a_peer_with_another_assignment_mode_is_warned_about_once_while_it_stays() {
+    let cfg = RingConfig::new("web", "kube-system", "a");
+    let peer = |id: &str, mode: Option<&str>| super::Peer {
+        identity: id.into(),
+        view: None,
+        assignment: mode.map(String::from),
+    };
+    let mut warned = std::collections::HashSet::new();
+    let ring = [
+        peer("b", Some("hash")),
+        peer("c", Some("label")),
+        peer("d", None),
+    ];
+    assert_eq!(warn_mixed_modes(&cfg, &ring, &mut warned), ["c"]);
+    assert!(warn_mixed_modes(&cfg, &ring, &mut warned).is_empty());
+    // c left, then came back: warned again.
+    warn_mixed_modes(&cfg, &ring[..1], &mut warned);
+    assert_eq!(warn_mixed_modes(&cfg, &ring, &mut warned), ["c"]);
+}

@@ -20,6 +20,9 @@ use crate::leader::store::{KubeLeaseStore, LeaseStore};
 pub const RING_LABEL: &str = "controller-manager.io/shard-ring";
 /// Annotation holding the id of the view the member has published (drained for).
 pub const VIEW_ANNOTATION: &str = "controller-manager.io/shard-view";
+/// Annotation holding the member's assignment mode (`hash` or `label`), so a member can tell a
+/// ring whose replicas disagree on it.
+pub const ASSIGNMENT_ANNOTATION: &str = "controller-manager.io/shard-assignment";
 
 /// The least time a dead member's Lease stays after it expired, whatever its lease duration.
 const MIN_DEAD_WAIT: Duration = Duration::from_secs(1);
@@ -125,6 +128,8 @@ impl RingStore for KubeRingStore {
 pub(crate) struct Peer {
     pub identity: String,
     pub view: Option<String>,
+    /// The assignment mode it publishes (none from releases before the annotation).
+    pub assignment: Option<String>,
 }
 
 /// When a Lease was last seen to change (local clock) and for how long it then stays live.
@@ -142,6 +147,7 @@ pub(crate) struct Membership {
     name: String,
     identity: String,
     lease_duration_seconds: i32,
+    assignment: &'static str,
     own: Option<Lease>,
     seen: HashMap<String, Seen>,
 }
@@ -153,6 +159,7 @@ impl Membership {
         namespace: &str,
         identity: &str,
         lease_duration_seconds: i32,
+        assignment: &'static str,
     ) -> Self {
         Self {
             store,
@@ -161,6 +168,7 @@ impl Membership {
             name: lease_name(ring, identity),
             identity: identity.to_string(),
             lease_duration_seconds,
+            assignment,
             own: None,
             seen: HashMap::new(),
         }
@@ -198,6 +206,10 @@ impl Membership {
             .get_or_insert_default()
             .insert(RING_LABEL.to_string(), self.ring.clone());
         let annotations = lease.metadata.annotations.get_or_insert_default();
+        annotations.insert(
+            ASSIGNMENT_ANNOTATION.to_string(),
+            self.assignment.to_string(),
+        );
         match view {
             Some(v) => annotations.insert(VIEW_ANNOTATION.to_string(), v.to_string()),
             None => annotations.remove(VIEW_ANNOTATION),
@@ -283,14 +295,17 @@ impl Membership {
             if record.holder.is_empty() || expired_at <= now {
                 continue;
             }
-            let view = lease
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(VIEW_ANNOTATION).cloned());
+            let annotation = |key: &str| {
+                lease
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(key).cloned())
+            };
             peers.push(Peer {
                 identity: record.holder,
-                view,
+                view: annotation(VIEW_ANNOTATION),
+                assignment: annotation(ASSIGNMENT_ANNOTATION),
             });
         }
         self.seen.retain(|name, _| present.contains(name));

@@ -48,7 +48,14 @@ impl View {
             }
         }
         points.sort_unstable();
-        let hash = stable_hash(members.join("\n").as_bytes());
+        // Members that place a different number of points compute different owners: their
+        // views must not share an id, or they would settle on it and both admit one key. With
+        // the default the id is the members' alone, as it always was, so releases interoperate.
+        let mut identity = members.join("\n");
+        if vnodes != DEFAULT_VNODES {
+            identity.push_str(&format!("\n#vnodes={vnodes}"));
+        }
+        let hash = stable_hash(identity.as_bytes());
         Self {
             members: members.into(),
             points: points.into(),
@@ -119,6 +126,20 @@ mod tests {
             format!("{:016x}", stable_hash(b"default/a")),
             "8a486932515c845d"
         );
+    }
+
+    #[test]
+    fn views_with_other_vnodes_never_share_an_id() {
+        let members = || ["a".to_string(), "b".to_string()];
+        let default = View::new(members(), DEFAULT_VNODES);
+        assert_eq!(
+            default.id(),
+            format!("{:016x}", stable_hash(b"a\nb")),
+            "the default's id is the one earlier releases publish"
+        );
+        assert_ne!(default.id(), View::new(members(), 8).id());
+        assert_ne!(View::new(members(), 8).id(), View::new(members(), 16).id());
+        assert_eq!(View::new(members(), 8).id(), View::new(members(), 8).id());
     }
 
     #[test]
