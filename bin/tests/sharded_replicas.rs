@@ -2,7 +2,8 @@
 //! each load balancer is ensured by exactly one of them, and all three take a share; a `kill -9`
 //! of one leaves its Services to the other two once its Lease expires, and the Services created
 //! after it are provisioned within the lease duration + 10 s; restarted, it takes back its share,
-//! and across all four processes no two ever had a call for one Service in flight at once.
+//! then a SIGTERM of another hands its Services over with no expiry to wait for; across all four
+//! processes no two ever had a call for one Service in flight at once.
 //!
 //! Each process has its own fake cloud (a process cannot share another's memory), which appends
 //! every call to its own file (`callLogFile`) with wall-clock times: the checks read those files.
@@ -406,6 +407,58 @@ async fn scenario(assignment: &str) {
         "the restarted process took {regained} of {} Services",
         first + second
     );
+
+    // SIGTERM one: it drains, deletes its ring Lease and exits 0; the other two take its
+    // Services without waiting for any expiry, and re-verify each of them.
+    // What r0 holds now: the Services whose latest ensure was its own.
+    let mut latest: BTreeMap<String, (u64, usize)> = BTreeMap::new();
+    for (i, r) in replicas.iter().enumerate() {
+        for c in r.calls() {
+            if c.method == "EnsureLoadBalancer" && c.ok {
+                let entry = latest.entry(c.key).or_insert((c.started, i));
+                if c.started >= entry.0 {
+                    *entry = (c.started, i);
+                }
+            }
+        }
+    }
+    let mine_before: BTreeSet<String> = latest
+        .into_iter()
+        .filter(|(_, (_, i))| *i == 0)
+        .map(|(key, _)| key)
+        .collect();
+    assert!(!mine_before.is_empty(), "r0 holds no Service");
+    let stopped = now_micros();
+    let stopping = Instant::now();
+    let ccm = replicas[0].ccm.as_mut().expect("r0 runs");
+    let status = ccm.terminate().await.expect("r0 stops");
+    assert!(status.success(), "SIGTERM is a clean exit: {status}");
+    let survivors = [&replicas[1], &replicas[3]];
+    let mut taken = Vec::new();
+    for _ in 0..200 {
+        taken = ensured_since(&survivors, stopped);
+        if mine_before
+            .iter()
+            .all(|k| taken.iter().any(|t| t.contains(k)))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let left: Vec<&String> = mine_before
+        .iter()
+        .filter(|k| !taken.iter().any(|t| t.contains(*k)))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "not taken over after the graceful stop: {left:?}"
+    );
+    println!(
+        "sharded_replicas ({assignment}): {} Services re-verified {:?} after a SIGTERM",
+        mine_before.len(),
+        stopping.elapsed()
+    );
+    ring_of(&client, 2).await;
     let all: Vec<&Replica> = replicas.iter().collect();
     assert_no_overlap(&all);
 }

@@ -396,6 +396,26 @@ impl Ccm {
     pub fn logs(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// SIGTERM, then the exit status once the process has drained and exited.
+    pub async fn terminate(&mut self) -> anyhow::Result<std::process::ExitStatus> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()?;
+        anyhow::ensure!(sent.success(), "kill -TERM failed: {sent}");
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(status);
+            }
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "did not exit within {DEADLINE:?} of SIGTERM:\n{}",
+                self.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 impl Drop for Ccm {
