@@ -14,7 +14,7 @@
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
 //! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-no-pause,ours-0s,upstream --join-per-second 50 --extra=--cloud-api-qps=20]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-no-pause,ours-0s,upstream --join-per-second 50 --lb-qps 20 --extra=--cloud-api-qps=20]`
 
 mod upstream;
 
@@ -62,6 +62,10 @@ struct Args {
     /// them as fast as the API server takes them.
     #[arg(long, default_value_t = 50.0)]
     join_per_second: f64,
+    /// The cloud's quota on load-balancer calls per second (burst the same); 0: no quota, to
+    /// see the node sync's own pace.
+    #[arg(long, default_value_t = 20.0)]
+    lb_qps: f64,
     /// Extra manager flags for both modes, e.g. the cloud call budget:
     /// `--extra=--cloud-api-pause-on-retry`.
     #[arg(long, allow_hyphen_values = true)]
@@ -104,10 +108,11 @@ fn node_name(i: usize) -> String {
     format!("node-{i:04}")
 }
 
-fn cloud(nodes: usize) -> anyhow::Result<FakeCloud> {
-    let mut b = FakeCloud::builder()
-        .lb_pool_cidr("10.200.0.0/16")
-        .rate_limit(RateLimit::new(20.0, 20).methods(LB_METHODS));
+fn cloud(nodes: usize, lb_qps: f64) -> anyhow::Result<FakeCloud> {
+    let mut b = FakeCloud::builder().lb_pool_cidr("10.200.0.0/16");
+    if lb_qps > 0.0 {
+        b = b.rate_limit(RateLimit::new(lb_qps, lb_qps.ceil() as u32).methods(LB_METHODS));
+    }
     for m in LB_METHODS {
         b = b.latency(m, Duration::from_millis(100));
     }
@@ -206,6 +211,7 @@ async fn run(
     nodes: usize,
     services: usize,
     rate: f64,
+    lb_qps: f64,
     extra: &[String],
 ) -> anyhow::Result<Row> {
     let (period, pause, initializers) = match mode {
@@ -223,7 +229,7 @@ async fn run(
     };
     let env = TestEnv::start().await?;
     let client = env.client();
-    let cloud = cloud(BASE_NODES + nodes)?;
+    let cloud = cloud(BASE_NODES + nodes, lb_qps)?;
     let node_api: Api<Node> = Api::all(client.clone());
     for i in 0..BASE_NODES {
         node_api
@@ -311,31 +317,38 @@ async fn run(
     let cpu0 = thread_cpu("ccm");
     let t0 = Instant::now();
 
-    if rate > 0.0 {
-        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
-        for i in 0..nodes {
-            tick.tick().await;
-            let node = kubelet_node(&node_name(BASE_NODES + i), false)?;
-            let api = node_api.clone();
-            tokio::spawn(async move { api.create(&PostParams::default(), &node).await });
-        }
-    } else {
-        let api = node_api.clone();
-        create_all(nodes, move |i| {
-            let api = api.clone();
-            Box::pin(async move {
-                let node = kubelet_node(&node_name(BASE_NODES + i), false).expect("valid node");
-                api.create(&PostParams::default(), &node).await
+    // The join runs beside the measurements below: the first Node's lag is measured while the
+    // burst goes on, not after it.
+    let join_api = node_api.clone();
+    let joining = tokio::spawn(async move {
+        if rate > 0.0 {
+            let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+            for i in 0..nodes {
+                tick.tick().await;
+                let node = kubelet_node(&node_name(BASE_NODES + i), false)?;
+                let api = join_api.clone();
+                tokio::spawn(async move { api.create(&PostParams::default(), &node).await });
+            }
+        } else {
+            create_all(nodes, move |i| {
+                let api = join_api.clone();
+                Box::pin(async move {
+                    let node =
+                        kubelet_node(&node_name(BASE_NODES + i), false).expect("valid node");
+                    api.create(&PostParams::default(), &node).await
+                })
             })
-        })
-        .await?;
-    }
+            .await?;
+        }
+        anyhow::Ok(())
+    });
     let mut nodes_initialized_s = 0.0;
     let mut first_in_every_lb_s = 0.0;
     let limit = Duration::from_secs(600);
     loop {
-        if nodes_initialized_s == 0.0 {
+        if nodes_initialized_s == 0.0 && joining.is_finished() {
             let list = node_api.list(&ListParams::default()).await?;
+            let created = list.items.len() >= BASE_NODES + nodes;
             let done = list.items.iter().all(|n| {
                 n.spec.as_ref().is_some_and(|s| {
                     s.provider_id.is_some()
@@ -344,7 +357,7 @@ async fn run(
                             .is_none_or(|t| t.iter().all(|t| t.key != UNINITIALIZED))
                 })
             });
-            if done {
+            if done && created {
                 nodes_initialized_s = t0.elapsed().as_secs_f64();
             }
         }
@@ -367,6 +380,7 @@ async fn run(
     }
     let converged_s = t0.elapsed().as_secs_f64();
     let cpu_s = thread_cpu("ccm") - cpu0;
+    joining.await.context("the join task")??;
     // Let the recorder write what is still queued before counting events.
     tokio::time::sleep(Duration::from_secs(3)).await;
 
@@ -379,6 +393,38 @@ async fn run(
         cpu_s,
         ..Row::default()
     };
+    // Per load balancer: when its first accepted update came, and how often it was refused
+    // before that (the tail of "a joined Node in every LB").
+    let start = tokio::time::Instant::from_std(t0);
+    let mut first_ok: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
+    let mut refused_before: BTreeMap<&str, usize> = BTreeMap::new();
+    for c in calls.iter().filter(|c| c.method == Method::UpdateLoadBalancer) {
+        if first_ok.contains_key(c.key.as_str()) {
+            continue;
+        }
+        if c.outcome.is_ok() {
+            let at = c.started.saturating_duration_since(start).as_secs_f64();
+            let refusals = refused_before.get(c.key.as_str()).copied().unwrap_or(0);
+            first_ok.insert(&c.key, (at, refusals));
+        } else {
+            *refused_before.entry(&c.key).or_default() += 1;
+        }
+    }
+    let mut firsts: Vec<(f64, usize)> = first_ok.values().copied().collect();
+    firsts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    if let (Some(first), Some(last)) = (firsts.first(), firsts.last()) {
+        let at = |q: f64| firsts[((firsts.len() - 1) as f64 * q) as usize].0;
+        let most = firsts.iter().map(|f| f.1).max().unwrap_or(0);
+        eprintln!(
+            "{mode}: first accepted update per LB at {:.1} / {:.1} / {:.1} / {:.1} s (first, p50, p90, last); \
+             the last one was refused {} times before; at most {most} refusals before a first update",
+            first.0,
+            at(0.5),
+            at(0.9),
+            last.0,
+            last.1
+        );
+    }
     let mut expected_events = 0i64;
     for c in &calls {
         match (c.method, &c.outcome) {
@@ -463,6 +509,7 @@ fn main() -> anyhow::Result<()> {
             args.nodes,
             args.services,
             args.join_per_second,
+            args.lb_qps,
             &args.extra,
         ))?;
         eprintln!("{row:?}");
