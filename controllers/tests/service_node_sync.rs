@@ -102,6 +102,42 @@ async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     );
 }
 
+/// A quota refusal (`Retry { after }`) is waited out in place, up to five times, so the key keeps
+/// its place instead of queueing behind load balancers that already hold the new Nodes; a sixth
+/// goes back to the queue with the cloud's delay.
+#[tokio::test]
+async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
+    let h = harness(&["n1"]).await;
+    h.provision().await;
+    Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node("n2"))
+        .await
+        .unwrap();
+    h.cache.refresh(&h.client).await;
+    let after = std::time::Duration::from_millis(5);
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::retry("quota", after).times(3),
+    );
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4, "three refused, one accepted");
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+
+    Api::<Node>::all(h.client.clone())
+        .create(&PostParams::default(), &node("n3"))
+        .await
+        .unwrap();
+    h.cache.refresh(&h.client).await;
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::retry("quota", after).times(6),
+    );
+    let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
+    assert_eq!(err.retry_after(), Some(after), "{err}");
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 6);
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+}
+
 /// A load balancer this process has not ensured may not exist yet: a node sync leaves it to the
 /// ensure (queued or retried), which passes the node set of its own time. Upstream's node sync
 /// calls `UpdateLoadBalancer` for it, and the cloud answers "not found".

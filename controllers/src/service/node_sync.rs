@@ -42,6 +42,9 @@ enum HostsUpdate {
     Gone,
 }
 
+/// How many quota refusals of one update are waited out in place before the key is requeued.
+const RETRIES_IN_PLACE: u32 = 5;
+
 impl ServiceController {
     /// Whether a Node Add/Update/Delete should trigger a node sync: Add (`old == None`) and Delete
     /// (`new == None`) always do, an Update only per [`should_sync_updated_node`].
@@ -104,7 +107,30 @@ impl ServiceController {
         let lb = self
             .lb()
             .map_err(|_| UpdateHostsError(CloudError::NotImplemented))?;
-        match self.update_load_balancer_hosts(lb, &svc, &new_nodes).await {
+        // A refusal for the quota (`Retry { after }`) is retried here, holding this key's place:
+        // requeued, it would wait behind load balancers that already hold the joined Nodes and
+        // spend the quota on them, pass after pass, while this one holds none.
+        let mut new_nodes = new_nodes;
+        let mut refusals = 0;
+        let result = loop {
+            let result = self.update_load_balancer_hosts(lb, &svc, &new_nodes).await;
+            let after = match &result {
+                Err(err) if refusals < RETRIES_IN_PLACE => err.retry_after(),
+                _ => None,
+            };
+            let Some(after) = after else { break result };
+            refusals += 1;
+            tokio::time::sleep(after).await;
+            match self.hosts_to_sync(key) {
+                Some(latest) => new_nodes = latest,
+                None => {
+                    // In step meanwhile (an ensure passed the set): nothing left to do.
+                    self.node_sync_done(key);
+                    return Ok(());
+                }
+            }
+        };
+        match result {
             Ok(HostsUpdate::Accepted | HostsUpdate::Gone) => {
                 // Gone: any later ensure passes the node set of its own time and records it.
                 self.last_synced_nodes
