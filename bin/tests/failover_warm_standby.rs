@@ -10,17 +10,20 @@
 //! 20 Services); `WARM_STANDBY_NODES=3000 WARM_STANDBY_SERVICES=1000` is the scale.
 
 mod admin_support;
+mod cluster_support;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use admin_support::{Ccm, scratch_dir};
+use cluster_support::{
+    Call, create_lb_services, create_ready_nodes, has_ingress, read_call_log, unix_micros,
+};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::ListParams;
 use kube_testenv::{TestEnv, kubeconfig_yaml_with_token};
-use serde_json::{Value, json};
 
 const LEASE_NS: &str = "kube-system";
 const LEASE: &str = "cloud-controller-manager";
@@ -92,19 +95,8 @@ impl Replica {
         panic!("no identity in the log of {}", self.dir.display());
     }
 
-    /// (method, key, started µs) of every call its cloud logged, in order.
-    fn calls(&self) -> Vec<(String, String, u64)> {
-        let text = std::fs::read_to_string(self.dir.join("calls.jsonl")).unwrap_or_default();
-        text.lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("a whole JSON line"))
-            .map(|v| {
-                (
-                    v["method"].as_str().unwrap_or_default().to_owned(),
-                    v["key"].as_str().unwrap_or_default().to_owned(),
-                    v["startedUnixMicros"].as_u64().expect("start"),
-                )
-            })
-            .collect()
+    fn calls(&self) -> Vec<Call> {
+        read_call_log(&self.dir.join("calls.jsonl"))
     }
 }
 
@@ -115,33 +107,12 @@ async fn holder(client: &kube::Client) -> Option<Lease> {
         .expect("lease")
 }
 
-async fn create_service(client: &kube::Client, name: &str) {
-    let svc: Service = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    }))
-    .expect("service");
-    Api::<Service>::namespaced(client.clone(), "default")
-        .create(&PostParams::default(), &svc)
-        .await
-        .expect("service");
-}
-
 async fn provisioned(client: &kube::Client) -> usize {
     let list = Api::<Service>::namespaced(client.clone(), "default")
         .list(&ListParams::default())
         .await
         .expect("services");
-    list.items
-        .iter()
-        .filter(|s| {
-            s.status
-                .as_ref()
-                .and_then(|s| s.load_balancer.as_ref())
-                .and_then(|lb| lb.ingress.as_ref())
-                .is_some_and(|i| !i.is_empty())
-        })
-        .count()
+    list.items.iter().filter(|s| has_ingress(s)).count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -157,30 +128,8 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
         .await
         .expect("testenv");
     let client = env.client();
-    let node_api: Api<Node> = Api::all(client.clone());
-    for i in 0..nodes {
-        let name = format!("node-{i:04}");
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"providerID": format!("fake://{name}")},
-        }))
-        .expect("node");
-        let mut created = node_api
-            .create(&PostParams::default(), &node)
-            .await
-            .expect("node");
-        created.status = Some(
-            serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True"}]}))
-                .expect("status"),
-        );
-        node_api
-            .replace_status(&name, &PostParams::default(), &created)
-            .await
-            .expect("ready");
-    }
-    for i in 0..services {
-        create_service(&client, &format!("lb-{i:04}")).await;
-    }
+    create_ready_nodes(&client, (0..nodes).map(|i| format!("node-{i:04}"))).await;
+    create_lb_services(&client, (0..services).map(|i| format!("lb-{i:04}"))).await;
 
     // A leads (started first); B is the warm standby.
     let mut a = Replica::start(&env, "a", nodes).await;
@@ -197,13 +146,24 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(provisioned(&client).await, services, "A provisioned them all");
+    assert_eq!(
+        provisioned(&client).await,
+        services,
+        "A provisioned them all"
+    );
     let (a_id, b_id) = (a.identity().await, b.identity().await);
     let lease = holder(&client).await.and_then(|l| l.spec).expect("a Lease");
-    assert_eq!(lease.holder_identity.as_deref(), Some(a_id.as_str()), "A leads");
+    assert_eq!(
+        lease.holder_identity.as_deref(),
+        Some(a_id.as_str()),
+        "A leads"
+    );
     // B's caches are synced (its informers report it) before the kill.
     for _ in 0..200 {
-        if b.ccm.as_ref().is_some_and(|c| c.logs().contains("caches are synced")) {
+        if b.ccm
+            .as_ref()
+            .is_some_and(|c| c.logs().contains("caches are synced"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -211,7 +171,7 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
 
     // kill -9 the leader, and at once one more LoadBalancer Service.
     a.ccm = None;
-    create_service(&client, "fresh").await;
+    create_lb_services(&client, ["fresh".to_string()]).await;
     let mut acquired = None;
     for _ in 0..300 {
         let spec = holder(&client).await.and_then(|l| l.spec);
@@ -230,8 +190,8 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
         fresh_at = b
             .calls()
             .into_iter()
-            .find(|(m, k, _)| m == "EnsureLoadBalancer" && k == "default/fresh")
-            .map(|(_, _, at)| at);
+            .find(|c| c.method == "EnsureLoadBalancer" && c.key == "default/fresh")
+            .map(|c| c.started);
         if fresh_at.is_some() {
             break;
         }
@@ -242,17 +202,8 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
     let svc_api: Api<Service> = Api::namespaced(client.clone(), "default");
     let mut shown_us = 0;
     for _ in 0..1000 {
-        let svc = svc_api.get("fresh").await.expect("fresh");
-        let has = svc
-            .status
-            .and_then(|s| s.load_balancer)
-            .and_then(|lb| lb.ingress)
-            .is_some_and(|i| !i.is_empty());
-        if has {
-            shown_us = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .expect("after 1970")
-                .as_micros() as u64;
+        if has_ingress(&svc_api.get("fresh").await.expect("fresh")) {
+            shown_us = unix_micros();
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -268,11 +219,14 @@ async fn a_warm_standby_takes_over_and_serves_the_fresh_service_first() {
     );
 
     // Before acquiring, B called no cloud.
-    let early: Vec<_> = calls.iter().filter(|c| c.2 < acquired_us).collect();
-    assert!(early.is_empty(), "B called the cloud before leading: {early:?}");
-    let first_ensure = calls.iter().find(|(m, _, _)| m == "EnsureLoadBalancer");
+    let early: Vec<_> = calls.iter().filter(|c| c.started < acquired_us).collect();
+    assert!(
+        early.is_empty(),
+        "B called the cloud before leading: {early:?}"
+    );
+    let first_ensure = calls.iter().find(|c| c.method == "EnsureLoadBalancer");
     assert_eq!(
-        first_ensure.map(|c| c.1.as_str()),
+        first_ensure.map(|c| c.key.as_str()),
         Some("default/fresh"),
         "the fresh Service goes ahead of the inherited ones"
     );

@@ -15,19 +15,23 @@
 //! 60–140 share bound.
 
 mod admin_support;
+mod cluster_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use admin_support::{Ccm, scratch_dir};
+use cluster_support::{
+    Call, create_lb_services, create_ready_nodes, has_ingress, read_call_log, unix_micros,
+};
 use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::core::v1::Service;
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::ResourceExt;
+use kube::api::ListParams;
 use kube_testenv::TestEnv;
-use serde_json::{Value, json};
 
 /// Lease 2 s, renew deadline 1.5 s, retry 0.3 s: leader election's durations, which the rings use.
 const LEASE: Duration = Duration::from_secs(2);
@@ -82,45 +86,17 @@ impl Replica {
         self.ccm = None;
     }
 
-    /// The LB calls its cloud logged: (method, Service key, ok, started, finished) in µs.
+    /// The load-balancer calls its cloud logged.
     fn calls(&self) -> Vec<Call> {
-        let text = std::fs::read_to_string(self.dir.join("calls.jsonl")).unwrap_or_default();
-        text.lines()
-            .map(|l| serde_json::from_str::<Value>(l).expect("a whole JSON line"))
-            .filter(|v| {
-                v["method"]
-                    .as_str()
-                    .is_some_and(|m| m.contains("LoadBalancer"))
-            })
-            .map(|v| Call {
-                method: v["method"].as_str().unwrap_or_default().to_owned(),
-                key: v["key"].as_str().unwrap_or_default().to_owned(),
-                ok: v.get("error").is_none(),
-                started: v["startedUnixMicros"].as_u64().expect("start"),
-                finished: v["finishedUnixMicros"].as_u64().expect("finish"),
-            })
+        read_call_log(&self.dir.join("calls.jsonl"))
+            .into_iter()
+            .filter(|c| c.method.contains("LoadBalancer"))
             .collect()
     }
 
     fn logs(&self) -> String {
         self.ccm.as_ref().map(Ccm::logs).unwrap_or_default()
     }
-}
-
-#[derive(Debug)]
-struct Call {
-    method: String,
-    key: String,
-    ok: bool,
-    started: u64,
-    finished: u64,
-}
-
-fn now_micros() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_micros() as u64
 }
 
 /// Service keys each replica ensured successfully from `since` (µs) on.
@@ -185,60 +161,14 @@ fn assert_no_overlap(replicas: &[&Replica]) {
     }
 }
 
-async fn create_nodes(client: &kube::Client) {
-    let api: Api<Node> = Api::all(client.clone());
-    for i in 0..NODES {
-        let node: Node = serde_json::from_value(json!({
-            "metadata": {"name": format!("node-{i}")},
-            "spec": {"providerID": format!("fake://node-{i}")},
-        }))
-        .expect("node");
-        let created = api
-            .create(&PostParams::default(), &node)
-            .await
-            .expect("node");
-        let mut status = created.clone();
-        status.status = Some(
-            serde_json::from_value(json!({
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }))
-            .expect("status"),
-        );
-        api.replace_status(&format!("node-{i}"), &PostParams::default(), &status)
-            .await
-            .expect("ready");
-    }
-}
-
-async fn create_services(client: &kube::Client, names: impl IntoIterator<Item = String>) {
-    let api: Api<Service> = Api::namespaced(client.clone(), "default");
-    for name in names {
-        let svc: Service = serde_json::from_value(json!({
-            "metadata": {"name": name},
-            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-        }))
-        .expect("service");
-        api.create(&PostParams::default(), &svc)
-            .await
-            .expect("service");
-    }
-}
-
 /// Waits until every Service in `names` has an ingress address.
 async fn provisioned(client: &kube::Client, names: &BTreeSet<String>, replicas: &[&Replica]) {
     let api: Api<Service> = Api::namespaced(client.clone(), "default");
     let mut missing = names.clone();
     for _ in 0..600 {
         let list = api.list(&ListParams::default()).await.expect("services");
-        for svc in list.items {
-            let has_ingress = svc
-                .status
-                .and_then(|s| s.load_balancer)
-                .and_then(|lb| lb.ingress)
-                .is_some_and(|i| !i.is_empty());
-            if has_ingress {
-                missing.remove(&svc.metadata.name.unwrap_or_default());
-            }
+        for svc in list.items.iter().filter(|s| has_ingress(s)) {
+            missing.remove(&svc.name_any());
         }
         if missing.is_empty() {
             return;
@@ -307,7 +237,7 @@ async fn scenario(assignment: &str) {
     let second = first * 3 / 10;
     let env = TestEnv::start().await.expect("testenv");
     let client = env.client();
-    create_nodes(&client).await;
+    create_ready_nodes(&client, (0..NODES).map(|i| format!("node-{i}"))).await;
     let mut replicas = Vec::new();
     for tag in ["r0", "r1", "r2"] {
         replicas.push(Replica::start(&env, assignment, tag).await);
@@ -315,9 +245,9 @@ async fn scenario(assignment: &str) {
     ring_of(&client, 3).await;
 
     // The first Services: each ensured by exactly one process; all three take a share.
-    let start = now_micros();
+    let start = unix_micros();
     let first_names = names(0..first);
-    create_services(&client, first_names.iter().cloned()).await;
+    create_lb_services(&client, first_names.iter().cloned()).await;
     let all: Vec<&Replica> = replicas.iter().collect();
     provisioned(&client, &first_names, &all).await;
     let ensured = ensured_since(&all, start);
@@ -346,9 +276,9 @@ async fn scenario(assignment: &str) {
     // new ones within the lease duration + 10 s.
     replicas[2].kill();
     let killed = Instant::now();
-    let after_kill = now_micros();
+    let after_kill = unix_micros();
     let second_names = names(first..first + second);
-    create_services(&client, second_names.iter().cloned()).await;
+    create_lb_services(&client, second_names.iter().cloned()).await;
     let live: Vec<&Replica> = replicas[..2].iter().collect();
     provisioned(&client, &second_names, &live).await;
     let took = killed.elapsed();
@@ -384,7 +314,7 @@ async fn scenario(assignment: &str) {
 
     // Restarted (a new process, a new identity): it takes back a share of what exists, by
     // handover, and the overlap checker over all four processes finds nothing.
-    let rejoined = now_micros();
+    let rejoined = unix_micros();
     replicas.push(Replica::start(&env, assignment, "r2-again").await);
     ring_of(&client, 3).await;
     let back = &replicas[3];
@@ -428,7 +358,7 @@ async fn scenario(assignment: &str) {
         .map(|(key, _)| key)
         .collect();
     assert!(!mine_before.is_empty(), "r0 holds no Service");
-    let stopped = now_micros();
+    let stopped = unix_micros();
     let stopping = Instant::now();
     let ccm = replicas[0].ccm.as_mut().expect("r0 runs");
     let status = ccm.terminate().await.expect("r0 stops");
