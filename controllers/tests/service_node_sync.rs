@@ -66,11 +66,7 @@ async fn node_set_change_updates_backends_once() {
 async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     let h = harness(&["n1"]).await;
     h.provision().await;
-    Api::<Node>::all(h.client.clone())
-        .create(&PostParams::default(), &node("n2"))
-        .await
-        .unwrap();
-    h.cache.refresh(&h.client).await;
+    h.join_node("n2").await;
     h.cloud.fail(
         Method::UpdateLoadBalancer,
         FaultSpec::other("backend busy").times(1),
@@ -109,25 +105,21 @@ async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
 async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     let h = harness(&["n1"]).await;
     h.provision().await;
-    Api::<Node>::all(h.client.clone())
-        .create(&PostParams::default(), &node("n2"))
-        .await
-        .unwrap();
-    h.cache.refresh(&h.client).await;
+    h.join_node("n2").await;
     let after = std::time::Duration::from_millis(5);
     h.cloud.fail(
         Method::UpdateLoadBalancer,
         FaultSpec::retry("quota", after).times(3),
     );
     h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
-    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4, "three refused, one accepted");
+    assert_eq!(
+        h.calls(Method::UpdateLoadBalancer),
+        4,
+        "three refused, one accepted"
+    );
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
 
-    Api::<Node>::all(h.client.clone())
-        .create(&PostParams::default(), &node("n3"))
-        .await
-        .unwrap();
-    h.cache.refresh(&h.client).await;
+    h.join_node("n3").await;
     h.cloud.fail(
         Method::UpdateLoadBalancer,
         FaultSpec::retry("quota", after).times(6),
@@ -170,11 +162,7 @@ async fn a_load_balancer_not_yet_ensured_gets_no_host_update() {
         0,
         "the ensure recorded [n1]"
     );
-    Api::<Node>::all(h.client.clone())
-        .create(&PostParams::default(), &node("n2"))
-        .await
-        .unwrap();
-    h.cache.refresh(&h.client).await;
+    h.join_node("n2").await;
     h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(
         h.calls(Method::UpdateLoadBalancer),
@@ -194,11 +182,7 @@ async fn node_sync_ignores_update_errors_when_lb_is_gone() {
         .ensure_load_balancer_deleted(CLUSTER, &svc)
         .await
         .unwrap();
-    Api::<Node>::all(h.client.clone())
-        .create(&PostParams::default(), &node("n2"))
-        .await
-        .unwrap();
-    h.cache.refresh(&h.client).await;
+    h.join_node("n2").await;
     h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
     assert_eq!(h.calls(Method::GetLoadBalancer), 1);
 }

@@ -175,6 +175,15 @@ impl Harness {
         self.ctl.sync_service(KEY).await
     }
 
+    /// Node `name` joins: created through the API, then seen by the cache.
+    pub async fn join_node(&self, name: &str) {
+        Api::<Node>::all(self.client.clone())
+            .create(&PostParams::default(), &node(name))
+            .await
+            .unwrap();
+        self.cache.refresh(&self.client).await;
+    }
+
     pub fn calls(&self, method: Method) -> usize {
         self.cloud.calls_to(method).len()
     }
