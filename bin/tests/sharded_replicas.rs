@@ -33,8 +33,9 @@ use kube::ResourceExt;
 use kube::api::ListParams;
 use kube_testenv::TestEnv;
 
-/// Lease 2 s, renew deadline 1.5 s, retry 0.3 s: leader election's durations, which the rings use.
-const LEASE: Duration = Duration::from_secs(2);
+/// Lease 3 s, renew deadline 2.5 s, retry 0.5 s: leader election's durations, which the rings
+/// use; the renew deadline leaves room for a loaded CI machine's scheduling.
+const LEASE: Duration = Duration::from_secs(3);
 const NODES: usize = 3;
 
 fn flags(cloud_config: &Path, assignment: &str) -> Vec<String> {
@@ -43,9 +44,9 @@ fn flags(cloud_config: &Path, assignment: &str) -> Vec<String> {
         "--controllers=service".into(),
         "--sharded-controllers=service".into(),
         "--leader-elect=true".into(),
-        "--leader-elect-lease-duration=2s".into(),
-        "--leader-elect-renew-deadline=1500ms".into(),
-        "--leader-elect-retry-period=300ms".into(),
+        "--leader-elect-lease-duration=3s".into(),
+        "--leader-elect-renew-deadline=2500ms".into(),
+        "--leader-elect-retry-period=500ms".into(),
         format!("--shard-assignment={assignment}"),
     ]
 }

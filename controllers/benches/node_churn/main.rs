@@ -333,8 +333,7 @@ async fn run(
             create_all(nodes, move |i| {
                 let api = join_api.clone();
                 Box::pin(async move {
-                    let node =
-                        kubelet_node(&node_name(BASE_NODES + i), false).expect("valid node");
+                    let node = kubelet_node(&node_name(BASE_NODES + i), false).expect("valid node");
                     api.create(&PostParams::default(), &node).await
                 })
             })
@@ -398,7 +397,10 @@ async fn run(
     let start = tokio::time::Instant::from_std(t0);
     let mut first_ok: BTreeMap<&str, (f64, usize)> = BTreeMap::new();
     let mut refused_before: BTreeMap<&str, usize> = BTreeMap::new();
-    for c in calls.iter().filter(|c| c.method == Method::UpdateLoadBalancer) {
+    for c in calls
+        .iter()
+        .filter(|c| c.method == Method::UpdateLoadBalancer)
+    {
         if first_ok.contains_key(c.key.as_str()) {
             continue;
         }
