@@ -79,8 +79,7 @@ impl ViewTransform {
     /// informer stores), else of the full objects of type `V`.
     pub(crate) fn of<V: CacheResource>(f: impl Fn(&mut V) + Send + Sync + 'static) -> Self {
         if V::metadata_api() {
-            let view = Projection::<V>::new();
-            return ViewTransform::Meta(Arc::new(move |meta| view.edit_meta(meta, &f)));
+            return ViewTransform::Meta(Arc::new(move |meta| Projection::<V>::edit_meta(meta, &f)));
         }
         ViewTransform::Typed {
             type_id: TypeId::of::<V>(),

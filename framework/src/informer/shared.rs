@@ -50,7 +50,7 @@ struct ViewHandler<V, H> {
     handler: H,
 }
 
-impl<V: CacheResource, H: EventHandler<V>> EventHandler<dyn Object> for ViewHandler<V, H> {
+impl<V: Send + Sync + 'static, H: EventHandler<V>> EventHandler<dyn Object> for ViewHandler<V, H> {
     fn on_event(&mut self, event: &Event<dyn Object>) {
         self.on_event_from(event, EventSource::Watch);
     }
@@ -86,6 +86,52 @@ impl<V: CacheResource> Informer<V> {
         ))
     }
 
+    /// Adds a transform applied to every object before it is cached; the transforms set on a
+    /// kind replace the default, [`drop_managed_fields`](super::drop_managed_fields), which they
+    /// do not also apply unless they call it. Fails once started, so the cache never mixes
+    /// transformed and raw objects.
+    ///
+    /// A metadata view's transform changes the metadata of whatever the informer stores. A full
+    /// view's transform applies when the informer stores this type; the informer then fails to
+    /// start if it stores another full type (two views of one kind with transforms of their
+    /// own), and skips it when every user of the kind wants metadata only.
+    pub fn set_transform(
+        &self,
+        f: impl Fn(&mut V) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let transform = ViewTransform::of::<V>(f);
+        self.shared.add_transform(transform)
+    }
+
+    /// Starts the informer on `stream` as its only watch, storing objects as `V` (a synthetic
+    /// stream in tests); fails if already started or when called outside a Tokio runtime.
+    #[cfg(test)]
+    pub(crate) fn start_with_stream<S>(
+        &self,
+        stream: S,
+        shutdown: &tokio_util::sync::CancellationToken,
+    ) -> Result<(), InformerError>
+    where
+        S: futures::Stream<
+                Item = Result<kube_runtime::watcher::Event<V>, kube_runtime::watcher::Error>,
+            > + Send
+            + 'static,
+    {
+        tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
+            informer: self.shared.describe(),
+        })?;
+        self.shared.mark_started()?;
+        let transform = self
+            .shared
+            .transform_for::<V>()
+            .expect("a view's own transforms apply to it");
+        let rt = self.shared.run(&[None], shutdown)?;
+        self.shared.drive(&rt, 0, stream, transform);
+        Ok(())
+    }
+}
+
+impl<V: Send + Sync + 'static> Informer<V> {
     /// The cache this informer keeps, as `V`; cheap to clone and safe to read from any task.
     pub fn store(&self) -> Store<V> {
         Store::new(self.shared.store.clone(), Arc::clone(&self.view))
@@ -120,23 +166,6 @@ impl<V: CacheResource> Informer<V> {
             handler,
         };
         self.shared.register(Box::new(handler), resync)
-    }
-
-    /// Adds a transform applied to every object before it is cached; the transforms set on a
-    /// kind replace the default, [`drop_managed_fields`](super::drop_managed_fields), which they
-    /// do not also apply unless they call it. Fails once started, so the cache never mixes
-    /// transformed and raw objects.
-    ///
-    /// A metadata view's transform changes the metadata of whatever the informer stores. A full
-    /// view's transform applies when the informer stores this type; the informer then fails to
-    /// start if it stores another full type (two views of one kind with transforms of their
-    /// own), and skips it when every user of the kind wants metadata only.
-    pub fn set_transform(
-        &self,
-        f: impl Fn(&mut V) + Send + Sync + 'static,
-    ) -> Result<(), InformerError> {
-        let transform = ViewTransform::of::<V>(f);
-        self.shared.add_transform(transform)
     }
 
     /// Adds a named index queried with [`Store::by_index`]. Fails once started or if the name is
@@ -189,32 +218,5 @@ impl<V: CacheResource> Informer<V> {
     /// it; an informer requested after `start` needs another `start`.
     pub fn is_started(&self) -> bool {
         self.shared.is_started()
-    }
-
-    /// Starts the informer on `stream` as its only watch, storing objects as `V` (a synthetic
-    /// stream in tests); fails if already started or when called outside a Tokio runtime.
-    #[cfg(test)]
-    pub(crate) fn start_with_stream<S>(
-        &self,
-        stream: S,
-        shutdown: &tokio_util::sync::CancellationToken,
-    ) -> Result<(), InformerError>
-    where
-        S: futures::Stream<
-                Item = Result<kube_runtime::watcher::Event<V>, kube_runtime::watcher::Error>,
-            > + Send
-            + 'static,
-    {
-        tokio::runtime::Handle::try_current().map_err(|_| InformerError::NoRuntime {
-            informer: self.shared.describe(),
-        })?;
-        self.shared.mark_started()?;
-        let transform = self
-            .shared
-            .transform_for::<V>()
-            .expect("a view's own transforms apply to it");
-        let rt = self.shared.run(&[None], shutdown)?;
-        self.shared.drive(&rt, 0, stream, transform);
-        Ok(())
     }
 }

@@ -17,7 +17,6 @@ use parking_lot::RwLock;
 use super::event::Event;
 use super::key::ObjectKey;
 use super::object::{Obj, Object};
-use super::resource::CacheResource;
 use super::view::Projection;
 
 /// Name of the index every informer registers, keyed by namespace (`""` for cluster-scoped
@@ -51,7 +50,7 @@ impl<V> std::fmt::Debug for Store<V> {
     }
 }
 
-impl<V: CacheResource> Store<V> {
+impl<V: Send + Sync + 'static> Store<V> {
     pub(crate) fn new(objects: Objects, view: Arc<Projection<V>>) -> Self {
         Store { objects, view }
     }

@@ -24,10 +24,11 @@ use super::resource::CacheResource;
 const METADATA_PROTOTYPE: &str =
     r#"{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{}}"#;
 
-/// Reads stored objects as `V`.
+/// Reads stored objects as `V`. Made where `V`'s bounds are known ([`Projection::new`]), used
+/// where they are not (any handler or store of `V`).
 pub(crate) struct Projection<V> {
-    /// `Some` for a metadata view: a copy of it gets each object's metadata.
-    prototype: Option<V>,
+    /// A copy of the object as `V`, for objects stored as another type.
+    convert: Box<dyn Fn(&dyn Object) -> Option<V> + Send + Sync>,
 }
 
 impl<V: CacheResource> Projection<V> {
@@ -35,15 +36,37 @@ impl<V: CacheResource> Projection<V> {
         let prototype = V::metadata_api()
             .then(|| serde_json::from_str::<V>(METADATA_PROTOTYPE).ok())
             .flatten();
-        Projection { prototype }
+        let convert = move |obj: &dyn Object| match &prototype {
+            Some(prototype) => {
+                let mut view = prototype.clone();
+                view.meta_mut().clone_from(obj.meta());
+                Some(view)
+            }
+            None => through_json(obj),
+        };
+        Projection {
+            convert: Box::new(convert),
+        }
     }
 
+    /// Runs a metadata view's `f` on `meta`, for a transform that must apply to whatever type
+    /// the informer stores.
+    pub(crate) fn edit_meta(meta: &mut ObjectMeta, f: &impl Fn(&mut V)) {
+        if let Ok(mut view) = serde_json::from_str::<V>(METADATA_PROTOTYPE) {
+            *view.meta_mut() = std::mem::take(meta);
+            f(&mut view);
+            *meta = std::mem::take(view.meta_mut());
+        }
+    }
+}
+
+impl<V: Send + Sync + 'static> Projection<V> {
     /// The object as `V`, sharing the stored `Arc` when it already is one.
     pub(crate) fn arc(&self, obj: &Obj) -> Option<Arc<V>> {
         let any: Arc<dyn Any + Send + Sync> = obj.clone();
         match any.downcast::<V>() {
             Ok(same) => Some(same),
-            Err(_) => self.owned(obj.as_ref()).map(Arc::new),
+            Err(_) => (self.convert)(obj.as_ref()).map(Arc::new),
         }
     }
 
@@ -52,7 +75,7 @@ impl<V: CacheResource> Projection<V> {
         let any: &dyn Any = obj;
         match any.downcast_ref::<V>() {
             Some(same) => Some(f(same)),
-            None => self.owned(obj).map(|v| f(&v)),
+            None => (self.convert)(obj).map(|v| f(&v)),
         }
     }
 
@@ -74,38 +97,23 @@ impl<V: CacheResource> Projection<V> {
             },
         })
     }
+}
 
-    /// Runs a metadata view's `f` on `meta`, for a transform that must apply to whatever type
-    /// the informer stores.
-    pub(crate) fn edit_meta(&self, meta: &mut ObjectMeta, f: &impl Fn(&mut V)) {
-        if let Some(prototype) = &self.prototype {
-            let mut view = prototype.clone();
-            *view.meta_mut() = std::mem::take(meta);
-            f(&mut view);
-            *meta = std::mem::take(view.meta_mut());
-        }
-    }
-
-    fn owned(&self, obj: &dyn Object) -> Option<V> {
-        if let Some(prototype) = &self.prototype {
-            let mut view = prototype.clone();
-            view.meta_mut().clone_from(obj.meta());
-            return Some(view);
-        }
-        match obj
-            .to_json()
-            .and_then(|json| serde_json::from_value::<V>(json))
-        {
-            Ok(view) => Some(view),
-            Err(error) => {
-                tracing::warn!(
-                    view = std::any::type_name::<V>(),
-                    object = ?obj.meta().name,
-                    %error,
-                    "cached object does not convert into this view's type; skipped"
-                );
-                None
-            }
+/// `obj` as `V` through its JSON form; `None` (logged) when it does not fit `V`.
+fn through_json<V: CacheResource>(obj: &dyn Object) -> Option<V> {
+    match obj
+        .to_json()
+        .and_then(|json| serde_json::from_value::<V>(json))
+    {
+        Ok(view) => Some(view),
+        Err(error) => {
+            tracing::warn!(
+                view = std::any::type_name::<V>(),
+                object = ?obj.meta().name,
+                %error,
+                "cached object does not convert into this view's type; skipped"
+            );
+            None
         }
     }
 }

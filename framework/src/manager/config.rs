@@ -30,6 +30,9 @@ pub struct ManagerConfig {
     /// `WatchListClient` gate, `--feature-gates=WatchListClient=false` turns it off); see
     /// [`crate::informer::SharedInformerFactory::with_watch_list`].
     pub watch_list: bool,
+    /// What the shared cache keeps of each kind (selectors, namespaces, uncached reads,
+    /// transforms); see [`crate::informer::CacheOptions`].
+    pub cache: crate::informer::CacheOptions,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
     /// Run controllers only while holding this Lease.
@@ -67,6 +70,7 @@ impl ManagerConfig {
             min_resync_period: None,
             cache_sync_timeout: Duration::from_secs(120),
             watch_list: true,
+            cache: crate::informer::CacheOptions::default(),
             graceful_shutdown_timeout: Duration::from_secs(30),
             leader_election: None,
             warm_standby: false,
