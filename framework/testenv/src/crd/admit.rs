@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
-use crate::status::Cause;
-use crate::types::Served;
+use crate::api::status::Cause;
+use crate::api::types::Served;
 
 /// The CRD's storage version (the one with `storage: true`), if exactly one is marked.
 pub fn storage_version(crd: &Value) -> Option<String> {

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::types::Column;
+use crate::api::types::Column;
 
 /// `metadata.name`'s description, as upstream's Table column for it has it.
 pub const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: http://kubernetes.io/docs/user-guide/identifiers#names";

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::api::status::{Cause, go_quote};
+use crate::api::structural::{Schema, go_value};
+use crate::api::validation::{DNS1035_MSG, SUBDOMAIN_MSG, is_label};
 use crate::crd::admit::storage_version;
-use crate::crd::schema::{Schema, go_value};
-use crate::status::{Cause, go_quote};
-use crate::validation::{DNS1035_MSG, SUBDOMAIN_MSG, is_label};
 
 fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")

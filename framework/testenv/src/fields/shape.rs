@@ -5,7 +5,7 @@
 //! resources), with the few built-in lists whose OpenAPI map keys differ from the patch merge
 //! key listed here.
 
-use crate::types::{ListType, Served};
+use crate::api::types::{ListType, Served};
 
 /// How a list merges and is owned.
 #[derive(Debug, Clone, PartialEq, Eq)]

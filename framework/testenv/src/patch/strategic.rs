@@ -7,8 +7,8 @@
 use serde_json::{Map, Value};
 
 use super::typed::{self, strip_directives};
-use crate::status::{ApiError, go_value};
-use crate::types::{ListType, Served};
+use crate::api::status::{ApiError, go_value};
+use crate::api::types::{ListType, Served};
 
 const DELETE_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
 const SET_ORDER: &str = "$setElementOrder/";
@@ -268,7 +268,7 @@ fn upstream_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::{TABLE, lookup};
+    use crate::api::resources::{TABLE, lookup};
     use serde_json::json;
 
     fn nodes() -> Served {
