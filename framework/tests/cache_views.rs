@@ -154,6 +154,7 @@ async fn one_watch_for_a_metadata_and_a_full_controller(watch_list: bool) {
         "{:?}",
         secrets.per_verb_and_resource()
     );
+    assert_eq!(secrets.metadata_only().count(), 0, "whole objects for both");
     manager.stop().await.unwrap();
 }
 
@@ -187,6 +188,11 @@ async fn metadata_only_controllers_watch_metadata() {
     assert_eq!(seen.status()[0].metadata_only, Some(true));
     let watches = Requests::of(&env).resource("secrets").verb("watch");
     assert_eq!(watches.count(), 1);
+    assert_eq!(
+        watches.metadata_only().count(),
+        1,
+        "asked for PartialObjectMetadata"
+    );
     manager.stop().await.unwrap();
 }
 

@@ -7,14 +7,6 @@ use serde_json::{Value, json};
 use crate::api::types::Served;
 use crate::http::printers::{cells, columns, text};
 
-/// Whether the Accept header asks for a Table.
-pub fn wanted(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
-}
-
 fn row(rt: &Served, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     json!({

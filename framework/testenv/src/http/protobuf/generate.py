@@ -29,6 +29,8 @@ ROOTS = [
     "apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition",
     "apimachinery::pkg::apis::meta::v1::Status", "apimachinery::pkg::apis::meta::v1::WatchEvent",
     "apimachinery::pkg::apis::meta::v1::DeleteOptions",
+    "apimachinery::pkg::apis::meta::v1::PartialObjectMetadataList",
+    "apimachinery::pkg::apis::meta::v1beta1::PartialObjectMetadataList",
 ]
 
 # Messages whose JSON form is not an object; convert.rs maps them by hand.

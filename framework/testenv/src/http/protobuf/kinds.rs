@@ -10,6 +10,7 @@ use k8s_pb::api::events::v1 as events;
 use k8s_pb::api::rbac::v1 as rbac;
 use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as ext;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_pb::apimachinery::pkg::apis::meta::v1beta1 as meta_beta;
 use prost::Message;
 use serde_json::Value;
 
@@ -90,4 +91,11 @@ kinds! {
     "apiextensions.k8s.io/v1":
         CustomResourceDefinition => ext::CustomResourceDefinition,
         CustomResourceDefinitionList => ext::CustomResourceDefinitionList;
+    "meta.k8s.io/v1":
+        PartialObjectMetadata => meta::PartialObjectMetadata,
+        PartialObjectMetadataList => meta::PartialObjectMetadataList;
+    // v1beta1's list numbers its fields the other way round; its items are v1's.
+    "meta.k8s.io/v1beta1":
+        PartialObjectMetadata => meta::PartialObjectMetadata,
+        PartialObjectMetadataList => meta_beta::PartialObjectMetadataList;
 }
