@@ -31,18 +31,28 @@ fn owned_by(api_version: &str, kind: &str, owner: &impl ResourceExt) -> serde_js
     json!([{"apiVersion": api_version, "kind": kind, "name": owner.name_any(), "uid": owner.uid(), "controller": true}])
 }
 
-#[tokio::test]
-async fn copies_the_label_onto_owners_of_every_named_kind() {
-    let env = TestEnv::start().await.unwrap();
-    let services: Api<Service> = Api::namespaced(env.client(), "default");
-    let configmaps: Api<ConfigMap> = Api::namespaced(env.client(), "default");
+/// Service `web` in `namespace` and ConfigMap `web-config` it owns, labelled `payments`.
+async fn web_and_its_config(env: &TestEnv, namespace: &str) -> (Api<Service>, Api<ConfigMap>) {
+    let services: Api<Service> = Api::namespaced(env.client(), namespace);
+    let configmaps: Api<ConfigMap> = Api::namespaced(env.client(), namespace);
+    let spec = json!({"ports": [{"port": 80}]});
     let web = create(
         &services,
-        json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}),
+        json!({"metadata": {"name": "web"}, "spec": spec}),
     )
     .await;
     let owners = owned_by("v1", "Service", &web);
-    create(&configmaps, json!({"metadata": {"name": "web-config", "labels": {LABEL: "payments"}, "ownerReferences": owners}})).await;
+    let labels = json!({LABEL: "payments"});
+    let config =
+        json!({"metadata": {"name": "web-config", "labels": labels, "ownerReferences": owners}});
+    create(&configmaps, config).await;
+    (services, configmaps)
+}
+
+#[tokio::test]
+async fn copies_the_label_onto_owners_of_every_named_kind() {
+    let env = TestEnv::start().await.unwrap();
+    let (services, configmaps) = web_and_its_config(&env, "default").await;
 
     let exe = env!("CARGO_BIN_EXE_label-copier");
     let kinds = "--kinds=v1/ConfigMap,example.com/v1/Widget";
@@ -159,15 +169,7 @@ async fn cache_options_narrow_what_the_copier_lists_and_watches()
     for ns in ["team-a", "team-b"] {
         create(&namespaces, json!({"metadata": {"name": ns}})).await;
     }
-    let services: Api<Service> = Api::namespaced(env.client(), "team-a");
-    let configmaps: Api<ConfigMap> = Api::namespaced(env.client(), "team-a");
-    let web = create(
-        &services,
-        json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}),
-    )
-    .await;
-    let owners = owned_by("v1", "Service", &web);
-    create(&configmaps, json!({"metadata": {"name": "web-config", "labels": {LABEL: "payments"}, "ownerReferences": owners}})).await;
+    let (services, _) = web_and_its_config(&env, "team-a").await;
     env.clear_requests();
 
     let initializers = label_copier::initializers(&kinds, LABEL)?;

@@ -25,7 +25,6 @@ use kube::{Api, Client};
 use kube_runtime::{reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
-use crate::alloc;
 use crate::report::{Figures, secs};
 use crate::shared_cache::SETTLE;
 
@@ -41,11 +40,7 @@ pub const MODES: [&str; 6] = [
 
 /// Caches every Secret as `mode` says and reports heap and RSS.
 pub async fn views(client: Client, mode: &str) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
     let start = Instant::now();
     let shutdown = CancellationToken::new();
     let mut keep = Vec::new();

@@ -6,7 +6,9 @@
 
 use std::fmt::Debug;
 
-use kube::core::{ApiResource, ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope};
+use kube::core::{
+    ApiResource, ClusterResourceScope, DynamicResourceScope, NamespaceResourceScope, NamespaceScope,
+};
 use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -85,6 +87,14 @@ pub trait KindScope: sealed::Sealed {
         K: Resource<Scope = Self>;
 }
 
+/// `api` restricted to `namespace` when one is given.
+fn narrowed<K: Resource<Scope: NamespaceScope>>(api: Api<K>, namespace: Option<&str>) -> Api<K> {
+    match namespace {
+        Some(ns) => api.constrain(ns),
+        None => api,
+    }
+}
+
 impl KindScope for NamespaceResourceScope {
     const NAMESPACED: Option<bool> = Some(true);
 
@@ -92,11 +102,7 @@ impl KindScope for NamespaceResourceScope {
     where
         K: Resource<Scope = Self>,
     {
-        let api = Api::all_with(client, dyntype);
-        match namespace {
-            Some(ns) => api.constrain(ns),
-            None => api,
-        }
+        narrowed(Api::all_with(client, dyntype), namespace)
     }
 }
 
@@ -118,11 +124,7 @@ impl KindScope for DynamicResourceScope {
     where
         K: Resource<Scope = Self>,
     {
-        let api = Api::all_with(client, dyntype);
-        match namespace {
-            Some(ns) => api.constrain(ns),
-            None => api,
-        }
+        narrowed(Api::all_with(client, dyntype), namespace)
     }
 }
 
