@@ -1,21 +1,20 @@
 //! What the server does to an object on its own before storing it: object-meta rules (names,
 //! generateName, uid, timestamps, immutable fields, finalizers on terminating objects), the
-//! status-subresource split, and per-type defaulting and validation (Node not-ready taint,
-//! Service clusterIP / nodePort allocation and immutability, Namespace defaults).
+//! status-subresource split, and the kind's own steps (`api::kind::Admission`: a built-in kind's
+//! defaults, validation and cluster-dependent step; a custom resource's structural schema).
 
-pub mod defaults;
-pub mod service;
 pub mod write_checks;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::resources::{NameRule, ResId, Strategy, lookup};
+use crate::api::cluster::{AdmissionConfig, Cluster};
+use crate::api::kind::NameRule;
+use crate::api::kinds::{ResId, lookup};
+use crate::api::meta::meta_mut;
 use crate::api::status::{ApiError, Cause, go_quote};
 use crate::api::types::Served;
 use crate::api::validation::{DNS1035_MSG, LABEL_MSG, SUBDOMAIN_MSG, is_label, string_list};
 use crate::storage::store::State;
-
-pub use crate::storage::allocations::AdmissionConfig;
 
 fn name_causes(rule: NameRule, name: &str) -> Vec<Cause> {
     let quoted = go_quote(name);
@@ -51,16 +50,6 @@ fn name_causes(rule: NameRule, name: &str) -> Vec<Cause> {
             )]
         }
         _ => Vec::new(),
-    }
-}
-
-fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.get("metadata").is_some_and(Value::is_object) {
-        obj["metadata"] = json!({});
-    }
-    match obj.get_mut("metadata") {
-        Some(Value::Object(m)) => m,
-        _ => unreachable!("metadata was just made an object"),
     }
 }
 
@@ -149,13 +138,21 @@ pub fn prepare_create(
             )],
         ));
     }
-    match rt.strategy() {
-        Strategy::Crd => crate::crd::admit::prepare_create(&mut obj),
-        Strategy::CustomResource => crate::crd::admit::prepare_create_custom(rt, &mut obj),
-        _ => {}
+    match rt {
+        Served::Builtin(k) => {
+            let a = &k.admission;
+            if let Some(prepare) = a.prepare {
+                prepare(&mut obj, None);
+            }
+            if let Some(defaults) = a.defaults {
+                defaults(&mut obj);
+            }
+            if let Some(on_create) = a.on_create {
+                on_create(&mut obj);
+            }
+        }
+        Served::Custom(_) => crate::crd::admit::prepare_create_custom(rt, &mut obj),
     }
-    crate::admission::defaults::apply(rt, &mut obj);
-    crate::admission::defaults::admit_create(rt, &mut obj);
     let mut causes = name_causes(rt.name_rule(), &name);
     causes.extend(type_causes(rt, &obj, None));
     if !causes.is_empty() {
@@ -177,43 +174,48 @@ pub fn prepare_create(
     if state.get(res, ns_key, &name).is_some() {
         return Err(ApiError::already_exists(rt.group(), rt.plural(), &name));
     }
-    match (rt.strategy(), rt) {
-        (Strategy::Node, _) => default_node(&mut obj),
-        (Strategy::Namespace, _) => default_namespace(&mut obj, &name),
-        (Strategy::Service, Served::Builtin(b)) => {
-            crate::admission::service::admit(b, &mut obj, None, state, cfg)?
-        }
-        _ => {}
-    }
+    admit(rt, &mut obj, None, state, cfg)?;
     Ok(obj)
 }
 
 /// Object-meta validation for every type plus the type's own field rules (`old` on update).
 fn type_causes(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut causes = crate::api::validation::object_meta(obj);
-    match rt.strategy() {
-        Strategy::Node => causes.extend(crate::api::validation::taints(obj)),
-        Strategy::Crd => causes.extend(crate::crd::validation::validate(obj, old)),
-        Strategy::CustomResource => causes.extend(crate::crd::admit::validate(rt, obj)),
-        _ => {}
-    }
-    if rt.group() == "coordination.k8s.io" && rt.kind() == "Lease" {
-        causes.extend(crate::api::validation::lease(obj));
-    }
-    causes.extend(crate::admission::defaults::causes(rt, obj));
-    if rt.kind() == "Event" && matches!(rt.group(), "" | "events.k8s.io") {
-        causes.extend(crate::api::validation::event(rt.group(), obj));
+    match rt {
+        Served::Builtin(k) => {
+            if let Some(validate) = k.admission.validate {
+                causes.extend(validate(obj, old));
+            }
+        }
+        Served::Custom(_) => causes.extend(crate::crd::admit::validate(rt, obj)),
     }
     causes
 }
 
-/// The group a 422 names: events.k8s.io Events are validated as the core type they convert to
-/// (defaults-event-events-v1-wrong-namespace.txt: `Event "x" is invalid`).
+/// The group a 422 names: the kind's own, or the one its admission says it is validated as.
 fn invalid_group(rt: &Served) -> &str {
-    match (rt.group(), rt.kind()) {
-        ("events.k8s.io", "Event") => "",
-        (g, _) => g,
+    match rt.builtin().and_then(|k| k.admission.invalid_as) {
+        Some(group) => group,
+        None => rt.group(),
     }
+}
+
+/// The kind's step after validation, with the cluster it may consult.
+fn admit(
+    rt: &Served,
+    obj: &mut Value,
+    old: Option<&Value>,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<(), ApiError> {
+    let Some(admit) = rt.builtin().and_then(|k| k.admission.admit) else {
+        return Ok(());
+    };
+    let cluster = Cluster {
+        config: cfg,
+        allocated: state.allocations(),
+    };
+    admit(obj, old, &cluster)
 }
 
 /// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
@@ -344,15 +346,20 @@ pub fn prepare_update(
             }
         }
     }
-    match rt.strategy() {
-        Strategy::Crd => crate::crd::admit::prepare_update(&mut new),
-        Strategy::CustomResource => crate::crd::admit::apply_schema(rt, &mut new),
-        _ => {}
+    match rt {
+        Served::Builtin(k) => {
+            if let Some(prepare) = k.admission.prepare {
+                prepare(&mut new, Some(old));
+            }
+        }
+        Served::Custom(_) => crate::crd::admit::apply_schema(rt, &mut new),
     }
     if rt.keeps_generation() {
         bump_generation(rt, old, &mut new);
     }
-    crate::admission::defaults::apply(rt, &mut new);
+    if let Some(defaults) = rt.builtin().and_then(|k| k.admission.defaults) {
+        defaults(&mut new);
+    }
     let causes = type_causes(rt, &new, Some(old));
     if !causes.is_empty() {
         return Err(ApiError::invalid(
@@ -362,17 +369,7 @@ pub fn prepare_update(
             causes,
         ));
     }
-    match (rt.strategy(), rt) {
-        (Strategy::Service, Served::Builtin(b)) => {
-            crate::admission::service::admit(b, &mut new, Some(old), state, cfg)?
-        }
-        (Strategy::Node, _) => {
-            zero_condition_times(&mut new);
-            sync_pod_cidrs(&mut new);
-            validate_node_update(rt, old, &new)?;
-        }
-        _ => {}
-    }
+    admit(rt, &mut new, Some(old), state, cfg)?;
     Ok(new)
 }
 
@@ -415,116 +412,12 @@ fn restore(obj: &mut Map<String, Value>, old: &Map<String, Value>, key: &str) {
     };
 }
 
-/// NodeCondition's times are Go structs, so upstream serializes unset ones as `null` rather than
-/// omitting them (see node-status-patch-condition.txt); do the same.
-fn zero_condition_times(obj: &mut Value) {
-    if let Some(conds) = obj
-        .pointer_mut("/status/conditions")
-        .and_then(Value::as_array_mut)
-    {
-        for c in conds.iter_mut().filter_map(Value::as_object_mut) {
-            for k in ["lastHeartbeatTime", "lastTransitionTime"] {
-                c.entry(k).or_insert(Value::Null);
-            }
-        }
-    }
+/// The object a create's field ownership is computed on: `admitted` without what admission
+/// added that the request (`sent`) did not carry (a Node's `not-ready` taint from
+/// TaintNodesByCondition), as the kind says; `None` when the kind keeps it all.
+pub fn tracked_on_create(rt: &Served, sent: &Value, admitted: &Value) -> Option<Value> {
+    let untracked = rt.builtin()?.admission.untracked?;
+    let mut view = admitted.clone();
+    untracked(sent, &mut view);
+    Some(view)
 }
-
-/// `spec.podCIDR` and `spec.podCIDRs` are one field upstream (v1 <-> internal conversion): a lone
-/// podCIDR becomes `podCIDRs: [it]`, and podCIDR always mirrors `podCIDRs[0]`.
-fn sync_pod_cidrs(obj: &mut Value) {
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let single = spec
-        .get("podCIDR")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let list = string_list(spec.get("podCIDRs"));
-    if list.is_empty() && !single.is_empty() {
-        spec.insert("podCIDRs".into(), json!([single]));
-    } else if let Some(first) = list.first() {
-        spec.insert("podCIDR".into(), first.clone().into());
-    }
-}
-
-/// Upstream `ValidateNodeUpdate`: providerID and podCIDRs may only go from unset to set.
-fn validate_node_update(rt: &Served, old: &Value, new: &Value) -> Result<(), ApiError> {
-    let mut causes = Vec::new();
-    let old_cidrs = string_list(old.pointer("/spec/podCIDRs"));
-    if !old_cidrs.is_empty() && old_cidrs != string_list(new.pointer("/spec/podCIDRs")) {
-        causes.push(Cause::forbidden(
-            "spec.podCIDRs",
-            "node updates may not change podCIDR except from \"\" to valid",
-        ));
-    }
-    let old_id = str_at(old, "/spec/providerID");
-    if !old_id.is_empty() && old_id != str_at(new, "/spec/providerID") {
-        causes.push(Cause::forbidden(
-            "spec.providerID",
-            "node updates may not change providerID except from \"\" to valid",
-        ));
-    }
-    if causes.is_empty() {
-        return Ok(());
-    }
-    Err(ApiError::invalid(
-        rt.group(),
-        rt.kind(),
-        str_at(old, "/metadata/name"),
-        causes,
-    ))
-}
-
-fn default_node(obj: &mut Value) {
-    zero_condition_times(obj);
-    sync_pod_cidrs(obj);
-    const NOT_READY: &str = "node.kubernetes.io/not-ready";
-    if !obj.get("spec").is_some_and(Value::is_object) {
-        obj["spec"] = json!({});
-    }
-    let spec = &mut obj["spec"];
-    if !spec.get("taints").is_some_and(Value::is_array) {
-        spec["taints"] = json!([]);
-    }
-    if let Some(taints) = spec["taints"].as_array_mut()
-        && !taints
-            .iter()
-            .any(|t| t["key"] == NOT_READY && t["effect"] == "NoSchedule")
-    {
-        taints.push(json!({"key": NOT_READY, "effect": "NoSchedule"}));
-    }
-    if !obj.get("status").is_some_and(Value::is_object) {
-        obj["status"] = json!({});
-    }
-    let status = &mut obj["status"];
-    if status.get("daemonEndpoints").is_none() {
-        status["daemonEndpoints"] = json!({"kubeletEndpoint": {"Port": 0}});
-    }
-    if status.get("nodeInfo").is_none() {
-        status["nodeInfo"] = json!({
-            "machineID": "", "systemUUID": "", "bootID": "", "kernelVersion": "", "osImage": "",
-            "containerRuntimeVersion": "", "kubeletVersion": "", "kubeProxyVersion": "",
-            "operatingSystem": "", "architecture": ""
-        });
-    }
-}
-
-fn default_namespace(obj: &mut Value, name: &str) {
-    let meta = meta_mut(obj);
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if let Some(l) = labels.as_object_mut() {
-        l.insert("kubernetes.io/metadata.name".into(), name.into());
-    }
-    if !obj.get("spec").is_some_and(Value::is_object) {
-        obj["spec"] = json!({});
-    }
-    if obj["spec"].get("finalizers").is_none() {
-        obj["spec"]["finalizers"] = json!(["kubernetes"]);
-    }
-    obj["status"] = json!({"phase": "Active"});
-}
-
-/// The namespaces kube-apiserver refuses to delete.
-pub const IMMORTAL_NAMESPACES: &[&str] = &["default", "kube-system", "kube-public"];
