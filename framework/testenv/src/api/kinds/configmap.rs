@@ -34,11 +34,8 @@ pub const KIND: Kind = Kind {
     },
     protobuf: Protobuf::of::<pb::ConfigMap, pb::ConfigMapList>(),
     apply: Shape {
-        list_keys: &[],
         maps: &["data", "binaryData"],
-        atomic: &[],
-        value_structs: &[],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 

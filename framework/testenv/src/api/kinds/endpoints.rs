@@ -11,7 +11,6 @@ use serde_json::{Value, json};
 
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, NameRule, Names, Printer, Protobuf, Rest, Shape, Type,
-    VERBS,
 };
 use crate::api::printing::{age, arr, first_three, row, text};
 
@@ -24,23 +23,16 @@ pub const ENDPOINTS: Kind = Kind {
         categories: &[],
     },
     rest: Rest {
-        status: false,
         create_on_update: true,
-        generation: false,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Object,
     name_rule: NameRule::Subdomain,
     field_selectors: &[],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default_endpoints),
-        on_create: None,
-        validate: None,
-        admit: None,
-        untracked: None,
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[
@@ -63,23 +55,16 @@ pub const ENDPOINT_SLICE: Kind = Kind {
         categories: &[],
     },
     rest: Rest {
-        status: false,
-        create_on_update: false,
         generation: true,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Object,
     name_rule: NameRule::Subdomain,
     field_selectors: &[],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default_slice),
-        on_create: None,
-        validate: None,
-        admit: None,
-        untracked: None,
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, NameRule, Names, Printer, Protobuf, Rest, Shape, Type,
-    VERBS, untrack_unsent,
+    untrack_unsent,
 };
 use crate::api::printing::{since, text};
 use crate::api::status::{Cause, go_quote};
@@ -44,24 +44,19 @@ pub const CORE: Kind = Kind {
     ],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default_core),
-        on_create: None,
         validate: Some(validate_core),
-        admit: None,
         untracked: Some(untracked_core),
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: PRINTER,
     protobuf: Protobuf::of::<core_pb::Event, core_pb::EventList>(),
     // The references are atomic structs (defaults-event-core-node.txt); `involvedObject` and
     // `source` are held by value.
     apply: Shape {
-        list_keys: &[],
-        maps: &[],
         atomic: &["involvedObject", "related"],
         value_structs: &["involvedObject", "source"],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 
@@ -86,23 +81,18 @@ pub const EVENTS: Kind = Kind {
     ],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default_events),
-        on_create: None,
         validate: Some(validate_events),
-        admit: None,
         untracked: Some(untracked_events),
         // defaults-event-events-v1-wrong-namespace.txt: `Event "x" is invalid`.
         invalid_as: Some(""),
+        ..Admission::NONE
     },
     printer: PRINTER,
     protobuf: Protobuf::of::<events_pb::Event, events_pb::EventList>(),
     apply: Shape {
-        list_keys: &[],
-        maps: &[],
         atomic: &["regarding", "related"],
-        value_structs: &[],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 
@@ -137,10 +127,8 @@ const NAMES: Names = Names {
 };
 
 const REST: Rest = Rest {
-    status: false,
     create_on_update: true,
-    generation: false,
-    verbs: VERBS,
+    ..Rest::PLAIN
 };
 
 /// upstream `printEvent` (wide, as the server prints), for both APIs.

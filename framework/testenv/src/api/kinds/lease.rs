@@ -27,13 +27,10 @@ pub const KIND: Kind = Kind {
     field_selectors: &[],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default),
-        on_create: None,
         validate: Some(validate),
-        admit: None,
         untracked: Some(untracked),
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[

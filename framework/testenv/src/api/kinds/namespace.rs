@@ -26,25 +26,20 @@ pub const KIND: Kind = Kind {
     },
     rest: Rest {
         status: true,
-        create_on_update: false,
-        generation: false,
         // No deletecollection, as upstream.
         verbs: &[
             "create", "delete", "get", "list", "patch", "update", "watch",
         ],
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Namespace,
     name_rule: NameRule::Label,
     field_selectors: &[("status.phase", "status.phase")],
     patch_lists: &[("status.conditions", ListStrategy::MergeByKey("type"))],
     admission: Admission {
-        prepare: None,
-        defaults: None,
-        on_create: None,
-        validate: None,
         admit: Some(admit),
         untracked: Some(untracked),
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::api::cluster::Cluster;
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, ListStrategy, NameRule, Names, Printer, Protobuf, Rest,
-    Shape, Type, VERBS, untrack_unsent,
+    Shape, Type, untrack_unsent,
 };
 use crate::api::printing::{age, or_none, row, text};
 use crate::api::status::{ApiError, Cause, go_quote};
@@ -25,9 +25,7 @@ pub const KIND: Kind = Kind {
     },
     rest: Rest {
         status: true,
-        create_on_update: false,
-        generation: false,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Object,
     name_rule: NameRule::Subdomain,
@@ -39,13 +37,10 @@ pub const KIND: Kind = Kind {
         ("spec.podCIDRs", ListStrategy::MergeScalars),
     ],
     admission: Admission {
-        prepare: None,
-        defaults: None,
-        on_create: None,
         validate: Some(validate),
         admit: Some(admit),
         untracked: Some(untracked),
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[
@@ -64,15 +59,13 @@ pub const KIND: Kind = Kind {
     },
     protobuf: Protobuf::of::<pb::Node, pb::NodeList>(),
     apply: Shape {
-        list_keys: &[],
         maps: &["status.capacity", "status.allocatable"],
-        atomic: &[],
         value_structs: &[
             "status.daemonEndpoints",
             "status.daemonEndpoints.kubeletEndpoint",
             "status.nodeInfo",
         ],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 

@@ -11,77 +11,60 @@ use crate::api::kind::{
 };
 
 /// ClusterRole.
-pub const CLUSTER_ROLE: Kind = Kind {
-    ty: Type::of::<openapi::ClusterRole>(),
-    names: names("clusterrole"),
-    rest: Rest::PLAIN,
-    lifecycle: Lifecycle::Object,
-    name_rule: NameRule::PathSegment,
-    field_selectors: &[],
-    patch_lists: &[],
-    admission: Admission::NONE,
-    printer: Printer::NAME_AGE,
-    protobuf: Protobuf::of::<pb::ClusterRole, pb::ClusterRoleList>(),
-    apply: Shape::NONE,
-};
+pub const CLUSTER_ROLE: Kind = rbac(
+    Type::of::<openapi::ClusterRole>(),
+    "clusterrole",
+    Protobuf::of::<pb::ClusterRole, pb::ClusterRoleList>(),
+    Shape::NONE,
+);
 
 /// ClusterRoleBinding.
-pub const CLUSTER_ROLE_BINDING: Kind = Kind {
-    ty: Type::of::<openapi::ClusterRoleBinding>(),
-    names: names("clusterrolebinding"),
-    rest: Rest::PLAIN,
-    lifecycle: Lifecycle::Object,
-    name_rule: NameRule::PathSegment,
-    field_selectors: &[],
-    patch_lists: &[],
-    admission: Admission::NONE,
-    printer: Printer::NAME_AGE,
-    protobuf: Protobuf::of::<pb::ClusterRoleBinding, pb::ClusterRoleBindingList>(),
-    apply: BINDING,
-};
+pub const CLUSTER_ROLE_BINDING: Kind = rbac(
+    Type::of::<openapi::ClusterRoleBinding>(),
+    "clusterrolebinding",
+    Protobuf::of::<pb::ClusterRoleBinding, pb::ClusterRoleBindingList>(),
+    BINDING,
+);
 
 /// Role.
-pub const ROLE: Kind = Kind {
-    ty: Type::of::<openapi::Role>(),
-    names: names("role"),
-    rest: Rest::PLAIN,
-    lifecycle: Lifecycle::Object,
-    name_rule: NameRule::PathSegment,
-    field_selectors: &[],
-    patch_lists: &[],
-    admission: Admission::NONE,
-    printer: Printer::NAME_AGE,
-    protobuf: Protobuf::of::<pb::Role, pb::RoleList>(),
-    apply: Shape::NONE,
-};
+pub const ROLE: Kind = rbac(
+    Type::of::<openapi::Role>(),
+    "role",
+    Protobuf::of::<pb::Role, pb::RoleList>(),
+    Shape::NONE,
+);
 
 /// RoleBinding.
-pub const ROLE_BINDING: Kind = Kind {
-    ty: Type::of::<openapi::RoleBinding>(),
-    names: names("rolebinding"),
-    rest: Rest::PLAIN,
-    lifecycle: Lifecycle::Object,
-    name_rule: NameRule::PathSegment,
-    field_selectors: &[],
-    patch_lists: &[],
-    admission: Admission::NONE,
-    printer: Printer::NAME_AGE,
-    protobuf: Protobuf::of::<pb::RoleBinding, pb::RoleBindingList>(),
-    apply: BINDING,
-};
+pub const ROLE_BINDING: Kind = rbac(
+    Type::of::<openapi::RoleBinding>(),
+    "rolebinding",
+    Protobuf::of::<pb::RoleBinding, pb::RoleBindingList>(),
+    BINDING,
+);
 
-const fn names(singular: &'static str) -> Names {
-    Names {
-        singular,
-        short: &[],
-        categories: &[],
+/// An RBAC kind: everything but its type, names, message and shape is the same for all four.
+const fn rbac(ty: Type, singular: &'static str, protobuf: Protobuf, apply: Shape) -> Kind {
+    Kind {
+        ty,
+        names: Names {
+            singular,
+            short: &[],
+            categories: &[],
+        },
+        rest: Rest::PLAIN,
+        lifecycle: Lifecycle::Object,
+        name_rule: NameRule::PathSegment,
+        field_selectors: &[],
+        patch_lists: &[],
+        admission: Admission::NONE,
+        printer: Printer::NAME_AGE,
+        protobuf,
+        apply,
     }
 }
 
+/// A binding's `roleRef` is replaced whole.
 const BINDING: Shape = Shape {
-    list_keys: &[],
-    maps: &[],
     atomic: &["roleRef"],
-    value_structs: &[],
-    allocated_on_create: &[],
+    ..Shape::NONE
 };

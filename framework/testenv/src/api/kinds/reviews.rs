@@ -52,10 +52,8 @@ const fn review(ty: Type, protobuf: Protobuf) -> Kind {
             categories: &[],
         },
         rest: Rest {
-            status: false,
-            create_on_update: false,
-            generation: false,
             verbs: &["create"],
+            ..Rest::PLAIN
         },
         lifecycle: Lifecycle::Object,
         name_rule: NameRule::Subdomain,

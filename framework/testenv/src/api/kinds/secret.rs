@@ -27,13 +27,9 @@ pub const KIND: Kind = Kind {
     field_selectors: &[("type", "type")],
     patch_lists: &[],
     admission: Admission {
-        prepare: None,
         defaults: Some(default),
-        on_create: None,
         validate: Some(validate),
-        admit: None,
-        untracked: None,
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[
@@ -46,11 +42,8 @@ pub const KIND: Kind = Kind {
     },
     protobuf: Protobuf::of::<pb::Secret, pb::SecretList>(),
     apply: Shape {
-        list_keys: &[],
         maps: &["data", "stringData"],
-        atomic: &[],
-        value_structs: &[],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, ListStrategy, NameRule, Names, Printer, Protobuf, Rest,
-    Shape, Type, VERBS,
+    Shape, Type,
 };
 use crate::api::printing::{row, text};
 
@@ -28,9 +28,8 @@ pub const KIND: Kind = Kind {
     },
     rest: Rest {
         status: true,
-        create_on_update: false,
         generation: true,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::CustomResourceDefinition,
     name_rule: NameRule::Subdomain,
@@ -38,12 +37,8 @@ pub const KIND: Kind = Kind {
     patch_lists: &[("status.conditions", ListStrategy::MergeByKey("type"))],
     admission: Admission {
         prepare: Some(prepare::prepare),
-        defaults: None,
-        on_create: None,
         validate: Some(validation::validate),
-        admit: None,
-        untracked: None,
-        invalid_as: None,
+        ..Admission::NONE
     },
     // The default table convertor's.
     printer: Printer {
@@ -53,11 +48,8 @@ pub const KIND: Kind = Kind {
     protobuf: Protobuf::of::<pb::CustomResourceDefinition, pb::CustomResourceDefinitionList>(),
     // `spec.conversion` is behind a pointer, so it is owned itself (crd-create.txt).
     apply: Shape {
-        list_keys: &[],
-        maps: &[],
-        atomic: &[],
         value_structs: &["spec.names", "status.acceptedNames"],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, ListStrategy, NameRule, Names, Printer, Protobuf, Rest,
-    Shape, Type, VERBS,
+    Shape, Type,
 };
 use crate::api::printing::{age, arr, or_none, row, text};
 
@@ -24,9 +24,8 @@ pub const KIND: Kind = Kind {
     },
     rest: Rest {
         status: true,
-        create_on_update: false,
         generation: true,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Object,
     name_rule: NameRule::Subdomain,
@@ -47,13 +46,10 @@ pub const KIND: Kind = Kind {
         ("status.conditions", ListStrategy::MergeByKey("type")),
     ],
     admission: Admission {
-        prepare: None,
         defaults: Some(defaults::default),
         on_create: Some(defaults::admit_create),
-        validate: None,
-        admit: None,
         untracked: Some(defaults::untrack),
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[
@@ -75,10 +71,8 @@ pub const KIND: Kind = Kind {
             ("spec.containers.ports", &["containerPort", "protocol"]),
             ("spec.initContainers.ports", &["containerPort", "protocol"]),
         ],
-        maps: &[],
         atomic: &["spec.nodeSelector"],
-        value_structs: &[],
-        allocated_on_create: &[],
+        ..Shape::NONE
     },
 };
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::api::kind::{
     Admission, Column, Kind, Lifecycle, ListStrategy, NameRule, Names, Printer, Protobuf, Rest,
-    Shape, Type, VERBS,
+    Shape, Type,
 };
 use crate::api::printing::{age, or_none, row, text};
 use crate::api::validation::string_list;
@@ -26,9 +26,7 @@ pub const KIND: Kind = Kind {
     },
     rest: Rest {
         status: true,
-        create_on_update: false,
-        generation: false,
-        verbs: VERBS,
+        ..Rest::PLAIN
     },
     lifecycle: Lifecycle::Object,
     name_rule: NameRule::Dns1035,
@@ -41,13 +39,8 @@ pub const KIND: Kind = Kind {
         ("status.conditions", ListStrategy::MergeByKey("type")),
     ],
     admission: Admission {
-        prepare: None,
-        defaults: None,
-        on_create: None,
-        validate: None,
         admit: Some(admit::admit),
-        untracked: None,
-        invalid_as: None,
+        ..Admission::NONE
     },
     printer: Printer {
         columns: &[
@@ -64,7 +57,6 @@ pub const KIND: Kind = Kind {
     protobuf: Protobuf::of::<pb::Service, pb::ServiceList>(),
     apply: Shape {
         list_keys: &[("spec.ports", &["port", "protocol"])],
-        maps: &[],
         atomic: &["spec.selector"],
         value_structs: &["status.loadBalancer"],
         allocated_on_create: &[
@@ -75,6 +67,7 @@ pub const KIND: Kind = Kind {
             "spec.ports.nodePort",
             "spec.healthCheckNodePort",
         ],
+        ..Shape::NONE
     },
 };
 
