@@ -2,7 +2,9 @@
 //! from k8s-openapi), discovery names, REST behaviour, name rule, field selectors and strategic
 //! merge list strategies, admission (defaults and validation), printer, protobuf message and
 //! server-side-apply shape. Every field is required, so a kind that leaves one out does not
-//! compile; the per-kind values are in `kinds`, one file each.
+//! compile (within `rest`, `admission` and `apply` a kind names what it has and takes the rest
+//! from `Rest::PLAIN`, `Admission::NONE`, `Shape::NONE`); the per-kind values are in `kinds`,
+//! one file each.
 
 use k8s_openapi::schemars::{JsonSchema, SchemaGenerator};
 use prost::Message;
