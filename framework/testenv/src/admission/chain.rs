@@ -17,9 +17,11 @@
 //! 5. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
 //!    a new Node's not-ready taint, a new Namespace's finalizer; a Node's immutable fields.
 //!
-//! Mutating admission webhooks run after the mutation step, CEL validation rules with the
-//! validation step, and ValidatingAdmissionPolicy and validating webhooks after it: the places
-//! are marked below.
+//! Mutating admission webhooks go after the kind's defaults and create-time plugins, CEL rules
+//! with the validation step, ValidatingAdmissionPolicy and validating webhooks after it: the
+//! places are marked below. (kube-apiserver runs a strategy's PrepareForCreate, here the CRD's
+//! `prepare`, and a few of this chain's cluster steps, such as a Node's taint, in other places
+//! relative to its webhooks; docs/webhooks.md has the order the webhooks change follows.)
 
 use serde_json::Value;
 
