@@ -54,7 +54,7 @@ fn default_containers(spec: &mut Map<String, Value>, key: &str) {
 }
 
 /// The v1 defaults, on every write.
-pub fn default(obj: &mut Value) {
+pub(super) fn default(obj: &mut Value) {
     let Some(spec) = obj_mut(obj, "spec") else {
         return;
     };
@@ -69,7 +69,7 @@ pub fn default(obj: &mut Value) {
 }
 
 /// The admission plugins and initial status of a create.
-pub fn admit_create(obj: &mut Value) {
+pub(super) fn admit_create(obj: &mut Value) {
     let qos = qos_class(obj);
     if let Some(spec) = obj_mut(obj, "spec") {
         service_account(spec);
@@ -155,7 +155,7 @@ fn qos_class(obj: &Value) -> &'static str {
 }
 
 /// Removes from a create's ownership view what the admission plugins added.
-pub fn untrack(sent: &Value, view: &mut Value) {
+pub(super) fn untrack(sent: &Value, view: &mut Value) {
     let Some(spec) = view.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };

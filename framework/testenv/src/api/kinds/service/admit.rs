@@ -9,10 +9,8 @@ use std::net::Ipv4Addr;
 use rand::Rng;
 use serde_json::{Value, json};
 
-use crate::api::resources::ResourceType;
+use crate::api::cluster::{AdmissionConfig, Allocated, Cluster};
 use crate::api::status::{ApiError, Cause, go_quote};
-use crate::storage::allocations::AdmissionConfig;
-use crate::storage::store::State;
 
 const TYPES: &[&str] = &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"];
 
@@ -30,19 +28,14 @@ fn strings(v: &Value) -> Vec<String> {
 }
 
 /// Defaults, allocates and validates a Service (`old` is `Some` on update).
-pub fn admit(
-    rt: &ResourceType,
-    obj: &mut Value,
-    old: Option<&Value>,
-    state: &State,
-    cfg: &AdmissionConfig,
-) -> Result<(), ApiError> {
+pub fn admit(obj: &mut Value, old: Option<&Value>, cluster: &Cluster<'_>) -> Result<(), ApiError> {
+    let (allocated, cfg) = (cluster.allocated, cluster.config);
     let name = obj
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let invalid = |causes: Vec<Cause>| ApiError::invalid(rt.group, rt.kind, &name, causes);
+    let invalid = |causes: Vec<Cause>| ApiError::invalid("", "Service", &name, causes);
     if !obj.get("spec").is_some_and(Value::is_object) {
         obj["spec"] = json!({});
     }
@@ -197,13 +190,13 @@ pub fn admit(
             ip = ips[0].clone();
         }
         if ip.is_empty() && causes.is_empty() {
-            ip = allocate_ip(state, cfg).ok_or_else(|| {
+            ip = allocate_ip(allocated, cfg).ok_or_else(|| {
                 ApiError::internal("failed to allocate a serviceIP: range is full")
             })?;
         } else if old.is_none() && !ip.is_empty() && ip != "None" {
             match ip.parse::<Ipv4Addr>() {
                 Ok(addr) if in_range(cfg, addr) => {
-                    if state.allocations().has_ip(&ip) {
+                    if allocated.has_ip(&ip) {
                         causes.push(Cause::invalid("spec.clusterIPs", &go_string_slice(&[ip.clone()]), &format!("failed to allocate IP {ip}: provided IP is already allocated")));
                     }
                 }
@@ -285,7 +278,7 @@ pub fn admit(
             .filter_map(|(i, p)| Some((i, p.get("nodePort").and_then(Value::as_i64)?)))
             .filter(|(_, n)| *n != 0);
         for (i, np) in explicit {
-            if !held.contains(&np) && !taken.contains(&np) && state.allocations().has_port(np) {
+            if !held.contains(&np) && !taken.contains(&np) && allocated.has_port(np) {
                 causes.push(Cause::invalid(
                     format!("spec.ports[{i}].nodePort"),
                     &np.to_string(),
@@ -298,8 +291,7 @@ pub fn admit(
             return Err(invalid(causes));
         }
     }
-    let free =
-        |taken: &HashSet<i64>, p: i64| !taken.contains(&p) && !state.allocations().has_port(p);
+    let free = |taken: &HashSet<i64>, p: i64| !taken.contains(&p) && !allocated.has_port(p);
     let allocate = needs_node_ports(&ty)
         && spec.get("allocateLoadBalancerNodePorts") != Some(&Value::Bool(false));
     if allocate && let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
@@ -372,14 +364,14 @@ fn held_node_ports(old_spec: &Value) -> HashSet<i64> {
 
 /// A free clusterIP: probes from a random start, so it is constant time while the range is
 /// sparse (it scans the whole range only when the range is nearly full).
-fn allocate_ip(state: &State, cfg: &AdmissionConfig) -> Option<String> {
+fn allocate_ip(allocated: &dyn Allocated, cfg: &AdmissionConfig) -> Option<String> {
     let (base, size) = cfg.service_net;
     // .0 is the network, .1 the kubernetes Service, the last the broadcast address.
     let usable = size.checked_sub(3)?;
     let start = rand::rng().random_range(0..usable);
     (0..usable)
         .map(|i| Ipv4Addr::from(base + 2 + (start + i) % usable).to_string())
-        .find(|ip| !state.allocations().has_ip(ip))
+        .find(|ip| !allocated.has_ip(ip))
 }
 
 /// A free node port, probed from a random start like [`allocate_ip`].

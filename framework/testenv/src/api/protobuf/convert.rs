@@ -25,42 +25,42 @@ pub(crate) trait Json: Sized {
 /// embedded struct, whose fields sit in the enclosing JSON object.
 macro_rules! message {
     ($ty:path { $($field:ident : $json:tt),* $(,)? }) => {
-        impl $crate::http::protobuf::convert::Json for $ty {
+        impl $crate::api::protobuf::convert::Json for $ty {
             #[allow(unused_variables)]
             fn from_json(v: &serde_json::Value) -> Result<Self, String> {
                 let o = v.as_object().ok_or_else(|| format!("expected an object, got {v}"))?;
                 #[allow(unused_mut)]
                 let mut m = <Self as Default>::default();
-                $( $crate::http::protobuf::convert::message!(@from m, v, o, $field, $json); )*
+                $( $crate::api::protobuf::convert::message!(@from m, v, o, $field, $json); )*
                 Ok(m)
             }
             fn to_json(&self) -> Option<serde_json::Value> {
                 #[allow(unused_mut)]
                 let mut o = serde_json::Map::new();
-                $( $crate::http::protobuf::convert::message!(@to self, o, $field, $json); )*
+                $( $crate::api::protobuf::convert::message!(@to self, o, $field, $json); )*
                 Some(serde_json::Value::Object(o))
             }
         }
     };
     (@from $m:ident, $v:ident, $o:ident, $field:ident, inline) => {
-        $m.$field = $crate::http::protobuf::convert::Json::from_json($v)?;
+        $m.$field = $crate::api::protobuf::convert::Json::from_json($v)?;
     };
     (@from $m:ident, $v:ident, $o:ident, $field:ident, $json:literal) => {
         if let Some(f) = $o.get($json).filter(|f| !f.is_null()) {
-            $m.$field = $crate::http::protobuf::convert::Json::from_json(f)
+            $m.$field = $crate::api::protobuf::convert::Json::from_json(f)
                 .map_err(|e| format!("{}: {e}", $json))?;
         }
     };
     (@to $s:ident, $o:ident, $field:ident, inline) => {
         if let Some(serde_json::Value::Object(inner)) =
-            $crate::http::protobuf::convert::Json::to_json(&$s.$field)
+            $crate::api::protobuf::convert::Json::to_json(&$s.$field)
         {
             $o.extend(inner);
         }
     };
     (@to $s:ident, $o:ident, $field:ident, $json:literal) => {
-        if let Some(v) = $crate::http::protobuf::convert::Json::to_json(&$s.$field)
-            && !$crate::http::protobuf::convert::omitted_zero($json, &v)
+        if let Some(v) = $crate::api::protobuf::convert::Json::to_json(&$s.$field)
+            && !$crate::api::protobuf::convert::omitted_zero($json, &v)
         {
             $o.insert($json.to_string(), v);
         }

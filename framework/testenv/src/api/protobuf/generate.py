@@ -1,35 +1,44 @@
 #!/usr/bin/env python3
 """Writes messages.rs: the JSON name of every field of every k8s-pb message reachable from the
-types kube-testenv serves. k8s-pb's prost types carry the protobuf field numbers but no JSON
+messages kube-testenv serves. k8s-pb's prost types carry the protobuf field numbers but no JSON
 names and no serde; k8s-openapi carries the JSON names. This joins the two by the field's name
 with case and underscores ignored (prost's `cluster_i_ps` is JSON's `clusterIPs`).
 
-Run from the workspace root after a k8s-pb or k8s-openapi upgrade:
-    python3 framework/testenv/src/http/protobuf/generate.py > framework/testenv/src/http/protobuf/messages.rs
-(messages.rs is `rustfmt::skip`: one line per message.) A new served type goes in ROOTS here and
-in kinds.rs.
+The messages served are each built-in kind's (its `Protobuf::of::<..>()` in api/kinds/) and the
+few that are no kind's (OTHERS below, as `http/protobuf/kinds.rs` lists them), so a new kind
+needs nothing here: run this again after adding it, or after a k8s-pb or k8s-openapi upgrade,
+from the workspace root:
+    python3 framework/testenv/src/api/protobuf/generate.py > framework/testenv/src/api/protobuf/messages.rs
+(messages.rs is `rustfmt::skip`: one line per message.)
 """
 import glob, os, re, sys
 
 REG = glob.glob(os.path.expanduser("~/.cargo/registry/src/*/"))[0]
 PB = glob.glob(REG + "k8s-pb-0.9.*/src")[-1]
 OA = glob.glob(REG + "k8s-openapi-0.29.*/src/v1_33")[-1]
+KINDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "kinds")
 
-ROOTS = [
-    "api::core::v1::" + k for k in [
-        "ConfigMap", "Secret", "Namespace", "Service", "Node", "Endpoints", "Event", "Pod",
-        "ServiceAccount", "Binding"]
-] + [
-    "api::coordination::v1::Lease", "api::events::v1::Event", "api::discovery::v1::EndpointSlice",
-    "api::authentication::v1::TokenReview", "api::authentication::v1::TokenRequest",
-    "api::authorization::v1::SubjectAccessReview", "api::authorization::v1::SelfSubjectAccessReview",
-    "api::authorization::v1::LocalSubjectAccessReview", "api::authorization::v1::SelfSubjectRulesReview",
-    "api::rbac::v1::ClusterRole", "api::rbac::v1::ClusterRoleBinding", "api::rbac::v1::Role",
-    "api::rbac::v1::RoleBinding", "api::autoscaling::v1::Scale",
-    "apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition",
+OTHERS = [
+    "api::core::v1::Binding", "api::autoscaling::v1::Scale",
+    "api::authentication::v1::TokenRequest",
     "apimachinery::pkg::apis::meta::v1::Status", "apimachinery::pkg::apis::meta::v1::WatchEvent",
     "apimachinery::pkg::apis::meta::v1::DeleteOptions",
 ]
+
+
+def kind_messages():
+    """The k8s-pb paths the kinds name in `Protobuf::of::<..>()` / `Protobuf::without_list::<..>()`."""
+    found = []
+    for f in sorted(glob.glob(os.path.join(KINDS, "**", "*.rs"), recursive=True)):
+        text = open(f).read()
+        aliases = dict((a, p) for p, a in re.findall(r"use k8s_pb::([\w:]+) as (\w+);", text))
+        for args in re.findall(r"Protobuf::(?:of|without_list)::<([^>]*)>", text):
+            for alias, name in re.findall(r"(\w+)::(\w+)", args):
+                found.append(aliases[alias] + "::" + name)
+    return found
+
+
+ROOTS = OTHERS + kind_messages()
 
 # Messages whose JSON form is not an object; convert.rs maps them by hand.
 SPECIAL = {

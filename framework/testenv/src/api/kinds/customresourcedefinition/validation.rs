@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use super::prepare::storage_version;
 use crate::api::status::{Cause, go_quote};
 use crate::api::structural::{Schema, go_value};
 use crate::api::validation::{DNS1035_MSG, SUBDOMAIN_MSG, is_label};
-use crate::crd::admit::storage_version;
 
 fn text<'a>(v: &'a Value, ptr: &str) -> &'a str {
     v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
@@ -351,7 +351,7 @@ fn map_list_keys(s: &Value, p: &str, out: &mut Vec<Cause>) {
 }
 
 /// The causes of a CRD create (`old` = None) or update.
-pub fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
+pub(super) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
     let group = text(crd, "/spec/group");
     let plural = text(crd, "/spec/names/plural");
