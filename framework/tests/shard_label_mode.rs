@@ -219,6 +219,51 @@ async fn reconciled_by_owners(world: &World, from: usize, owners: &BTreeMap<Stri
     panic!("not every key reconciled by its owner: {owners:?}");
 }
 
+/// No key ran on two replicas at once nor as deleted for not being labelled here; then the
+/// replicas stop.
+async fn no_overlap_nor_absent_then_stop(
+    world: &World,
+    replicas: impl IntoIterator<Item = Replica>,
+) {
+    assert_eq!(
+        world.overlaps.load(Ordering::SeqCst),
+        0,
+        "a key ran twice at once"
+    );
+    assert_eq!(
+        world.absent.load(Ordering::SeqCst),
+        0,
+        "a key not labelled here was reconciled as deleted"
+    );
+    for r in replicas {
+        r.stop.cancel();
+        r.task.await.unwrap();
+    }
+}
+
+/// Replicas a and b, settled, and `n` ConfigMaps labelled to their owners.
+async fn two_replicas_and_configmaps(
+    n: usize,
+) -> (
+    TestEnv,
+    Arc<World>,
+    Replica,
+    Replica,
+    BTreeMap<String, String>,
+) {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let world = Arc::new(World::default());
+    let a = start(&client, "a", &world);
+    let b = start(&client, "b", &world);
+    settled(&[&a, &b]).await;
+    for i in 0..n {
+        create(&client, &format!("cm-{i:02}"), json!({})).await;
+    }
+    let owners = labelled_to(&client, &["a", "b"]).await;
+    (env, world, a, b, owners)
+}
+
 async fn create(client: &kube::Client, name: &str, labels: serde_json::Value) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let cm = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
@@ -227,16 +272,8 @@ async fn create(client: &kube::Client, name: &str, labels: serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
-    let env = TestEnv::start().await.unwrap();
+    let (env, world, a, b, owners) = two_replicas_and_configmaps(40).await;
     let client = env.client();
-    let world = Arc::new(World::default());
-    let a = start(&client, "a", &world);
-    let b = start(&client, "b", &world);
-    settled(&[&a, &b]).await;
-    for i in 0..40 {
-        create(&client, &format!("cm-{i:02}"), json!({})).await;
-    }
-    let owners = labelled_to(&client, &["a", "b"]).await;
     caches_hold_their_share(&world, &owners).await;
     reconciled_by_owners(&world, 0, &owners).await;
     assert_eq!(
@@ -248,21 +285,21 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
         "every object is labelled exactly once"
     );
 
-    // A Secret maps to a ConfigMap of its name that is labelled to no live member: the
-    // ConfigMap's owner claims it at once, and is not fooled meanwhile into reconciling it as
-    // deleted because it does not cache it yet.
-    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
-    let secret = serde_json::from_value(json!({"metadata": {"name": "stray"}})).unwrap();
-    secrets
-        .create(&PostParams::default(), &secret)
-        .await
-        .unwrap();
+    // A ConfigMap labelled to no live member, and a Secret that maps to it: the ConfigMap's
+    // owner claims it at once, and is not fooled meanwhile into reconciling it as deleted
+    // because it does not cache it yet.
     create(
         &client,
         "stray",
         json!({label_key(RING): "0000000000000000"}),
     )
     .await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let secret = serde_json::from_value(json!({"metadata": {"name": "stray"}})).unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
     labelled_to(&client, &["a", "b"]).await;
     assert_eq!(writes(&a, "reclaim") + writes(&b, "reclaim"), 1);
 
@@ -294,20 +331,7 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
     reconciled_by_owners(&world, from, &reclaimed).await;
     assert!(writes(&a, "reclaim") + writes(&b, "reclaim") >= reclaimed.len() as u64);
 
-    assert_eq!(
-        world.overlaps.load(Ordering::SeqCst),
-        0,
-        "a key ran twice at once"
-    );
-    assert_eq!(
-        world.absent.load(Ordering::SeqCst),
-        0,
-        "a key not labelled here was reconciled as deleted"
-    );
-    for r in [a, b] {
-        r.stop.cancel();
-        r.task.await.unwrap();
-    }
+    no_overlap_nor_absent_then_stop(&world, [a, b]).await;
 }
 
 /// Sets the ring's label of ConfigMap `name` to `value`, as anyone with `patch` may.
@@ -327,16 +351,8 @@ async fn reconciled_again(world: &World, from: usize, name: &str, owner: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_object_labelled_to_no_live_member_is_claimed_at_once_every_time() {
-    let env = TestEnv::start().await.unwrap();
+    let (env, world, a, b, owners) = two_replicas_and_configmaps(10).await;
     let client = env.client();
-    let world = Arc::new(World::default());
-    let a = start(&client, "a", &world);
-    let b = start(&client, "b", &world);
-    settled(&[&a, &b]).await;
-    for i in 0..10 {
-        create(&client, &format!("cm-{i:02}"), json!({})).await;
-    }
-    let owners = labelled_to(&client, &["a", "b"]).await;
     reconciled_by_owners(&world, 0, &owners).await;
     let (victim, owner) = owners
         .iter()
@@ -386,18 +402,5 @@ async fn an_object_labelled_to_no_live_member_is_claimed_at_once_every_time() {
     labelled_to(&client, &["a", "b"]).await;
     reconciled_again(&world, from, &victim, &owner).await;
 
-    assert_eq!(
-        world.overlaps.load(Ordering::SeqCst),
-        0,
-        "a key ran twice at once"
-    );
-    assert_eq!(
-        world.absent.load(Ordering::SeqCst),
-        0,
-        "reconciled as deleted"
-    );
-    for r in [a, b] {
-        r.stop.cancel();
-        r.task.await.unwrap();
-    }
+    no_overlap_nor_absent_then_stop(&world, [a, b]).await;
 }

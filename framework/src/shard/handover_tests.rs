@@ -190,8 +190,8 @@ fn start(world: &Arc<World>, id: &str, log: &Log) -> Member {
     start_with(world, id, log, Duration::ZERO)
 }
 
-/// A member whose reconciles take `extra` longer, to show they are dropped on lost membership.
-fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Member {
+/// Member `id`'s ring over `world` (lease 2 s, renew deadline 1 s, retry 200 ms), not running.
+fn ring_of(world: &Arc<World>, id: &str) -> (Ring, Arc<MemberStore>) {
     let mut cfg = RingConfig::new("web", "kube-system", id);
     cfg.lease.lease_duration = Duration::from_secs(2);
     cfg.lease.renew_deadline = Duration::from_secs(1);
@@ -202,7 +202,12 @@ fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Membe
         name: lease_name("web", id),
         cut: AtomicBool::new(false),
     });
-    let ring = Ring::with_store(store.clone(), cfg).unwrap();
+    (Ring::with_store(store.clone(), cfg).unwrap(), store)
+}
+
+/// A member whose reconciles take `extra` longer, to show they are dropped on lost membership.
+fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Member {
+    let (ring, store) = ring_of(world, id);
     let (stop, kill) = (CancellationToken::new(), CancellationToken::new());
     let run = tokio::spawn({
         let (ring, stop) = (ring.clone(), stop.clone());
@@ -418,19 +423,9 @@ fn a_peer_with_another_assignment_mode_is_warned_about_once_while_it_stays() {
     assert_eq!(warn_mixed_modes(&cfg, &ring, &mut warned), ["c"]);
 }
 
-/// A member of the ring with no workload: its ring, its run task and its stop token.
+/// A member of the ring with no workload: its ring and its run task.
 fn join_idle(world: &Arc<World>, id: &str) -> (Ring, JoinHandle<()>) {
-    let mut cfg = RingConfig::new("web", "kube-system", id);
-    cfg.lease.lease_duration = Duration::from_secs(2);
-    cfg.lease.renew_deadline = Duration::from_secs(1);
-    cfg.lease.retry_period = Duration::from_millis(200);
-    cfg.vnodes = VNODES;
-    let store = Arc::new(MemberStore {
-        world: world.clone(),
-        name: lease_name("web", id),
-        cut: AtomicBool::new(false),
-    });
-    let ring = Ring::with_store(store, cfg).unwrap();
+    let (ring, _) = ring_of(world, id);
     let run = tokio::spawn({
         let ring = ring.clone();
         async move { ring.run(CancellationToken::new()).await }
