@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod builder;
 pub mod client;
+pub mod config_file;
 pub mod controller;
 pub mod events;
 pub mod files;

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::authn::RequestHeaderConfig;
 use super::error::AuthSetupError;
@@ -35,14 +34,9 @@ pub(crate) async fn delegated_client(
         message,
     };
     let config = match kubeconfig {
-        Some(path) => {
-            crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
-            let kubeconfig = Kubeconfig::read_from(path)
-                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| failed(format!("{}: {e}", path.display())))?
-        }
+        Some(path) => crate::client::config_from_kubeconfig(path)
+            .await
+            .map_err(|e| failed(e.to_string()))?,
         None => {
             // client-go's rest.ErrNotInCluster: quietly nothing.
             let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()

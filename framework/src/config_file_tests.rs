@@ -1,4 +1,4 @@
-//! Tests of the redacted cloud-config parser: every error names the key and position, none
+//! Tests of the redacted YAML config parser: every error names the key and position, none
 //! quotes a value or a line of the file.
 
 use super::*;
@@ -37,7 +37,7 @@ struct Zone {
 }
 
 fn err(yaml: &str) -> ConfigFileError {
-    match parse_cloud_config::<Config>(yaml.as_bytes()) {
+    match parse_yaml::<Config>(yaml.as_bytes()) {
         Ok(c) => panic!("{yaml:?} parsed: {c:?}"),
         Err(e) => e,
     }
@@ -114,7 +114,7 @@ fn quoted_text_in_other_messages_is_taken_out() {
 #[test]
 fn an_empty_document_is_null() {
     assert!(
-        parse_cloud_config::<Option<Config>>(b"---\n# only a comment\n")
+        parse_yaml::<Option<Config>>(b"---\n# only a comment\n")
             .unwrap()
             .is_none()
     );

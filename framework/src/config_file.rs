@@ -1,23 +1,25 @@
-//! Parsing a provider's `--cloud-config` YAML without echoing it: [`parse_cloud_config`] and its
-//! redacted [`ConfigFileError`].
+//! Parsing a YAML file a flag names (`--cloud-config`, `--kubeconfig`, the delegated
+//! authentication and authorization kubeconfigs) without echoing it: [`parse_yaml`],
+//! [`parse_yaml_documents`] and their redacted [`ConfigFileError`].
 //!
-//! A real provider's config holds credentials, and the YAML library's own errors quote the file
-//! (a snippet of the lines around the fault), and serde's messages quote the offending value
+//! These files hold credentials, and the YAML library's own errors quote the file (a snippet of
+//! the lines around the fault), and serde's messages quote the offending value
 //! (`invalid type: string "s3cr3t"`). Errors from here name the key path, line and column and
-//! what was wrong with the value's *kind*, never the value or a line of the file; the registry
+//! what was wrong with the value's *kind*, never the value or a line of the file; the caller
 //! adds the file's name.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::DeserializeOwned;
+use serde::de::{Deserialize, DeserializeOwned, Deserializer};
 use serde_saphyr::{DefaultMessageFormatter, MessageFormatter, Options};
 
 /// The longest key path or reason kept (a runaway one is cut, never printed whole).
 const MAX_REASON: usize = 240;
 
-/// Why a cloud-config file does not parse into the provider's type; the message names the key
-/// and position, never the value or the file's text.
+/// Why a YAML file does not parse into its type; the message names the key and position, never
+/// the value or the file's text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}{at}: {reason}", KeyPath(key))]
 pub struct ConfigFileError {
@@ -61,28 +63,64 @@ impl fmt::Display for KeyPath<'_> {
     }
 }
 
-/// Parses a cloud-config YAML document into `T`; an empty document (blank, `---`, only
-/// comments) is `T`'s YAML null (use `Option<T>` to accept it).
+/// Parses a YAML document into `T`; an empty document (blank, `---`, only comments) is `T`'s
+/// YAML null (use `Option<T>` to accept it). A provider's `--cloud-config` is read with this
+/// (`cloud_controllers::cloud::parse_cloud_config`).
 ///
 /// ```
-/// # use cloud_controllers::cloud::parse_cloud_config;
+/// # use controller_manager::config_file::parse_yaml;
 /// #[derive(Debug, serde::Deserialize)]
 /// struct Config { token: String }
-/// let err = parse_cloud_config::<Config>(b"token: [ \"s3cr3t\" ]\n").unwrap_err();
+/// let err = parse_yaml::<Config>(b"token: [ \"s3cr3t\" ]\n").unwrap_err();
 /// assert_eq!(err.to_string(), "key token (line 1, column 8): expected string scalar");
 /// ```
-pub fn parse_cloud_config<T: DeserializeOwned>(yaml: &[u8]) -> Result<T, ConfigFileError> {
+pub fn parse_yaml<T: DeserializeOwned>(yaml: &[u8]) -> Result<T, ConfigFileError> {
+    parse(yaml, |yaml, options| {
+        serde_saphyr::from_slice_with_options::<Tracked<T>>(yaml, options)
+    })
+    .map(|tracked| tracked.0)
+}
+
+/// Parses a stream of YAML documents (separated by `---`) into one `T` each, skipping empty
+/// ones, as kube reads a kubeconfig; the first fault is reported as [`parse_yaml`] reports it.
+pub fn parse_yaml_documents<T: DeserializeOwned>(yaml: &[u8]) -> Result<Vec<T>, ConfigFileError> {
+    parse(yaml, |yaml, options| {
+        serde_saphyr::from_slice_multiple_with_options::<Tracked<T>>(yaml, options)
+    })
+    .map(|docs| docs.into_iter().map(|tracked| tracked.0).collect())
+}
+
+thread_local! {
+    /// The key path of the fault a [`Tracked`] value saw last on this thread (parsing is
+    /// synchronous, so it is the fault of the parse that just failed here).
+    static FAULT_KEY: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// `T`, deserialized through serde_path_to_error: a failure leaves its key path in
+/// [`FAULT_KEY`], and the library's own error goes back to the library (which then stops
+/// reading and adds the position).
+struct Tracked<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Tracked<T> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        serde_path_to_error::deserialize(de)
+            .map(Tracked)
+            .map_err(|e| {
+                FAULT_KEY.with(|key| *key.borrow_mut() = key_path(e.path()));
+                e.into_inner()
+            })
+    }
+}
+
+/// Runs `parse` over `yaml` without the library's snippets, and redacts its error.
+fn parse<R>(
+    yaml: &[u8],
+    parse: impl FnOnce(&[u8], Options) -> Result<R, serde_saphyr::Error>,
+) -> Result<R, ConfigFileError> {
+    FAULT_KEY.with(|key| key.borrow_mut().clear());
     let mut options = Options::default();
     options.with_snippet = false;
-    let mut key = String::new();
-    serde_saphyr::with_deserializer_from_slice_with_options(yaml, options, |de| {
-        // The error must go back to the library (which then stops reading); the path stays here.
-        serde_path_to_error::deserialize::<_, T>(de).map_err(|e| {
-            key = key_path(e.path());
-            e.into_inner()
-        })
-    })
-    .map_err(|e| redacted(key, &e))
+    parse(yaml, options).map_err(|e| redacted(FAULT_KEY.with(|key| key.take()), &e))
 }
 
 /// The path as `a.b[0].c`, without the `value` segment serde-saphyr's `Spanned` wrapper adds
@@ -149,7 +187,7 @@ fn redact(message: &str) -> String {
 }
 
 /// `text` cut to [`MAX_REASON`] bytes (a runaway key or message is never printed whole).
-fn cut(mut text: String) -> String {
+pub(crate) fn cut(mut text: String) -> String {
     if text.len() > MAX_REASON {
         let end = (0..=MAX_REASON)
             .rev()
