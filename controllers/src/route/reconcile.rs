@@ -20,6 +20,7 @@ use crate::cloud::{CloudError, CloudProvider, Route, Routes};
 use crate::event_sink::{EventSink, EventType};
 use crate::listers::NodeLister;
 use crate::names::node_route::CONTROLLER_NAME;
+use crate::wiring::RetryHint;
 
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
@@ -48,6 +49,17 @@ pub enum RouteError {
     /// `ListRoutes` failed; the only failure that fails a pass.
     #[error("error listing routes: {0}")]
     ListRoutes(#[source] CloudError),
+}
+
+/// A cloud `Retry { after }` from `ListRoutes` (the only call that fails a pass) asks the
+/// watch-based mode to run the next pass after exactly that delay.
+impl RetryHint for RouteError {
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            RouteError::ListRoutes(err) => err.retry_after(),
+            RouteError::RoutesUnsupported | RouteError::NoClusterCidrs => None,
+        }
+    }
 }
 
 /// The node-route controller: makes the cloud's routes match the Nodes' pod CIDRs and reports
