@@ -83,11 +83,18 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
 
     let period = options.node_status_update_frequency.get();
     let status_workers = options.node_status_update_workers();
+    let metrics = ctx.controller_metrics();
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
         // Its own task: a refresh loop that dies is logged when it dies and leaves the workers
         // running; on shutdown both stop and both are awaited.
-        let refresh = refresh::spawn(controller, period, status_workers, shutdown.clone());
+        let refresh = refresh::spawn(
+            controller,
+            period,
+            status_workers,
+            &metrics,
+            shutdown.clone(),
+        );
         let refresh = refresh.stopped();
         let workers = async move {
             match gained {

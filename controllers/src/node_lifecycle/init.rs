@@ -1,9 +1,12 @@
 //! Registers the cloud-node-lifecycle controller: a `monitor_nodes` pass every
-//! `--node-monitor-period` over the shared Node cache (no queue, as upstream).
+//! `--node-monitor-period` over the shared Node cache (no queue, as upstream), behind the
+//! standard layers as a [`Periodic`] loop named after the controller.
 
 use std::sync::Arc;
 
-use controller_manager::controller::{Period, run_periodically};
+use std::convert::Infallible;
+
+use controller_manager::controller::{Period, Periodic};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -46,8 +49,14 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         guard,
     )?;
     let period = Period::Sliding(options.node_monitor_period.get());
+    let periodic = Periodic::new(CONTROLLER_NAME, period, &ctx.controller_metrics());
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
-        run_periodically(period, shutdown, || controller.monitor_nodes()).await;
+        periodic
+            .run(shutdown, || async {
+                controller.monitor_nodes().await;
+                Ok::<(), Infallible>(())
+            })
+            .await;
     })))
 }

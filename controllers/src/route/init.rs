@@ -86,7 +86,8 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
         return Ok(InitOutcome::Started(Box::pin(run)));
     }
     let period = options.route_reconciliation_period.get();
+    let metrics = ctx.controller_metrics();
     Ok(InitOutcome::Started(Box::pin(async move {
-        controller.run(period, shutdown).await;
+        controller.run(period, &metrics, shutdown).await;
     })))
 }

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::controller::{Period, run_periodically};
+use controller_manager::controller::layers::ControllerMetrics;
+use controller_manager::controller::{Period, Periodic};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
@@ -123,20 +124,22 @@ impl RouteController {
     }
 
     /// Runs [`Self::reconcile_node_routes`] now and then every `period`, measured from the start
-    /// of each pass (upstream `wait.NonSlidingUntil`), until `shutdown`; errors are only logged.
-    /// A zero period would be a hot loop against the cloud (anchors §C); it is raised to
-    /// [`MIN_RECONCILIATION_PERIOD`].
-    pub async fn run(&self, period: Duration, shutdown: CancellationToken) {
+    /// of each pass (upstream `wait.NonSlidingUntil`), until `shutdown`, as a [`Periodic`] loop
+    /// counted in `metrics`; errors are only logged (and counted). A zero period would be a hot
+    /// loop against the cloud (anchors §C); it is raised to [`MIN_RECONCILIATION_PERIOD`].
+    pub async fn run(
+        &self,
+        period: Duration,
+        metrics: &ControllerMetrics,
+        shutdown: CancellationToken,
+    ) {
         if period < MIN_RECONCILIATION_PERIOD {
             tracing::warn!(?period, min = ?MIN_RECONCILIATION_PERIOD, "route reconciliation period too short; using the minimum");
         }
-        let period = period.max(MIN_RECONCILIATION_PERIOD);
-        run_periodically(Period::NonSliding(period), shutdown, || async {
-            if let Err(err) = self.reconcile_node_routes().await {
-                tracing::error!(error = %err, "route reconcile failed");
-            }
-        })
-        .await;
+        let period = Period::NonSliding(period.max(MIN_RECONCILIATION_PERIOD));
+        Periodic::new(CONTROLLER_NAME, period, metrics)
+            .run(shutdown, || self.reconcile_node_routes())
+            .await;
     }
 
     /// One pass: list routes and Nodes, delete stale owned routes, create missing ones (at most

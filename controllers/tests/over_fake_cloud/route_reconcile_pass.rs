@@ -136,7 +136,8 @@ async fn run_is_non_sliding_and_stops_on_shutdown() {
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
         let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
-        async move { ctl.run(Duration::from_secs(10), shutdown).await }
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        async move { ctl.run(Duration::from_secs(10), &metrics, shutdown).await }
     });
     let start = Instant::now();
     // Passes at 0, 10, 20, 30 s.
@@ -164,7 +165,8 @@ async fn zero_period_is_raised_to_the_minimum() {
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
         let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
-        async move { ctl.run(Duration::ZERO, shutdown).await }
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        async move { ctl.run(Duration::ZERO, &metrics, shutdown).await }
     });
     tokio::time::sleep(Duration::from_millis(2500)).await;
     // Passes at 0, 1 and 2 s: no hot loop.
@@ -216,7 +218,8 @@ fn futures_are_send() {
     fn assert_send<T: Send>(_: T) {}
     fn check(ctl: &RouteController) {
         assert_send(ctl.reconcile_node_routes());
-        assert_send(ctl.run(Duration::from_secs(1), CancellationToken::new()));
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        assert_send(ctl.run(Duration::from_secs(1), &metrics, CancellationToken::new()));
     }
     let _ = check;
 }
