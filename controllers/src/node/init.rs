@@ -13,7 +13,7 @@ use kube::Api;
 use super::{NodeController, NodeEvent, NodeMetrics, node_key_for_event, refresh};
 use crate::context::CloudContext;
 use crate::names::cloud_node::{CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT};
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::{NodeControllerError, NodeParts};
 use crate::wiring::{RecorderSink, reconcile_service};
 
 /// The `cloud-node-controller` entry of the initializer map.
@@ -49,12 +49,14 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     let shard = ctx.shard().cloned();
     let controller = Arc::new(
         NodeController::new(
-            cloud,
-            Api::all(client.clone()),
-            Arc::new(informer.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            NodeParts::new(
+                cloud,
+                Api::all(client.clone()),
+                Arc::new(informer.store()),
+                Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            )?,
             ctx.register_metrics(NodeMetrics::new),
-        )?
+        )
         .with_shard(shard.clone()),
     );
 

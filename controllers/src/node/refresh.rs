@@ -137,14 +137,14 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let panicked = Arc::new(tokio::sync::Notify::new());
-        let controller = NodeController::new(
+        let parts = crate::node_parts::NodeParts::new(
             Arc::new(Unreached),
             kube::Api::all(client),
             Arc::new(PanickingList(panicked.clone())),
             Arc::new(crate::event_sink::RecordedEvents::default()),
-            crate::node::NodeMetrics::unregistered(),
         )
         .unwrap();
+        let controller = NodeController::new(parts, crate::node::NodeMetrics::unregistered());
         let shutdown = CancellationToken::new();
         let metrics = ControllerMetrics::new(&mut prometheus_client::registry::Registry::default());
         let task = spawn(

@@ -16,7 +16,7 @@ use crate::context::CloudContext;
 use crate::names::cloud_node_lifecycle::{
     CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT,
 };
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::{NodeControllerError, NodeParts};
 use crate::wiring::RecorderSink;
 
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
@@ -41,13 +41,13 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     };
     let client = ctx.client_for(CLIENT_NAME).await?;
     let informer = ctx.factory.informer::<Node>();
-    let controller = NodeLifecycleController::new(
+    let parts = NodeParts::new(
         cloud,
         Api::all(client.clone()),
         Arc::new(informer.store()),
         Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
-        guard,
     )?;
+    let controller = NodeLifecycleController::new(parts, guard);
     let period = Period::Sliding(options.node_monitor_period.get());
     let periodic = Periodic::new(CONTROLLER_NAME, period, &ctx.controller_metrics());
     let shutdown = ctx.shutdown.clone();
