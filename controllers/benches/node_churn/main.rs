@@ -254,9 +254,9 @@ async fn run(mode: &str, shape: &Shape, extra: &[String]) -> anyhow::Result<Row>
                 .without(cloud_controllers::names::service_lb::CONTROLLER_NAME)
                 .with(upstream::initializer()),
         ),
-        other => bail!(
-            "unknown mode {other:?}: use ours, ours-flat, ours-no-pause, ours-0s or upstream"
-        ),
+        other => {
+            bail!("unknown mode {other:?}: use ours, ours-flat, ours-no-pause, ours-0s or upstream")
+        }
     };
     let env = TestEnv::start().await?;
     let client = env.client();
