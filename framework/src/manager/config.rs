@@ -13,6 +13,9 @@ use crate::options::feature_gates::WATCH_LIST_CLIENT;
 use crate::options::{GenericOptions, ServingOptions};
 use crate::shard::ShardAssignment;
 
+/// The default [`ManagerConfig::event_flush_timeout`].
+pub const DEFAULT_EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
 #[derive(Clone, Debug)]
 pub struct ManagerConfig {
@@ -32,6 +35,11 @@ pub struct ManagerConfig {
     pub watch_list: bool,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
+    /// How long, once the controllers stopped, event recorders get to write what they still
+    /// hold (within what is left of [`Self::graceful_shutdown_timeout`]); the rest is counted in
+    /// `events_dropped_total`. Short by default: at 20 QPS a writer thousands of events behind
+    /// would hold the process for the whole graceful timeout, and upstream waits for none.
+    pub event_flush_timeout: Duration,
     /// Run controllers only while holding this Lease.
     pub leader_election: Option<LeaderElectionConfig>,
     /// With leader election, register every selected controller's informers and handlers and
@@ -58,7 +66,8 @@ pub struct ManagerConfig {
 }
 
 impl ManagerConfig {
-    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
+    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown; events
+    /// get 2 s of it to be written.
     pub fn new(name: impl Into<String>) -> Self {
         ManagerConfig {
             name: name.into(),
@@ -68,6 +77,7 @@ impl ManagerConfig {
             cache_sync_timeout: Duration::from_secs(120),
             watch_list: true,
             graceful_shutdown_timeout: Duration::from_secs(30),
+            event_flush_timeout: DEFAULT_EVENT_FLUSH_TIMEOUT,
             leader_election: None,
             warm_standby: false,
             sharded_controllers: Vec::new(),
