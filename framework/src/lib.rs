@@ -27,6 +27,8 @@ pub mod metrics;
 pub mod object;
 pub mod options;
 pub mod panic_guard;
+pub mod profiling;
+pub mod serving;
 pub mod shard;
 pub mod telemetry;
 #[cfg(feature = "testing")]

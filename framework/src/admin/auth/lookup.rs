@@ -11,8 +11,8 @@ use kube::Api;
 
 use super::authn::RequestHeaderConfig;
 use super::error::AuthSetupError;
-use crate::admin::x509::CaBundle;
 use crate::client::client_from_config;
+use crate::serving::x509::CaBundle;
 
 /// Namespace and name of the ConfigMap kube-apiserver keeps up to date.
 pub(crate) const CONFIGMAP_NAMESPACE: &str = "kube-system";

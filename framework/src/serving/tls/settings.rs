@@ -97,7 +97,7 @@ pub struct SniCertKey {
     pub names: Vec<String>,
 }
 
-/// What the TLS flags ask of the admin server's TLS stack.
+/// What the TLS flags ask of a server's TLS stack.
 #[derive(Clone, Debug)]
 pub struct TlsSettings {
     versions: &'static [&'static SupportedProtocolVersion],
@@ -217,7 +217,7 @@ impl TlsSettings {
     }
 
     /// The ring provider narrowed to the chosen suites and groups.
-    pub(crate) fn provider(&self) -> CryptoProvider {
+    pub(super) fn provider(&self) -> CryptoProvider {
         let mut provider = ring::default_provider();
         if let Some(tls12) = &self.tls12_suites {
             provider.cipher_suites.retain(|s| match s {
@@ -232,12 +232,12 @@ impl TlsSettings {
     }
 
     /// The protocol versions to enable.
-    pub(crate) fn versions(&self) -> &'static [&'static SupportedProtocolVersion] {
+    pub(super) fn versions(&self) -> &'static [&'static SupportedProtocolVersion] {
         self.versions
     }
 
     /// ALPN protocols, most preferred first.
-    pub(crate) fn alpn(&self) -> Vec<Vec<u8>> {
+    pub(super) fn alpn(&self) -> Vec<Vec<u8>> {
         match self.http2 {
             true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
             false => vec![b"http/1.1".to_vec()],

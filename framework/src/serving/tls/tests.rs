@@ -1,5 +1,5 @@
-//! The admin server's certificate sources: generated pairs verify as upstream's do, `--cert-dir`
-//! persists and reuses them, and bad files fail with the file's name.
+//! Certificate sources: generated pairs verify as upstream's do, `--cert-dir` persists and reuses
+//! them, bad files fail with the file's name, and files are reloaded when they change.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,7 +21,7 @@ fn scratch(tag: &str) -> PathBuf {
 #[test]
 fn a_generated_pair_is_a_localhost_serving_cert_signed_by_its_own_ca() {
     let pair = SelfSignedPair::generate().expect("generate");
-    let chain = parse_chain(&pair.cert_pem).expect("chain");
+    let chain = pem::chain(pair.cert_pem.as_bytes(), &pem::in_memory()).expect("chain");
     assert_eq!(chain.len(), 2, "serving certificate, then the CA");
     let mut roots = RootCertStore::empty();
     roots.add(chain[1].clone()).expect("CA as root");
@@ -47,9 +47,9 @@ fn a_generated_pair_is_a_localhost_serving_cert_signed_by_its_own_ca() {
         cert_dir: None,
         pair_name: "ccm".into(),
     };
-    let config = in_memory.server_config().expect("config");
+    let tls = Tls::new(in_memory.load().expect("load"), &TlsSettings::default()).expect("config");
     assert_eq!(
-        config.alpn_protocols,
+        tls.config().alpn_protocols,
         [b"h2".to_vec(), b"http/1.1".to_vec()],
         "HTTP/2 first, as Go's server"
     );
@@ -62,7 +62,7 @@ fn cert_dir_keeps_the_generated_pair_and_reuses_it() {
         cert_dir: Some(dir.clone()),
         pair_name: "cloud-controller-manager".into(),
     };
-    source.server_config().expect("first start");
+    source.load().expect("first start");
     let cert = dir.join("cloud-controller-manager.crt");
     let key = dir.join("cloud-controller-manager.key");
     let first = std::fs::read_to_string(&cert).expect("cert written");
@@ -72,7 +72,7 @@ fn cert_dir_keeps_the_generated_pair_and_reuses_it() {
         let mode = std::fs::metadata(&key).expect("key").permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "the key is private");
     }
-    source.server_config().expect("second start");
+    source.load().expect("second start");
     assert_eq!(
         std::fs::read_to_string(&cert).expect("cert"),
         first,
@@ -93,7 +93,7 @@ fn explicit_files_win_over_cert_dir_and_are_checked() {
             key: key.clone()
         }
     );
-    match source.server_config() {
+    match source.load() {
         Err(TlsError::File { path, .. }) => assert_eq!(path, cert),
         other => panic!("missing file must be named: {other:?}"),
     }
@@ -107,7 +107,7 @@ fn explicit_files_win_over_cert_dir_and_are_checked() {
     }
     .write(&cert, &key)
     .expect("write");
-    assert!(matches!(source.server_config(), Err(TlsError::Config(_))));
+    assert!(matches!(source.load(), Err(TlsError::Config(_))));
     let _ = std::fs::remove_dir_all(&dir);
 
     assert_eq!(

@@ -1,10 +1,10 @@
-//! What one client may hold of the admin server: how many connections there may be at once,
-//! how long a request's headers may take, and how long a connection may sit idle. Upstream's
-//! secure serving has Go's `ReadHeaderTimeout` of 32 s and `IdleTimeout` of 90 s; without them
-//! a client sending a byte a second, or an idle keep-alive, held its connection for good, and
-//! 300 of them used up the process's file descriptors, so the controllers' own API client could
-//! not connect. The connection cap is the other half: it leaves most descriptors to the rest of
-//! the process whatever the clients do (the kernel's accept backlog holds the rest).
+//! What one client may hold of a server: how many connections there may be at once, how long a
+//! request's headers may take, and how long a connection may sit idle. Upstream's secure serving
+//! has Go's `ReadHeaderTimeout` of 32 s and `IdleTimeout` of 90 s; without them a client sending
+//! a byte a second, or an idle keep-alive, held its connection for good, and 300 of them used up
+//! the process's file descriptors, so the controllers' own API client could not connect. The
+//! connection cap is the other half: it leaves most descriptors to the rest of the process
+//! whatever the clients do (the kernel's accept backlog holds the rest).
 
 use std::io;
 use std::pin::Pin;
@@ -20,15 +20,15 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Go's `ReadHeaderTimeout` in upstream's secure serving.
-pub const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
+const READ_HEADER_TIMEOUT: Duration = Duration::from_secs(32);
 /// Go's `IdleTimeout` in upstream's secure serving.
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
-/// The most connections the admin server takes at once, whatever the descriptor limit.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// The most connections one server takes at once, whatever the descriptor limit.
 const MAX_CONNECTIONS: usize = 1024;
-/// The share of the process's open-file limit the admin server may hold (a quarter).
+/// The share of the process's open-file limit one server may hold (a quarter).
 const FD_SHARE: usize = 4;
 
-/// The admin server's per-connection limits; [`ConnectionLimits::default`] is upstream's timing
+/// A server's per-connection limits; [`ConnectionLimits::default`] is upstream's timing
 /// with a cap of a quarter of the open-file limit (at most 1,024).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ConnectionLimits {
@@ -62,13 +62,13 @@ fn open_file_limit() -> Option<usize> {
 }
 
 /// The TCP listener behind the cap: each accepted stream carries a permit of the cap.
-pub(crate) struct CappedListener {
+pub(super) struct CappedListener {
     tcp: TcpListener,
     slots: Arc<Semaphore>,
 }
 
 impl CappedListener {
-    pub(crate) fn new(tcp: TcpListener, limits: &ConnectionLimits) -> Self {
+    pub(super) fn new(tcp: TcpListener, limits: &ConnectionLimits) -> Self {
         Self {
             tcp,
             slots: Arc::new(Semaphore::new(limits.max_connections.max(1))),
@@ -77,7 +77,7 @@ impl CappedListener {
 
     /// Waits for a free slot, then for a connection. Accept errors (out of descriptors and the
     /// like) pass: they are logged and retried after a second, as axum's listener does.
-    pub(crate) async fn accept(&self) -> (Tracked<TcpStream>, std::net::SocketAddr) {
+    pub(super) async fn accept(&self) -> (Tracked<TcpStream>, std::net::SocketAddr) {
         loop {
             let Ok(permit) = self.slots.clone().acquire_owned().await else {
                 // The semaphore is never closed; wait rather than spin if it ever were.
@@ -87,34 +87,17 @@ impl CappedListener {
             match self.tcp.accept().await {
                 Ok((stream, peer)) => return (Tracked::new(stream, permit), peer),
                 Err(error) => {
-                    tracing::error!(%error, "admin server cannot accept connections");
+                    tracing::error!(%error, "cannot accept connections");
                     tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
         }
     }
-
-    pub(crate) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
-        self.tcp.local_addr()
-    }
-}
-
-impl axum::serve::Listener for CappedListener {
-    type Io = Tracked<TcpStream>;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        CappedListener::accept(self).await
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        CappedListener::local_addr(self)
-    }
 }
 
 /// When a connection last moved a byte, and how many of its requests are being answered.
 #[derive(Debug)]
-pub(crate) struct Activity {
+pub(super) struct Activity {
     base: Instant,
     last_ms: AtomicU64,
     in_flight: AtomicUsize,
@@ -135,24 +118,24 @@ impl Activity {
     }
 
     /// When the connection, if nothing happens meanwhile, will have been idle for `idle`.
-    pub(crate) fn idle_deadline(&self, idle: Duration) -> Instant {
+    pub(super) fn idle_deadline(&self, idle: Duration) -> Instant {
         self.base + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)) + idle
     }
 
     /// Whether no request is in flight and nothing moved for `idle`.
-    pub(crate) fn is_idle(&self, idle: Duration) -> bool {
+    pub(super) fn is_idle(&self, idle: Duration) -> bool {
         self.in_flight.load(Ordering::Acquire) == 0 && self.idle_deadline(idle) <= Instant::now()
     }
 
     /// Counts a request as in flight until the guard is dropped.
-    pub(crate) fn request(self: &Arc<Self>) -> InFlight {
+    pub(super) fn request(self: &Arc<Self>) -> InFlight {
         self.in_flight.fetch_add(1, Ordering::AcqRel);
         InFlight(self.clone())
     }
 }
 
 /// One request being answered (see [`Activity::request`]).
-pub(crate) struct InFlight(Arc<Activity>);
+pub(super) struct InFlight(Arc<Activity>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -164,7 +147,7 @@ impl Drop for InFlight {
 pin_project! {
     /// A stream that stamps its [`Activity`] on every read and write and holds its slot of the
     /// connection cap until it is dropped.
-    pub(crate) struct Tracked<S> {
+    pub(super) struct Tracked<S> {
         #[pin]
         inner: S,
         activity: Arc<Activity>,
@@ -183,7 +166,7 @@ impl<S> Tracked<S> {
         }
     }
 
-    pub(crate) fn activity(&self) -> Arc<Activity> {
+    pub(super) fn activity(&self) -> Arc<Activity> {
         self.activity.clone()
     }
 }

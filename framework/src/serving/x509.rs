@@ -1,6 +1,7 @@
-//! The little X.509 the admin server needs beyond rustls: a CA bundle that verifies client
-//! certificate chains (as Go's `x509.Certificate.Verify` with client-auth usage), and a
-//! certificate's subject common name, organizations and DNS names, read from the DER.
+//! The little X.509 servers need beyond rustls: a CA bundle that verifies client certificate
+//! chains (as Go's `x509.Certificate.Verify` with client-auth usage), for authenticators, and a
+//! certificate's subject common name, organizations and DNS names, read from the DER, for them
+//! and for SNI.
 
 use std::sync::Arc;
 

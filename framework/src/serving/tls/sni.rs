@@ -1,105 +1,25 @@
-//! What the admin server's TLS handshake decides beyond the basics: which certificate to present
-//! by SNI (`--tls-sni-cert-key`, with Go's rules), and asking for a client certificate without
-//! judging it (Go's `tls.RequestClientCert`), so the authenticators can verify it against the
-//! CA that applies (`--client-ca-file` or the front proxy's) per request.
+//! Which certificate a handshake gets, as upstream's dynamic serving picks it by SNI
+//! (`--tls-sni-cert-key`, with Go's rules): exact names, then the name with its first label
+//! replaced by `*`, else the default certificate. Explicit patterns beat names read from a
+//! certificate; earlier flags beat later ones.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
-use tokio_rustls::rustls::crypto::{
-    CryptoProvider, verify_tls12_signature, verify_tls13_signature,
-};
-use tokio_rustls::rustls::pki_types::{CertificateDer, UnixTime};
-use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use tokio_rustls::rustls::server::{ClientHello, ResolvesServerCert};
 use tokio_rustls::rustls::sign::CertifiedKey;
-use tokio_rustls::rustls::{DigitallySignedStruct, DistinguishedName, Error, SignatureScheme};
 
-use super::x509::cert_names;
+use crate::serving::x509::cert_names;
 
-/// Offers client authentication, accepts any chain (checked later, per request) but still
-/// verifies that the client holds the certificate's key.
+/// One loaded set of certificates: the default and those chosen by server name.
 #[derive(Debug)]
-pub(crate) struct RequestClientCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl RequestClientCert {
-    pub(crate) fn new(provider: Arc<CryptoProvider>) -> Self {
-        RequestClientCert { provider }
-    }
-}
-
-impl ClientCertVerifier for RequestClientCert {
-    fn offer_client_auth(&self) -> bool {
-        true
-    }
-
-    fn client_auth_mandatory(&self) -> bool {
-        false
-    }
-
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
-    }
-
-    fn verify_client_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _now: UnixTime,
-    ) -> Result<ClientCertVerified, Error> {
-        Ok(ClientCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// Picks the certificate by server name as upstream's dynamic serving: exact names, then the
-/// name with its first label replaced by `*`, else the default certificate. Explicit patterns
-/// beat names read from a certificate; earlier flags beat later ones.
-#[derive(Debug)]
-pub(crate) struct SniResolver {
+pub(super) struct CertSet {
     default: Arc<CertifiedKey>,
     by_name: HashMap<String, Arc<CertifiedKey>>,
 }
 
-impl SniResolver {
-    /// `pairs`: each certificate with its explicit patterns (empty: read from the certificate).
-    pub(crate) fn new(
+impl CertSet {
+    /// `pairs`: each SNI certificate with its explicit patterns (empty: read from the certificate).
+    pub(super) fn new(
         default: Arc<CertifiedKey>,
         pairs: Vec<(Arc<CertifiedKey>, Vec<String>)>,
     ) -> Self {
@@ -126,10 +46,19 @@ impl SniResolver {
                 by_name.insert(name.clone(), key.clone());
             }
         }
-        SniResolver { default, by_name }
+        CertSet { default, by_name }
     }
 
-    fn lookup(&self, server_name: Option<&str>) -> Arc<CertifiedKey> {
+    /// The same SNI certificates with another default.
+    pub(super) fn with_default(&self, default: Arc<CertifiedKey>) -> Self {
+        CertSet {
+            default,
+            by_name: self.by_name.clone(),
+        }
+    }
+
+    /// The certificate for a client that asked for `server_name`.
+    pub(super) fn lookup(&self, server_name: Option<&str>) -> Arc<CertifiedKey> {
         let Some(name) = server_name.map(str::to_ascii_lowercase) else {
             return self.default.clone();
         };
@@ -142,12 +71,6 @@ impl SniResolver {
             return key.clone();
         }
         self.default.clone()
-    }
-}
-
-impl ResolvesServerCert for SniResolver {
-    fn resolve(&self, client_hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.lookup(client_hello.server_name()))
     }
 }
 
@@ -178,7 +101,7 @@ mod tests {
         let foo = key_for(&["foo.com"]);
         let wild = key_for(&["ignored.example"]);
         let explicit = key_for(&["bar.com"]);
-        let r = SniResolver::new(
+        let r = CertSet::new(
             default.clone(),
             vec![
                 (foo.clone(), vec![]),
@@ -201,5 +124,9 @@ mod tests {
             same(&r.lookup(Some("ignored.example")), &default),
             "explicit names replace extraction"
         );
+        let other = key_for(&["localhost"]);
+        let swapped = r.with_default(other.clone());
+        assert!(same(&swapped.lookup(None), &other));
+        assert!(same(&swapped.lookup(Some("a.foo.com")), &wild));
     }
 }
