@@ -77,6 +77,7 @@ mod watch_throttle;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use backoff::with_backoff;
 pub use dispatch::drop_managed_fields;
 pub use event::{Event, EventHandler, WithSource};
 pub use factory::{InformerStatus, SharedInformerFactory};

@@ -5,13 +5,16 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::admin::{
-    AdminOptions, AllowPaths, DelegatedAuthConfig, RequestHeaderFlags, ServingCert,
-};
+use crate::admin::{AdminOptions, DelegatedAuthConfig, RequestHeaderFlags};
 use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::options::feature_gates::WATCH_LIST_CLIENT;
-use crate::options::{GenericOptions, ServingOptions};
+use crate::options::{AllowPaths, DebuggingOptions, GenericOptions, ServingOptions};
+use crate::profiling::Profiling;
+use crate::serving::{ServingCert, SocketSharing};
 use crate::shard::ShardAssignment;
+
+/// The default [`ManagerConfig::event_flush_timeout`].
+pub const DEFAULT_EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
 #[derive(Clone, Debug)]
@@ -35,6 +38,11 @@ pub struct ManagerConfig {
     pub cache: crate::informer::CacheOptions,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
+    /// How long, once the controllers stopped, event recorders get to write what they still
+    /// hold (within what is left of [`Self::graceful_shutdown_timeout`]); the rest is counted in
+    /// `events_dropped_total`. Short by default: at 20 QPS a writer thousands of events behind
+    /// would hold the process for the whole graceful timeout, and upstream waits for none.
+    pub event_flush_timeout: Duration,
     /// Run controllers only while holding this Lease.
     pub leader_election: Option<LeaderElectionConfig>,
     /// With leader election, register every selected controller's informers and handlers and
@@ -61,7 +69,8 @@ pub struct ManagerConfig {
 }
 
 impl ManagerConfig {
-    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
+    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown; events
+    /// get 2 s of it to be written.
     pub fn new(name: impl Into<String>) -> Self {
         ManagerConfig {
             name: name.into(),
@@ -72,6 +81,7 @@ impl ManagerConfig {
             watch_list: true,
             cache: crate::informer::CacheOptions::default(),
             graceful_shutdown_timeout: Duration::from_secs(30),
+            event_flush_timeout: DEFAULT_EVENT_FLUSH_TIMEOUT,
             leader_election: None,
             warm_standby: false,
             sharded_controllers: Vec::new(),
@@ -108,7 +118,7 @@ impl ManagerConfig {
                 &config.name,
             ));
             config.admin = AdminOptions {
-                profiling: options.debugging.profiling(),
+                profiling: profiling(&options.debugging),
                 ..admin_options(serving, &config.name)
             };
         }
@@ -144,7 +154,7 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
     let list = crate::options::non_empty;
     AdminOptions {
         tls,
-        sharing: crate::admin::SocketSharing {
+        sharing: SocketSharing {
             reuse_port: serving.permit_port_sharing,
             reuse_address: serving.permit_address_sharing,
         },
@@ -171,6 +181,14 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
         }),
         configz: Default::default(),
         profiling: Default::default(),
+    }
+}
+
+/// What the admin server serves under `/debug/pprof` (`--profiling` and the heap profiler).
+fn profiling(debugging: &DebuggingOptions) -> Profiling {
+    Profiling {
+        enabled: debugging.profiling,
+        heap: debugging.heap_profiler.clone(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! The wire: the accept loop and connections (`server`), one request from arrival to response
 //! (`router`: URL, verb, faults, authentication, dispatch), content negotiation (`accept`) and
-//! protobuf, server-side printing (`table`, `printers`), metadata-only answers (`partial`),
+//! protobuf, server-side printing (`table`), metadata-only answers (`partial`),
 //! watch streams, discovery and OpenAPI documents,
 //! query parameters and `fieldValidation`, and the state every connection shares.
 
@@ -10,7 +10,6 @@ pub mod faults;
 pub mod fieldcheck;
 pub mod openapi;
 pub mod partial;
-pub mod printers;
 pub mod protobuf;
 pub mod query;
 pub mod router;
