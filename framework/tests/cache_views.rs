@@ -1,8 +1,11 @@
 //! Views of one kind end to end over HTTP against kube-testenv: a metadata-only controller and
 //! a full-object controller on Secrets open one LIST/WATCH between them; metadata-only
 //! controllers alone get a metadata watch; a controller over a kind given at run time waits for
-//! a CRD created after the manager started and picks it up once Established; and the kinds an
+//! a CRD created after the manager started and picks it up once Established, /readyz failing
+//! meanwhile on a check whose logged reason names the kind; and the kinds an
 //! informer can never list fail the manager's start with the reason.
+
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +24,7 @@ use kube::api::{Api, PostParams};
 use kube::core::{DynamicObject, PartialObjectMeta};
 use parking_lot::Mutex;
 use serde_json::json;
+use support::until;
 
 /// What the controllers saw, and the manager's factory (for its informers' status).
 #[derive(Default)]
@@ -60,16 +64,45 @@ impl Seen {
 
 type Ctx = InitContext<Arc<Seen>>;
 
-/// Reconciles Secrets' metadata: `meta <name> team=<label>`.
-fn metadata_controller() -> Initializer<Arc<Seen>> {
-    Initializer::new("secret-metadata", |ctx: Ctx| async move {
+/// What the test's tracing subscriber logged.
+#[derive(Clone, Default)]
+struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock()).into_owned()
+    }
+}
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
+}
+
+/// `name` reconciles Secrets' metadata: `<name> <Secret> team=<label>`.
+fn metadata_controller(name: &'static str) -> Initializer<Arc<Seen>> {
+    Initializer::new(name, move |ctx: Ctx| async move {
         *ctx.extra.factory.lock() = Some(ctx.factory.clone());
         let seen = ctx.extra.clone();
         Ok(
             ControllerBuilder::<PartialObjectMeta<Secret>>::new(&ctx).start_fn(
                 move |s: Arc<PartialObjectMeta<Secret>>| {
                     let team = s.labels().get("team").cloned().unwrap_or_default();
-                    seen.push(format!("meta {} team={team}", s.name_any()));
+                    seen.push(format!("{name} {} team={team}", s.name_any()));
                     async { Ok::<_, std::convert::Infallible>(Action::Done) }
                 },
             ),
@@ -91,16 +124,19 @@ fn full_controller() -> Initializer<Arc<Seen>> {
     })
 }
 
-fn manager(
-    env: &TestEnv,
-    name: &str,
-    watch_list: bool,
-    inits: Initializers<Arc<Seen>>,
-) -> (ManagerTask, Arc<Seen>) {
-    let seen = Arc::new(Seen::default());
+fn config(name: &str, watch_list: bool) -> ManagerConfig {
     let mut config = ManagerConfig::new(name);
     config.graceful_shutdown_timeout = Duration::from_secs(5);
     config.watch_list = watch_list;
+    config
+}
+
+fn manager(
+    env: &TestEnv,
+    config: ManagerConfig,
+    inits: Initializers<Arc<Seen>>,
+) -> (ManagerTask, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
     let manager = Manager::new(config, env.client(), seen.clone()).with_initializers(inits);
     (ManagerTask::start(manager), seen)
 }
@@ -119,9 +155,9 @@ async fn one_watch_for_a_metadata_and_a_full_controller(watch_list: bool) {
     secrets(&env).await;
     env.clear_requests();
     let inits = Initializers::new()
-        .with(metadata_controller())
+        .with(metadata_controller("meta"))
         .with(full_controller());
-    let (mut manager, seen) = manager(&env, "views", watch_list, inits);
+    let (mut manager, seen) = manager(&env, config("views", watch_list), inits);
     seen.until(
         &mut manager,
         "both controllers reconciled both Secrets",
@@ -173,25 +209,40 @@ async fn metadata_only_controllers_watch_metadata() {
     let env = TestEnv::start().await.unwrap();
     secrets(&env).await;
     env.clear_requests();
-    let (mut manager, seen) = manager(
-        &env,
-        "metadata",
-        true,
-        Initializers::new().with(metadata_controller()),
-    );
+    let inits = Initializers::new()
+        .with(metadata_controller("meta"))
+        .with(metadata_controller("meta2"));
+    let (mut manager, seen) = manager(&env, config("metadata", true), inits);
     seen.until(
         &mut manager,
-        "the metadata controller reconciled both Secrets",
-        |s| s.has("meta a team=x") && s.has("meta b team=y"),
+        "both metadata controllers reconciled both Secrets",
+        |s| {
+            [
+                "meta a team=x",
+                "meta b team=y",
+                "meta2 a team=x",
+                "meta2 b team=y",
+            ]
+            .iter()
+            .all(|l| s.has(l))
+        },
     )
     .await;
-    assert_eq!(seen.status()[0].metadata_only, Some(true));
-    let watches = Requests::of(&env).resource("secrets").verb("watch");
-    assert_eq!(watches.count(), 1);
+    let status = seen.status();
+    assert_eq!(status.len(), 1, "{status:?}");
+    assert_eq!(status[0].metadata_only, Some(true));
+    let secrets = Requests::of(&env).resource("secrets");
+    let watches = secrets.clone().verb("watch");
+    assert_eq!(watches.count(), 1, "{:?}", secrets.per_verb_and_resource());
     assert_eq!(
         watches.metadata_only().count(),
         1,
-        "asked for PartialObjectMetadata"
+        "Accept: ...;as=PartialObjectMetadata"
+    );
+    assert_eq!(
+        secrets.clone().metadata_only().count(),
+        secrets.count(),
+        "no request for whole Secrets"
     );
     manager.stop().await.unwrap();
 }
@@ -222,7 +273,20 @@ async fn a_dynamic_controller_picks_up_a_crd_created_after_the_manager_started()
     let inits = Initializers::new()
         .with(dynamic_controller("example.com/v1/Widget"))
         .with(full_controller());
-    let (mut manager, seen) = manager(&env, "dynamic", true, inits);
+    let admin = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let mut config = config("dynamic", true);
+    config.admin_addr = Some(admin);
+    let logs = Logs::default();
+    let _logging = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .finish(),
+    );
+    let (mut manager, seen) = manager(&env, config, inits);
     // The other controller runs; the Widget informer says what it waits for.
     secrets(&env).await;
     seen.until(&mut manager, "the Secret controller runs meanwhile", |s| {
@@ -243,9 +307,18 @@ async fn a_dynamic_controller_picks_up_a_crd_created_after_the_manager_started()
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("; ");
+    let waiting = "Widget.example.com is waiting for example.com/v1/Widget to be served";
+    assert!(readiness.contains(waiting), "{readiness}");
+    // /readyz fails on the informer-sync check, whose reason (in the log) names the kind.
+    let (_, body) = until(admin, "/readyz?verbose", |status, body| {
+        status == 500 && body.contains("[-]informer-sync failed")
+    })
+    .await;
+    assert!(body.contains("readyz check failed"), "{body}");
+    let logged = logs.text();
     assert!(
-        readiness.contains("Widget.example.com is waiting for example.com/v1/Widget to be served"),
-        "{readiness}"
+        logged.contains("check=informer-sync") && logged.contains(waiting),
+        "{logged}"
     );
 
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
@@ -292,6 +365,7 @@ async fn a_dynamic_controller_picks_up_a_crd_created_after_the_manager_started()
         widget_status.synced && widget_status.waiting.is_none(),
         "{widget_status:?}"
     );
+    until(admin, "/readyz", |status, _| status == 200).await;
     manager.stop().await.unwrap();
 }
 
