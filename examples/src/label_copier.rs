@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use controller_manager::builder::{ControllerBuilder, predicates};
 use controller_manager::controller::Action;
-use controller_manager::informer::{KindError, parse_kind};
+use controller_manager::informer::{CacheOptions, KindError, KindOptions, parse_kind};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer, Initializers};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::{Api, Patch, PatchParams};
@@ -52,6 +52,18 @@ pub fn initializers<C: Send + Sync + 'static>(
         }));
     }
     Ok(initializers)
+}
+
+/// The process's cache: of each kind in `kinds`, only the objects `selector` matches (all when
+/// `None`). The API server parses the selector: one it cannot parse stops the process at start
+/// with the server's message.
+pub fn cache_options(kinds: &[String], selector: Option<&str>) -> Result<CacheOptions, KindError> {
+    let Some(selector) = selector else {
+        return Ok(CacheOptions::new());
+    };
+    kinds.iter().try_fold(CacheOptions::new(), |cache, kind| {
+        cache.kind_named(kind, KindOptions::new().labels(selector))
+    })
 }
 
 async fn init<C: Send + Sync + 'static>(

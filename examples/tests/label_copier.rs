@@ -1,6 +1,7 @@
 //! The `label-copier` example against kube-testenv, started as a process: it copies a label from
 //! ConfigMaps onto the Services that own them, and from Widgets, whose CRD is created after it
-//! started, onto the ConfigMaps that own them; an unknown kind stops it with the reason. And
+//! started, onto the ConfigMaps that own them; bad input (an unknown kind, a kind not served to an
+//! informer, a selector the API server cannot parse) stops it with the reason. And
 //! in-process with per-kind cache options, which narrow what it lists and watches.
 
 use controller_manager::informer::{CacheOptions, KindOptions};
@@ -121,31 +122,47 @@ async fn copies_the_label_onto_owners_of_every_named_kind() {
 }
 
 #[tokio::test]
-async fn an_unknown_kind_stops_it_with_the_reason() {
+async fn bad_input_stops_it_with_the_reason() {
     let env = TestEnv::start().await.unwrap();
     let exe = env!("CARGO_BIN_EXE_label-copier");
-    for (kinds, reason) in [
+    for (args, reason) in [
+        // Not written apiVersion/Kind: refused before the process connects.
         (
-            "--kinds=v1/ConfigMap,v1/Nope",
+            vec!["--kinds=Nope"],
+            "--kinds: unknown kind \"Nope\": write it as apiVersion/Kind",
+        ),
+        // Unknown kinds in groups only the API server itself serves.
+        (
+            vec!["--kinds=v1/ConfigMap,v1/Nope"],
             "unknown kind v1/Nope: v1 serves",
         ),
         (
-            "--kinds=Nope",
-            "--kinds: unknown kind \"Nope\": write it as apiVersion/Kind",
+            vec!["--kinds=apps/v9/Deployment"],
+            "unknown kind apps/v9/Deployment: the API server serves no apps/v9",
+        ),
+        // Served, but not to an informer.
+        (
+            vec!["--kinds=authentication.k8s.io/v1/TokenReview"],
+            "authentication.k8s.io/v1/TokenReview is not served for list and watch (it serves create)",
+        ),
+        // A selector the API server cannot parse: its 400 and words.
+        (
+            vec!["--kinds=v1/ConfigMap", "--selector=team in (x"],
+            "the API server refused its list (400 BadRequest): unable to parse requirement",
         ),
     ] {
-        let args = ["--secure-port=0", "--leader-elect=false", kinds];
-        let mut copier = ManagerProcess::start(exe, &env, args).unwrap();
+        let args = [&["--secure-port=0", "--leader-elect=false"][..], &args].concat();
+        let mut copier = ManagerProcess::start(exe, &env, &args).unwrap();
         let error = copier
             .until("the copier's exit", std::future::pending::<()>())
             .await
             .unwrap_err();
         assert!(
             error.exit().is_some_and(|e| !e.is_clean()),
-            "{kinds}: {error}"
+            "{args:?}: {error}"
         );
         let output = copier.output();
-        assert!(output.contains(reason), "{kinds}: {output}");
+        assert!(output.contains(reason), "{args:?}: {output}");
     }
 }
 

@@ -3,7 +3,8 @@
 //! `--secure-port`, `-v`, ...).
 //!
 //! ```text
-//! label-copier --kinds=v1/Pod,apps/v1/ReplicaSet,example.com/v1/Widget --label=example.com/team
+//! label-copier --kinds=v1/Pod,apps/v1/ReplicaSet,example.com/v1/Widget --label=example.com/team \
+//!     --selector='example.com/team,tier!=test'
 //! ```
 
 use clap::Parser;
@@ -22,6 +23,10 @@ struct Cli {
     /// The label copied.
     #[arg(long, default_value = "example.com/team")]
     label: String,
+    /// A label selector: only the objects it matches, of every kind in `--kinds`, are cached
+    /// and copied from.
+    #[arg(long)]
+    selector: Option<String>,
     #[command(flatten)]
     generic: GenericOptions,
 }
@@ -30,15 +35,22 @@ struct Cli {
 async fn main() -> anyhow::Result<()> {
     let (cli, name) = (Cli::parse(), label_copier::NAME);
     let mut errors = cli.generic.validate();
-    let initializers = label_copier::initializers(&cli.kinds, &cli.label)
+    let (initializers, cache) = label_copier::initializers(&cli.kinds, &cli.label)
+        .and_then(|i| {
+            Ok((
+                i,
+                label_copier::cache_options(&cli.kinds, cli.selector.as_deref())?,
+            ))
+        })
         .map_err(|e| errors.push(format!("--kinds: {e}")))
-        .ok();
+        .unwrap_or_default();
     anyhow::ensure!(errors.is_empty(), errors.join("\n"));
     let _logs = telemetry::init(name, &cli.generic.logging, &TelemetryOptions::default())?;
     let client = build_client(&cli.generic.client, name, None).await?;
-    let config = ManagerConfig::from_options(name, &cli.generic);
+    let mut config = ManagerConfig::from_options(name, &cli.generic);
+    config.cache = cache;
     Manager::new(config, client, ())
-        .with_initializers(initializers.unwrap_or_default())
+        .with_initializers(initializers)
         .run(shutdown_on_signals())
         .await?;
     Ok(())
