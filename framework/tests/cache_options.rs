@@ -1,5 +1,6 @@
-//! Per-kind cache options end to end over HTTP against kube-testenv: a label selector, a set of
-//! namespaces (one watch each, one store), a transform, uncached reads, and the errors for bad
+//! Per-kind cache options end to end over HTTP against kube-testenv: a label and a field
+//! selector, a set of namespaces (one watch each, one store), transforms of whole objects and of
+//! metadata (a metadata-only cache's too), uncached reads, and the errors for bad
 //! input (a selector the API server cannot parse, a namespace outside the set).
 
 use std::time::Duration;
@@ -10,6 +11,7 @@ use controller_manager::informer::{
 use controller_manager::testing::{Requests, TestEnv};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, PostParams};
+use kube::core::PartialObjectMeta;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -83,6 +85,47 @@ async fn selectors_namespaces_and_transforms_shape_what_the_process_caches() {
     namespaces.sort();
     assert_eq!(namespaces, [Some("a".to_string()), Some("b".to_string())]);
     assert_eq!(watches.param("labelSelector", "team=x").count(), 2);
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn a_field_selector_and_a_metadata_transform_shape_a_metadata_only_cache() {
+    let env = TestEnv::start().await.unwrap();
+    for name in ["keep", "skip"] {
+        let secret = json!({"metadata": {"name": name, "labels": {"team": "x"}, "annotations": {"note": "n"}}, "stringData": {"k": "v"}});
+        create::<Secret>(&env, "default", secret).await;
+    }
+    env.clear_requests();
+    let options = CacheOptions::new().kind::<Secret>(
+        KindOptions::new()
+            .fields("metadata.name=keep")
+            .metadata_transform(|meta| meta.annotations = None),
+    );
+    let factory = SharedInformerFactory::new(env.client()).with_cache_options(options);
+    let informer = factory.informer::<PartialObjectMeta<Secret>>();
+    let stop = CancellationToken::new();
+    factory.start(stop.clone());
+    factory.wait_for_sync(SYNC).await.unwrap();
+
+    let cached = informer.store().list();
+    assert_eq!(names(&cached), ["default/keep"]);
+    let meta = &cached[0].metadata;
+    assert_eq!(meta.annotations, None, "transformed");
+    assert!(meta.labels.as_ref().is_some_and(|l| l["team"] == "x"));
+    assert!(
+        meta.managed_fields.is_some(),
+        "a transform replaces the default"
+    );
+    let watches = Requests::of(&env).verb("watch").resource("secrets");
+    assert_eq!(watches.count(), 1);
+    assert_eq!(
+        watches
+            .clone()
+            .metadata_only()
+            .param("fieldSelector", "metadata.name=keep")
+            .count(),
+        1
+    );
     stop.cancel();
 }
 
