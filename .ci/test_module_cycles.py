@@ -231,6 +231,62 @@ class Circles(unittest.TestCase):
         with FakeCrate(files) as c:
             self.assertEqual(c.check()[0], 1)
 
+    def test_folders_using_each_other_through_different_files_are_a_circle(self):
+        # No two files use each other, but `auth/` and `shared.rs` do: an arrow back up.
+        files = {
+            "lib.rs": "mod auth; mod shared;",
+            "shared.rs": "use crate::auth::Tls;\npub struct Shared(Tls);",
+            "auth/mod.rs": "mod tls; mod impersonation;\npub use tls::Tls;",
+            "auth/tls.rs": "pub struct Tls;",
+            "auth/impersonation.rs": "use crate::shared::Shared;\nfn f(_: &Shared) {}",
+        }
+        with FakeCrate(files) as c:
+            bad, lines = c.check()
+        self.assertEqual(bad, 1, lines)
+        text = "\n".join(lines)
+        self.assertIn("between folders", text)
+        self.assertIn("auth/ <-> shared.rs", text)
+        self.assertIn("auth/impersonation.rs -> shared.rs  (Shared)", text)
+        self.assertIn("shared.rs -> auth/tls.rs  (Tls)", text)
+
+    def test_nested_folders_are_checked_below_their_parent(self):
+        files = {
+            "lib.rs": "mod api;",
+            "api/mod.rs": "mod kinds; mod rules;",
+            "api/kinds/mod.rs": "mod node;",
+            "api/kinds/node.rs": "use crate::api::rules::check;\npub fn node() { check(); }",
+            "api/rules/mod.rs": "mod check; mod other;\npub use check::check;",
+            "api/rules/check.rs": "pub fn check() {}",
+            "api/rules/other.rs": "fn f() { crate::api::kinds::node::node(); }",
+        }
+        with FakeCrate(files) as c:
+            bad, lines = c.check()
+        self.assertEqual(bad, 1, lines)
+        self.assertIn("between folders in", lines[0])
+        self.assertIn("api/kinds/ <-> api/rules/", lines[0])
+
+    def test_a_file_circle_across_folders_is_reported_once(self):
+        files = {
+            "lib.rs": "mod crd; mod handlers;",
+            "handlers.rs": "pub fn delete() { crate::crd::lifecycle::removed(); }",
+            "crd/mod.rs": "pub mod lifecycle;",
+            "crd/lifecycle.rs": "pub fn removed() {}\nfn f() { crate::handlers::delete(); }",
+        }
+        with FakeCrate(files) as c:
+            bad, lines = c.check()
+        self.assertEqual(bad, 1, lines)
+        self.assertNotIn("between folders", "\n".join(lines))
+
+    def test_one_way_folders_are_clean(self):
+        files = {
+            "lib.rs": "mod auth; mod shared;",
+            "shared.rs": "use crate::auth::Tls;\npub struct Shared(Tls);",
+            "auth/mod.rs": "mod tls;\npub use tls::Tls;",
+            "auth/tls.rs": "pub struct Tls;",
+        }
+        with FakeCrate(files) as c:
+            self.assertEqual(c.check(), (0, []))
+
     def test_a_known_circle_waits_and_a_stale_known_line_fails(self):
         files = {"lib.rs": "mod a; mod b;", "a.rs": "fn f() { crate::b::g(); }", "b.rs": "pub fn g() { crate::a::f(); }"}
         with FakeCrate(files) as c:

@@ -5,12 +5,12 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::admin::{
-    AdminOptions, AllowPaths, DelegatedAuthConfig, RequestHeaderFlags, ServingCert,
-};
+use crate::admin::{AdminOptions, DelegatedAuthConfig, RequestHeaderFlags};
 use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::options::feature_gates::WATCH_LIST_CLIENT;
-use crate::options::{GenericOptions, ServingOptions};
+use crate::options::{AllowPaths, DebuggingOptions, GenericOptions, ServingOptions};
+use crate::profiling::Profiling;
+use crate::serving::{ServingCert, SocketSharing};
 use crate::shard::ShardAssignment;
 
 /// The default [`ManagerConfig::event_flush_timeout`].
@@ -114,7 +114,7 @@ impl ManagerConfig {
                 &config.name,
             ));
             config.admin = AdminOptions {
-                profiling: options.debugging.profiling(),
+                profiling: profiling(&options.debugging),
                 ..admin_options(serving, &config.name)
             };
         }
@@ -150,7 +150,7 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
     let list = crate::options::non_empty;
     AdminOptions {
         tls,
-        sharing: crate::admin::SocketSharing {
+        sharing: SocketSharing {
             reuse_port: serving.permit_port_sharing,
             reuse_address: serving.permit_address_sharing,
         },
@@ -177,6 +177,14 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
         }),
         configz: Default::default(),
         profiling: Default::default(),
+    }
+}
+
+/// What the admin server serves under `/debug/pprof` (`--profiling` and the heap profiler).
+fn profiling(debugging: &DebuggingOptions) -> Profiling {
+    Profiling {
+        enabled: debugging.profiling,
+        heap: debugging.heap_profiler.clone(),
     }
 }
 

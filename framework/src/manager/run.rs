@@ -238,7 +238,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
         if errors.is_empty() {
             Ok(names)
         } else {
-            Err(ManagerError::Sharding(errors.join("; ")))
+            Err(ManagerError::Sharding(super::selection::listed(
+                &errors, "; ",
+            )))
         }
     }
 

@@ -15,39 +15,14 @@
 //! ```
 
 mod admission;
-mod allocations;
+mod api;
 mod auth;
-mod body;
-mod continue_token;
 mod crd;
-mod decoding;
-mod defaults;
-mod discovery;
-mod faults;
-mod fieldcheck;
 mod fields;
-mod generate_name;
 mod handlers;
-mod limits;
-mod openapi;
+mod http;
 mod patch;
-mod printers;
-mod protobuf;
-mod query;
-mod resources;
-mod router;
-mod selectors;
-mod server;
-mod service;
-mod shared;
-mod status;
-mod store;
-mod table;
-mod types;
-mod validation;
-mod watch;
-mod watch_list;
-mod write_checks;
+mod storage;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -60,13 +35,14 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
-pub use faults::Faults;
-pub use shared::RequestRecord;
-pub use watch_list::WatchListSupport;
+pub use http::faults::Faults;
+pub use http::shared::RequestRecord;
+pub use http::watch_list::WatchListSupport;
 
-use admission::AdmissionConfig;
-use shared::Shared;
-use store::Store;
+use api::cluster::AdmissionConfig;
+use http::shared::Shared;
+use http::{server, watch};
+use storage::store::{self, Store};
 
 /// Why the server could not start or a client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -374,9 +350,9 @@ impl TestEnv {
     /// A kube config pointing at this server that authenticates with bearer `token`.
     pub fn config_with_token(&self, token: &str) -> kube::Config {
         // `http://<ipv4>:<port>` always parses; the fallback only keeps this infallible.
-        let uri: http::Uri = match self.url().parse() {
+        let uri: ::http::Uri = match self.url().parse() {
             Ok(u) => u,
-            Err(_) => http::Uri::from_static("http://127.0.0.1"),
+            Err(_) => ::http::Uri::from_static("http://127.0.0.1"),
         };
         let mut config = kube::Config::new(uri);
         if let Some(tls) = &self.inner.shared.tls {

@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use crate::resources::lookup;
-use crate::selectors::LabelSelector;
-use crate::store::{EventType, State};
+use crate::api::kinds::lookup;
+use crate::storage::selectors::LabelSelector;
+use crate::storage::store::{EventType, State};
 
 /// `metav1.LabelSelector` in the query syntax [`LabelSelector::parse`] reads.
 fn selector_string(sel: &Value) -> String {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// What an authorizer decides on: one request, or one SubjectAccessReview's attributes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -173,7 +173,7 @@ pub fn forbidden(user: &str, a: &Attributes, reason: &str) -> ApiError {
 }
 
 fn q(s: &str) -> String {
-    crate::status::go_quote(s)
+    crate::api::status::go_quote(s)
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::admission::AdmissionConfig;
+use crate::api::cluster::AdmissionConfig;
 use crate::handlers::{self, Target};
-use crate::store::State;
+use crate::storage::store::State;
 
 const GROUP: &str = "rbac.authorization.k8s.io";
 

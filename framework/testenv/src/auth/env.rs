@@ -4,7 +4,8 @@
 
 use serde_json::json;
 
-use crate::{Builder, Error, TestEnv, auth, handlers, status};
+use crate::api::status;
+use crate::{Builder, Error, TestEnv, auth, handlers};
 
 impl Builder {
     /// Accepts bearer `token` as `user` (with `uid`, may be empty, and `groups`; every
@@ -118,8 +119,15 @@ impl TestEnv {
             _ => {}
         }
         let audiences = vec![auth::API_AUDIENCE.to_string()];
-        auth::mint(shared, namespace, name, audiences, 3600)
-            .map(|(token, _)| token)
-            .map_err(fail)
+        auth::mint(
+            &shared.store,
+            &shared.auth,
+            namespace,
+            name,
+            audiences,
+            3600,
+        )
+        .map(|(token, _)| token)
+        .map_err(fail)
     }
 }

@@ -12,11 +12,11 @@ use serde_json::Value;
 use super::attributes::Attributes;
 use super::rbac::{self, GROUP};
 use super::tokens::UserInfo;
+use crate::api::kinds::{TABLE, lookup};
+use crate::api::status::{ApiError, go_quote};
+use crate::api::types::Served;
 use crate::patch::{self, PatchKind};
-use crate::resources::{TABLE, lookup};
-use crate::status::{ApiError, go_quote};
-use crate::store::State;
-use crate::types::Served;
+use crate::storage::store::State;
 
 /// Refuses a create, update or patch of an RBAC role or binding that would grant `user` more
 /// than it holds; any other request passes.

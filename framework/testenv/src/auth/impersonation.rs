@@ -6,10 +6,11 @@
 use http::HeaderMap;
 
 use super::attributes::{self, Attributes};
+use super::config::Auth;
 use super::rbac;
 use super::tokens::UserInfo;
-use crate::shared::Shared;
-use crate::status::ApiError;
+use crate::api::status::ApiError;
+use crate::storage::store::Store;
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
@@ -17,7 +18,8 @@ const GROUP_HEADER: &str = "impersonate-group";
 /// The user a request acts as: `requester` itself, or whom its impersonation headers name if
 /// `requester` may impersonate them (upstream's 403 otherwise).
 pub fn act_as(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     requester: UserInfo,
     headers: &HeaderMap,
 ) -> Result<UserInfo, ApiError> {
@@ -51,9 +53,9 @@ pub fn act_as(
         None => checks.push(target("users", "", &name)),
     }
     checks.extend(groups.iter().map(|g| target("groups", "", g)));
-    if shared.auth.enforce {
+    if auth.enforce {
         for check in &checks {
-            let d = shared.store.with(|s| rbac::authorize(s, &requester, check));
+            let d = store.with(|s| rbac::authorize(s, &requester, check));
             if !d.allowed {
                 return Err(attributes::forbidden(&requester.name, check, &d.reason));
             }

@@ -27,28 +27,30 @@ pub use reviews::mint;
 pub use tls::{ClientCertUser, Tls, base64};
 pub use tokens::{API_AUDIENCE, Tokens, UserInfo, random_token};
 
-use crate::shared::Shared;
-use crate::status::ApiError;
+use crate::api::status::ApiError;
+use crate::storage::store::Store;
 
 /// Whom a request acts as: who sent it ([`authenticate`]), or the user it impersonates if the
 /// sender may (upstream's 401 or 403 otherwise).
 pub fn identify(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     cert: Option<&ClientCertUser>,
     headers: &http::HeaderMap,
 ) -> Result<UserInfo, ApiError> {
     let authorization = headers
         .get(http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let requester = authenticate(shared, cert, authorization)?;
-    impersonation::act_as(shared, requester, headers)
+    let requester = authenticate(store, auth, cert, authorization)?;
+    impersonation::act_as(store, auth, requester, headers)
 }
 
 /// Who sent a request: the user of its verified client certificate (checked first, as
 /// upstream's x509 authenticator), else of its `Authorization` bearer token, anonymous without
 /// one, or upstream's 401 for a bearer token that does not authenticate.
 fn authenticate(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     cert: Option<&ClientCertUser>,
     authorization: Option<&str>,
 ) -> Result<UserInfo, ApiError> {
@@ -65,10 +67,8 @@ fn authenticate(
         return Ok(UserInfo::anonymous());
     };
     let audiences = [API_AUDIENCE.to_string()];
-    shared
-        .auth
-        .tokens
-        .authenticate(&shared.store, token, &audiences)
+    auth.tokens
+        .authenticate(store, token, &audiences)
         .map(|ok| ok.user)
         .ok_or_else(unauthorized)
 }
@@ -86,7 +86,8 @@ fn unauthorized() -> ApiError {
 /// Refuses an unauthenticated or unauthorized request with upstream's Status, answers the auth
 /// APIs (`Some`), or lets the router serve it (`None`).
 pub fn admit(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     user: &Result<UserInfo, ApiError>,
     (method, path): (&str, &str),
     query: &HashMap<String, String>,
@@ -95,27 +96,25 @@ pub fn admit(
 ) -> Result<Option<(u16, Value)>, ApiError> {
     let user = user.as_ref().map_err(Clone::clone)?;
     let attrs = attributes::of_request(method, path, query);
-    if shared.auth.enforce {
-        let decision = shared.store.with(|s| rbac::authorize(s, user, &attrs));
+    if auth.enforce {
+        let decision = store.with(|s| rbac::authorize(s, user, &attrs));
         if !decision.allowed {
             return Err(attributes::forbidden(&user.name, &attrs, &decision.reason));
         }
-        shared
-            .store
-            .with(|s| escalation::check(s, user, &attrs, content_type, body))?;
+        store.with(|s| escalation::check(s, user, &attrs, content_type, body))?;
     }
-    reviews::serve(shared, user, &attrs, content_type, body).transpose()
+    reviews::serve(store, auth, user, &attrs, content_type, body).transpose()
 }
 
 /// After a request was served: a successful ClusterRole write re-aggregates the ClusterRoles
 /// with an `aggregationRule`, as upstream's aggregation controller would shortly after.
-pub fn served(shared: &Shared, method: &str, path: &str, status: u16) {
+pub fn served(store: &Store, method: &str, path: &str, status: u16) {
     let write = !matches!(method, "GET" | "HEAD");
     let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
     let role_path = path
         .strip_prefix(roles)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'));
     if write && (200..300).contains(&status) && role_path {
-        shared.store.with(aggregation::aggregate);
+        store.with(aggregation::aggregate);
     }
 }

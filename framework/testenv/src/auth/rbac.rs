@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::attributes::Attributes;
 use super::tokens::UserInfo;
-use crate::resources::lookup;
-use crate::store::State;
+use crate::api::kinds::lookup;
+use crate::storage::store::State;
 
 pub(super) const GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -137,7 +137,7 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
 }
 
 fn q(s: &str) -> String {
-    crate::status::go_quote(s)
+    crate::api::status::go_quote(s)
 }
 
 /// The first subject of `binding` that `user` is (upstream's `appliesTo`).

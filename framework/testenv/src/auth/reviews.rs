@@ -6,11 +6,12 @@
 use serde_json::{Value, json};
 
 use super::attributes::Attributes;
+use super::config::Auth;
 use super::rbac;
 use super::tokens::{API_AUDIENCE, UserInfo};
-use crate::resources::lookup;
-use crate::shared::Shared;
-use crate::status::{ApiError, Cause};
+use crate::api::kinds::lookup;
+use crate::api::status::{ApiError, Cause};
+use crate::storage::store::Store;
 
 /// Which auth API a request addresses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,8 @@ fn api_of(a: &Attributes) -> Option<Api> {
 
 /// Answers `a` if it addresses one of these APIs (`None`: not ours, route it on).
 pub fn serve(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     user: &UserInfo,
     a: &Attributes,
     content_type: &str,
@@ -63,7 +65,7 @@ pub fn serve(
         return Some(Err(ApiError::method_not_allowed()));
     }
     // A protobuf body arrives here already decoded into JSON by the router.
-    let decoded = crate::body::decode(content_type, body);
+    let decoded = crate::api::body::decode(content_type, body);
     let obj = match decoded {
         Ok(v @ Value::Object(_)) => v,
         Ok(_) => {
@@ -74,14 +76,14 @@ pub fn serve(
         Err(e) => return Some(Err(e)),
     };
     Some(match api {
-        Api::TokenReview => token_review(shared, obj),
-        Api::TokenRequest => token_request(shared, &a.namespace, &a.name, obj),
-        Api::SubjectAccessReview => access_review(shared, obj, None, "SubjectAccessReview"),
+        Api::TokenReview => token_review(store, auth, obj),
+        Api::TokenRequest => token_request(store, auth, &a.namespace, &a.name, obj),
+        Api::SubjectAccessReview => access_review(store, auth, obj, None, "SubjectAccessReview"),
         Api::SelfSubjectAccessReview => {
-            access_review(shared, obj, Some(user), "SelfSubjectAccessReview")
+            access_review(store, auth, obj, Some(user), "SelfSubjectAccessReview")
         }
-        Api::LocalSubjectAccessReview => local_access_review(shared, &a.namespace, obj),
-        Api::SelfSubjectRulesReview => rules_review(shared, user, &obj),
+        Api::LocalSubjectAccessReview => local_access_review(store, auth, &a.namespace, obj),
+        Api::SelfSubjectRulesReview => rules_review(store, auth, user, &obj),
     })
 }
 
@@ -103,7 +105,7 @@ fn answer(mut obj: Value, group_version: &str, kind: &str, status: Value) -> Val
     obj
 }
 
-fn token_review(shared: &Shared, obj: Value) -> Result<(u16, Value), ApiError> {
+fn token_review(store: &Store, auth: &Auth, obj: Value) -> Result<(u16, Value), ApiError> {
     let token = obj
         .pointer("/spec/token")
         .and_then(Value::as_str)
@@ -117,10 +119,7 @@ fn token_review(shared: &Shared, obj: Value) -> Result<(u16, Value), ApiError> {
     if audiences.is_empty() {
         audiences = vec![API_AUDIENCE.to_string()];
     }
-    let found = shared
-        .auth
-        .tokens
-        .authenticate(&shared.store, token, &audiences);
+    let found = auth.tokens.authenticate(store, token, &audiences);
     let status = match found {
         Some(ok) => {
             let mut user = json!({"username": ok.user.name, "groups": ok.user.groups});
@@ -143,7 +142,8 @@ const MIN_EXPIRATION: i64 = 600;
 const MAX_EXPIRATION: i64 = 1 << 32;
 
 fn token_request(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     namespace: &str,
     name: &str,
     mut obj: Value,
@@ -176,7 +176,14 @@ fn token_request(
     if audiences.is_empty() {
         audiences = vec![API_AUDIENCE.to_string()];
     }
-    let (token, expires) = mint(shared, namespace, name, audiences.clone(), seconds as u64)?;
+    let (token, expires) = mint(
+        store,
+        auth,
+        namespace,
+        name,
+        audiences.clone(),
+        seconds as u64,
+    )?;
     let bound = obj
         .pointer("/spec/boundObjectRef")
         .cloned()
@@ -192,7 +199,8 @@ fn token_request(
 
 /// Mints a token for an existing ServiceAccount: the token and its RFC 3339 expiry.
 pub fn mint(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     namespace: &str,
     name: &str,
     audiences: Vec<String>,
@@ -200,16 +208,13 @@ pub fn mint(
 ) -> Result<(String, String), ApiError> {
     let res = lookup("", "v1", "serviceaccounts")
         .ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
-    let uid = shared.store.with(|s| {
+    let uid = store.with(|s| {
         s.get(res, namespace, name)
             .and_then(|sa| sa.pointer("/metadata/uid").and_then(Value::as_str))
             .map(String::from)
     });
     let uid = uid.ok_or_else(|| ApiError::not_found("", "serviceaccounts", name))?;
-    let token = shared
-        .auth
-        .tokens
-        .issue(namespace, name, &uid, audiences, seconds);
+    let token = auth.tokens.issue(namespace, name, &uid, audiences, seconds);
     let expires = jiff::Timestamp::now()
         .checked_add(jiff::SignedDuration::from_secs(seconds as i64))
         .unwrap_or(jiff::Timestamp::MAX)
@@ -258,17 +263,17 @@ fn go_struct(v: &Value) -> String {
     let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     format!(
         "&authorization.NonResourceAttributes{{Path:{}, Verb:{}}}",
-        crate::status::go_quote(&s("path")),
-        crate::status::go_quote(&s("verb"))
+        crate::api::status::go_quote(&s("path")),
+        crate::api::status::go_quote(&s("verb"))
     )
 }
 
-fn decide(shared: &Shared, user: &UserInfo, a: &Attributes) -> Value {
-    if !shared.auth.enforce {
+fn decide(store: &Store, auth: &Auth, user: &UserInfo, a: &Attributes) -> Value {
+    if !auth.enforce {
         // --authorization-mode=AlwaysAllow: everything is allowed, with no reason.
         return json!({"allowed": true});
     }
-    let d = shared.store.with(|s| rbac::authorize(s, user, a));
+    let d = store.with(|s| rbac::authorize(s, user, a));
     let mut status = json!({"allowed": d.allowed});
     if !d.reason.is_empty() {
         status["reason"] = d.reason.into();
@@ -277,7 +282,8 @@ fn decide(shared: &Shared, user: &UserInfo, a: &Attributes) -> Value {
 }
 
 fn access_review(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     obj: Value,
     requester: Option<&UserInfo>,
     kind: &str,
@@ -310,12 +316,13 @@ fn access_review(
     let Some(attrs) = attrs.filter(|_| causes.is_empty()) else {
         return Err(ApiError::invalid("authorization.k8s.io", kind, "", causes));
     };
-    let status = decide(shared, &user, &attrs);
+    let status = decide(store, auth, &user, &attrs);
     Ok((201, answer(obj, "authorization.k8s.io/v1", kind, status)))
 }
 
 fn local_access_review(
-    shared: &Shared,
+    store: &Store,
+    auth: &Auth,
     namespace: &str,
     obj: Value,
 ) -> Result<(u16, Value), ApiError> {
@@ -349,7 +356,7 @@ fn local_access_review(
     if obj.pointer("/spec/resourceAttributes").is_some() && attr_ns != namespace {
         let cause = Cause::invalid(
             "spec.resourceAttributes.namespace",
-            &crate::status::go_quote(attr_ns),
+            &crate::api::status::go_quote(attr_ns),
             "must match metadata.namespace",
         );
         return Err(ApiError::invalid(
@@ -359,14 +366,19 @@ fn local_access_review(
             vec![cause],
         ));
     }
-    let (code, mut v) = access_review(shared, obj, None, kind)?;
+    let (code, mut v) = access_review(store, auth, obj, None, kind)?;
     v["metadata"]["namespace"] = namespace.into();
     Ok((code, v))
 }
 
 /// SelfSubjectRulesReview: the rules the requester has in `spec.namespace`, as upstream's
 /// union of the privileged-group (or AlwaysAllow) authorizer's `*` rules and RBAC's.
-fn rules_review(shared: &Shared, user: &UserInfo, obj: &Value) -> Result<(u16, Value), ApiError> {
+fn rules_review(
+    store: &Store,
+    auth: &Auth,
+    user: &UserInfo,
+    obj: &Value,
+) -> Result<(u16, Value), ApiError> {
     let namespace = obj
         .pointer("/spec/namespace")
         .and_then(Value::as_str)
@@ -376,13 +388,13 @@ fn rules_review(shared: &Shared, user: &UserInfo, obj: &Value) -> Result<(u16, V
     }
     let master = user.groups.iter().any(|g| g == "system:masters");
     let mut granted = Vec::new();
-    if !shared.auth.enforce || master {
+    if !auth.enforce || master {
         granted.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
         granted.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }
     let mut error = None;
-    if shared.auth.enforce {
-        let (rules, e) = shared.store.with(|s| rbac::rules_for(s, user, namespace));
+    if auth.enforce {
+        let (rules, e) = store.with(|s| rbac::rules_for(s, user, namespace));
         granted.extend(rules);
         error = e;
     }

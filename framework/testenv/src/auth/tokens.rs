@@ -10,8 +10,8 @@ use rand::Rng;
 use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
-use crate::resources::lookup;
-use crate::store::Store;
+use crate::api::kinds::lookup;
+use crate::storage::store::Store;
 
 /// The audience kube-apiserver accepts and gives tokens by default
 /// (`--api-audiences` defaults to the issuer, `https://kubernetes.default.svc.cluster.local`).

@@ -7,15 +7,15 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::admission::now;
-use crate::crd::admit::storage_version;
+use crate::api::kind::Lifecycle;
+use crate::api::kinds::{ResId, lookup, storage_version};
+use crate::api::meta::now;
+use crate::api::status::ApiError;
+use crate::api::structural::Schema;
+use crate::api::types::{CustomType, ScaleSpec, Served};
+use crate::api::validation::string_list;
 use crate::crd::columns;
-use crate::crd::schema::Schema;
-use crate::resources::{ResId, lookup};
-use crate::status::ApiError;
-use crate::store::{EventType, State, key_of};
-use crate::types::{CustomType, ScaleSpec, Served};
-use crate::validation::string_list;
+use crate::storage::store::{EventType, State, key_of};
 
 /// The finalizer a deleted CRD carries until its objects are gone.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -124,7 +124,7 @@ fn reconcile(state: &mut State, stored: &Value) -> Value {
     let terminating = crd.pointer("/metadata/deletionTimestamp").is_some();
     match name_conflict(state, &crd) {
         Some((reason, name)) => {
-            let msg = format!("{} is already in use", crate::status::go_quote(&name));
+            let msg = format!("{} is already in use", crate::api::status::go_quote(&name));
             set_condition(
                 &mut crd,
                 condition("NamesAccepted", "False", reason, &msg, &since),
@@ -371,7 +371,7 @@ pub fn instance_removed(state: &mut State, rt: &Served) {
             let crd = c.crd.clone();
             finish_if_empty(state, &crd);
         }
-        Served::Builtin(_) if rt.strategy() == crate::resources::Strategy::Crd => {
+        Served::Builtin(_) if rt.lifecycle() == Lifecycle::CustomResourceDefinition => {
             let live: Vec<String> = crd_id()
                 .map(|id| {
                     state

@@ -3,9 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::api::status::{ApiError, Cause};
+use crate::api::types::Served;
 use crate::crd::columns::find;
-use crate::status::{ApiError, Cause};
-use crate::types::Served;
 
 fn segments(path: &str) -> Vec<&str> {
     path.trim_start_matches('.')
@@ -73,7 +73,7 @@ pub fn update(rt: &Served, old: &Value, scale: Value) -> Result<Value, ApiError>
         Some(v) => v.as_i64().ok_or_else(|| {
             ApiError::bad_request(format!(
                 "Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {} into Go struct field ScaleSpec.spec.replicas of type int32",
-                crate::crd::schema::json_type(v)
+                crate::api::structural::json_type(v)
             ))
         })?,
     };

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::set::{FieldSet, Path, path_string};
 use super::walk::{self, Ctx};
-use crate::status::ApiError;
+use crate::api::status::ApiError;
 
 /// One `managedFields` entry.
 #[derive(Debug, Clone, PartialEq)]

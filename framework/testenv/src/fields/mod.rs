@@ -5,7 +5,7 @@
 //! unless forced.
 //!
 //! - `set`: field paths and their FieldsV1 form;
-//! - `shape`: list and map kinds per type and path (from the resource table's list strategies);
+//! - `shape`: list and map kinds per type and path (from a kind's list strategies and shape);
 //! - `walk`: field sets, comparisons, merges and removals over JSON objects;
 //! - `managed`: the entries, and ownership after an update or an apply.
 
@@ -19,7 +19,7 @@ pub use walk::Ctx;
 
 use serde_json::Value;
 
-use crate::types::Served;
+use crate::api::types::Served;
 
 /// Records a write the server makes on its own (the CRD controllers' status updates) under
 /// `manager`, as kube-apiserver's own controllers write through its field manager.
@@ -30,7 +30,7 @@ pub fn record_server_write(
     manager: &str,
     subresource: Option<&str>,
 ) {
-    let (api_version, now) = (rt.api_version(), crate::admission::now());
+    let (api_version, now) = (rt.api_version(), crate::api::meta::now());
     let ctx = Ctx {
         rt,
         subresource,

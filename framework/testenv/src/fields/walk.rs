@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::set::{FieldSet, Path, Step, canonical_json};
 use super::shape::{self, KEY_DEFAULTS, ListKind, ObjectKind};
-use crate::types::Served;
+use crate::api::types::Served;
 
 /// The type and the endpoint a walk is for.
 #[derive(Clone, Copy)]

@@ -5,12 +5,12 @@ use serde_json::{Value, json};
 
 use super::read::{ListParams, list};
 use super::target::Target;
-use crate::admission::{self, IMMORTAL_NAMESPACES};
+use crate::api::kind::Lifecycle;
+use crate::api::kinds::{IMMORTAL_NAMESPACES, ResId};
+use crate::api::status::{self, ApiError};
+use crate::api::types::Served;
 use crate::crd;
-use crate::resources::{ResId, Strategy};
-use crate::status::{self, ApiError};
-use crate::store::{EventType, ObjKey, State};
-use crate::types::Served;
+use crate::storage::store::{EventType, ObjKey, State};
 
 /// Parsed DeleteOptions (body and query).
 #[derive(Debug, Default)]
@@ -80,21 +80,24 @@ pub fn delete(
             return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
         }
     }
-    if rt.strategy() == Strategy::Crd {
-        return Ok((200, delete_crd(state, t, &old, opts.dry_run)));
-    }
-    if rt.strategy() == Strategy::Namespace {
-        if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
-            return Err(ApiError::forbidden(
-                rt.group(),
-                rt.plural(),
-                &name,
-                "this namespace may not be deleted",
-            ));
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => {
+            return Ok((200, delete_crd(state, t, &old, opts.dry_run)));
         }
-        if !opts.dry_run {
-            delete_namespace_content(state, &name);
+        Lifecycle::Namespace => {
+            if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
+                return Err(ApiError::forbidden(
+                    rt.group(),
+                    rt.plural(),
+                    &name,
+                    "this namespace may not be deleted",
+                ));
+            }
+            if !opts.dry_run {
+                delete_namespace_content(state, &name);
+            }
         }
+        Lifecycle::Object => {}
     }
     let has_finalizers = old
         .pointer("/metadata/finalizers")
@@ -105,7 +108,7 @@ pub fn delete(
             return Ok((200, (*old).clone()));
         }
         let mut new = (*old).clone();
-        new["metadata"]["deletionTimestamp"] = admission::now().into();
+        new["metadata"]["deletionTimestamp"] = crate::api::meta::now().into();
         new["metadata"]["deletionGracePeriodSeconds"] = 0.into();
         // Upstream bumps a generational object's generation when its deletion starts.
         if let Some(g) = new.pointer("/metadata/generation").and_then(Value::as_i64)
@@ -209,7 +212,7 @@ pub fn delete_collection(
     )?;
     let mut items = Vec::new();
     for o in listed.items() {
-        let (ns, name) = crate::store::key_of(o);
+        let (ns, name) = crate::storage::store::key_of(o);
         match delete(state, &t.object(ns, name), opts) {
             Ok((_, v)) if v["kind"] == "Status" => items.push(crd::to_version(rt, (**o).clone())),
             Ok((_, v)) => items.push(v),

@@ -9,11 +9,11 @@ use serde::ser::SerializeMap;
 use serde_json::Value;
 
 use super::target::Target;
-use crate::continue_token;
+use crate::api::status::ApiError;
 use crate::crd;
-use crate::selectors::Filter;
-use crate::status::ApiError;
-use crate::store::{ObjKey, State};
+use crate::storage::continue_token;
+use crate::storage::selectors::Filter;
+use crate::storage::store::{ObjKey, State};
 
 /// GET of one object.
 pub fn get(state: &State, t: &Target) -> Result<Value, ApiError> {

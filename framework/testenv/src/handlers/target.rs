@@ -3,12 +3,12 @@
 
 use serde_json::{Value, json};
 
-use crate::admission::{self, Endpoint};
+use crate::admission::Endpoint;
+use crate::api::kinds::{ResId, TABLE, lookup};
+use crate::api::status::ApiError;
+use crate::api::types::Served;
 use crate::fields::{self, Ctx, Writer, set_managed_fields};
-use crate::resources::{ResId, TABLE, lookup};
-use crate::status::ApiError;
-use crate::store::State;
-use crate::types::Served;
+use crate::storage::store::State;
 
 /// The object a request addresses.
 #[derive(Debug, Clone)]
@@ -145,7 +145,8 @@ pub(super) fn record_update(
     record_update_of(t, old, requested, new, None, opts)
 }
 
-/// `record_update`, with ownership computed on `tracked` when given (see `defaults`).
+/// `record_update`, with ownership computed on `tracked` when given (see
+/// `admission::tracked_on_create`).
 pub(super) fn record_update_of(
     t: &Target,
     old: Option<&Value>,
@@ -154,7 +155,7 @@ pub(super) fn record_update_of(
     tracked: Option<&Value>,
     opts: &WriteOptions,
 ) {
-    let (api_version, now) = (t.rt.api_version(), admission::now());
+    let (api_version, now) = (t.rt.api_version(), crate::api::meta::now());
     let empty = json!({});
     let managed = fields::after_update(
         t.fields_ctx(old.is_none()),

@@ -8,14 +8,16 @@ use serde_json::Value;
 use super::target::{
     Target, WriteOptions, record_update, record_update_of, requested_managed_fields,
 };
-use crate::admission::{self, AdmissionConfig, Endpoint};
+use crate::admission::write_checks;
+use crate::admission::{self, Endpoint};
+use crate::api::cluster::AdmissionConfig;
+use crate::api::kind::Lifecycle;
+use crate::api::limits;
+use crate::api::status::{self, ApiError};
 use crate::crd;
 use crate::fields::{self, set_managed_fields};
 use crate::patch::{self, PatchKind};
-use crate::resources::Strategy;
-use crate::status::{self, ApiError};
-use crate::store::{EventType, State};
-use crate::{limits, write_checks};
+use crate::storage::store::{EventType, State};
 
 /// POST: 201 with the stored object.
 pub fn create(
@@ -31,7 +33,7 @@ pub fn create(
     let requested = requested_managed_fields(&body);
     let sent = body.clone();
     let mut obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
-    let tracked = crate::defaults::tracked_on_create(rt, &sent, &obj);
+    let tracked = admission::tracked_on_create(rt, &sent, &obj);
     record_update_of(t, None, requested, &mut obj, tracked.as_ref(), opts);
     store_created(state, t, obj, opts)
 }
@@ -49,7 +51,7 @@ fn store_created(
     let rt = &t.rt;
     limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
-    if rt.strategy() == Strategy::Crd {
+    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
         crd::lifecycle::created(state, &stored);
     }
     Ok((201, crd::to_version(rt, stored)))
@@ -72,13 +74,13 @@ fn commit(state: &mut State, t: &Target, old: &Arc<Value>, new: Value, dry_run: 
         // Upstream aborts the update (errEmptiedFinalizers) and deletes the stored object: watches
         // see one DELETED (of the last stored state), the caller gets its update unsaved, with the
         // old resourceVersion (svc-remove-finalizer.txt).
-        let key = crate::store::key_of(&new);
+        let key = crate::storage::store::key_of(&new);
         state.remove(res, &key.0, &key.1);
         crd::lifecycle::instance_removed(state, rt);
         return crd::to_version(rt, new);
     }
     let stored = (*state.put(res, new, EventType::Modified)).clone();
-    if rt.strategy() == Strategy::Crd {
+    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
         crd::lifecycle::updated(state, &stored);
     }
     crd::to_version(rt, stored)
@@ -201,7 +203,7 @@ pub fn apply(
     let config = patch::decode_apply(body)?;
     patch::check_apply_config(rt, &config, t.name())?;
     let old = state.get(t.res, t.ns_key(), t.name()).cloned();
-    let (api_version, now) = (rt.api_version(), admission::now());
+    let (api_version, now) = (rt.api_version(), crate::api::meta::now());
     let w = t.writer(opts, &api_version, &now);
     let ctx = t.fields_ctx(old.is_none());
     let live = old.as_ref().map(|o| crd::to_version(rt, (**o).clone()));

@@ -14,8 +14,8 @@
 use json_patch::{PatchError, PatchErrorKind, PatchOperation};
 use serde_json::Value;
 
-use crate::limits::{JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, json_len};
-use crate::status::ApiError;
+use crate::api::limits::{JSON_PATCH_MAX_COPY_BYTES, MAX_JSON_PATCH_OPERATIONS, json_len};
+use crate::api::status::ApiError;
 
 fn unprocessable(message: String) -> ApiError {
     ApiError {

@@ -9,8 +9,8 @@ mod typed;
 
 use serde_json::Value;
 
-use crate::status::ApiError;
-use crate::types::Served;
+use crate::api::status::ApiError;
+use crate::api::types::Served;
 
 /// A PATCH body's content type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,18 +80,9 @@ pub fn apply(
     }
 }
 
-/// A YAML body (`application/yaml` writes, apply configurations): JSON is YAML too.
-pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
-    match serde_json::from_slice(body) {
-        Ok(v) => Ok(v),
-        Err(_) => serde_saphyr::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
-    }
-}
-
 /// The configuration of a server-side apply: YAML (JSON is YAML too), one object.
 pub fn decode_apply(body: &[u8]) -> Result<Value, ApiError> {
-    let v = decode_yaml(body)?;
+    let v = crate::api::body::decode_yaml(body)?;
     if !v.is_object() {
         return Err(ApiError::bad_request(
             "error decoding YAML: object to be applied must be a map",

@@ -1,14 +1,14 @@
 //! Strategic merge patch, the subset kubectl and controllers use: maps merge recursively and
-//! `null` deletes; a list is replaced whole unless the resource table gives it a strategy (merge by
-//! key, or set-union of scalars); directives `$patch: replace|delete|merge`, `$retainKeys`,
+//! `null` deletes; a list is replaced whole unless its kind gives it a strategy (merge by key, or
+//! set-union of scalars); directives `$patch: replace|delete|merge`, `$retainKeys`,
 //! `$deleteFromPrimitiveList/<f>` and `$setElementOrder/<f>` are honoured, with upstream's errors
 //! (a bad `$patch` is a 500, an unlisted `$retainKeys` field a 400).
 
 use serde_json::{Map, Value};
 
 use super::typed::{self, strip_directives};
-use crate::status::{ApiError, go_value};
-use crate::types::{ListType, Served};
+use crate::api::status::{ApiError, go_value};
+use crate::api::types::{ListType, Served};
 
 const DELETE_PRIMITIVE: &str = "$deleteFromPrimitiveList/";
 const SET_ORDER: &str = "$setElementOrder/";
@@ -268,7 +268,7 @@ fn upstream_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::{TABLE, lookup};
+    use crate::api::kinds::{TABLE, lookup};
     use serde_json::json;
 
     fn nodes() -> Served {

@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::openapi::builtin::{self, KindSchema};
-use crate::types::Served;
+use crate::api::openapi::{self as builtin, KindSchema};
+use crate::api::types::Served;
 
 /// `raw`, the patch's value for the field at `path` (dotted, no list indices), as the typed
 /// decode leaves it.
