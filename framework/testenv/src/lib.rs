@@ -41,7 +41,7 @@ pub use http::watch_list::WatchListSupport;
 
 use api::cluster::AdmissionConfig;
 use http::shared::Shared;
-use http::{server, watch};
+use http::{router, server, watch};
 use storage::store::{self, Store};
 
 /// Why the server could not start or a client could not be built.
@@ -90,6 +90,7 @@ pub struct Builder {
     bookmark_interval: Duration,
     watch_buffer: usize,
     watch_list: WatchListSupport,
+    request_timeout: Duration,
     static_tokens: HashMap<String, auth::UserInfo>,
     authorization: bool,
     https: bool,
@@ -106,6 +107,7 @@ impl Default for Builder {
             bookmark_interval: Duration::from_secs(60),
             watch_buffer: 10_000,
             watch_list: WatchListSupport::Served,
+            request_timeout: router::DEFAULT_REQUEST_TIMEOUT,
             static_tokens: HashMap::new(),
             authorization: false,
             https: false,
@@ -157,6 +159,14 @@ impl Builder {
     /// Events a watch may fall behind before the server closes it as too slow (default 10,000).
     pub fn watch_buffer(mut self, events: usize) -> Self {
         self.watch_buffer = events;
+        self
+    }
+
+    /// How long a request may take before it is answered `504 Timeout`, as kube-apiserver's
+    /// `--request-timeout` (default 60 s); watches are exempt, as upstream's long-running
+    /// requests. The request's work runs on to its end.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
         self
     }
 
@@ -226,6 +236,7 @@ impl Builder {
                 enforce: self.authorization,
             },
             tls,
+            request_timeout: self.request_timeout,
         });
         let (ctl, rx) = mpsc::channel(4);
         tokio::spawn(server::run(listener, shared.clone(), rx));
