@@ -470,7 +470,10 @@ async fn client_go_protobuf_events_match_a_real_apiserver() {
         normalize(&mut got);
         normalize(&mut want);
         for v in [&mut got, &mut want] {
-            v["metadata"].as_object_mut().unwrap().remove("managedFields");
+            v["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("managedFields");
         }
         assert_eq!(code, 201, "{name}: {got:#}");
         assert_eq!(got, want, "{name}:\n got {got:#}\nwant {want:#}");

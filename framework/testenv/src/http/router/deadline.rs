@@ -7,36 +7,37 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::sync::oneshot;
 
+use crate::api::json_depth::STACK_BYTES;
 use crate::api::status::ApiError;
 
 /// kube-apiserver's default `--request-timeout`.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Stack of a request's thread: JSON nested 10,000 deep passes through recursive decoding,
-/// admission, field tracking and encoding (debug builds' frames included). It is reserved, not
-/// committed: a request uses what its depth needs.
-const STACK_BYTES: usize = 512 << 20;
-
-/// Runs `work` on its own thread; its answer, or the 504 once `deadline` has passed.
+/// Runs `work` on its own thread; its answer, or the 504 once `deadline` has passed. The thread
+/// is waited for from tokio's blocking pool, so a paused test clock does not jump to the
+/// deadline while the work runs.
 pub async fn run<T: Send + 'static>(
     deadline: Duration,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
-    let (tx, rx) = oneshot::channel();
     let runtime = tokio::runtime::Handle::current();
-    std::thread::Builder::new()
-        .name("kube-testenv-request".into())
-        .stack_size(STACK_BYTES)
-        .spawn(move || {
-            let _guard = runtime.enter();
-            let _ = tx.send(work());
-        })
-        .map_err(|e| ApiError::internal(&format!("no thread for the request: {e}")))?;
-    match tokio::time::timeout(deadline, rx).await {
-        Ok(Ok(answer)) => Ok(answer),
-        Ok(Err(_)) => Err(ApiError::internal("the request's handler panicked")),
+    let waiter = tokio::task::spawn_blocking(move || {
+        std::thread::Builder::new()
+            .name("kube-testenv-request".into())
+            .stack_size(STACK_BYTES)
+            .spawn(move || {
+                let _guard = runtime.enter();
+                work()
+            })
+            .map(|t| t.join())
+    });
+    match tokio::time::timeout(deadline, waiter).await {
+        Ok(Ok(Ok(Ok(answer)))) => Ok(answer),
+        Ok(Ok(Err(e))) => Err(ApiError::internal(&format!(
+            "no thread for the request: {e}"
+        ))),
+        Ok(Ok(Ok(Err(_))) | Err(_)) => Err(ApiError::internal("the request's handler panicked")),
         Err(_) => Err(timeout()),
     }
 }

@@ -286,7 +286,7 @@ pub(super) fn resource(
             };
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
-            let obj = crate::api::body::decode(content_type, body)?;
+            let obj = crate::api::body::decode_object(rt.kind(), content_type, body)?;
             if t.sub.as_deref() != Some("scale") {
                 decoding::check_body(rt, &obj)?;
             }
