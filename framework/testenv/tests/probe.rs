@@ -184,7 +184,7 @@ fn deep_object(depth: usize) -> Vec<u8> {
     let head = r#"{"apiVersion":"example.com/v1","kind":"Deep","metadata":{"name":"d"},"spec":"#;
     let mut s = String::from(head);
     s.push_str(&r#"{"a":"#.repeat(inner));
-    s.push_str("1");
+    s.push('1');
     s.push_str(&"}".repeat(inner + 1));
     s.into_bytes()
 }
