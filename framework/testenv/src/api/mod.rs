@@ -5,6 +5,7 @@
 //! limits, and the body formats (JSON, YAML).
 
 pub mod body;
+pub mod cel;
 pub mod decoding;
 pub mod limits;
 pub mod meta;
