@@ -194,7 +194,7 @@ fn type_causes(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     match rt.strategy() {
         Strategy::Node => causes.extend(crate::api::validation::taints(obj)),
         Strategy::Crd => causes.extend(crate::crd::validation::validate(obj, old)),
-        Strategy::CustomResource => causes.extend(crate::crd::admit::validate(rt, obj)),
+        Strategy::CustomResource => causes.extend(crate::crd::admit::validate(rt, obj, old)),
         _ => {}
     }
     if rt.group() == "coordination.k8s.io" && rt.kind() == "Lease" {

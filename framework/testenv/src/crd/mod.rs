@@ -1,5 +1,6 @@
 //! CustomResourceDefinitions, as kube-apiserver's apiextensions-apiserver serves them: the CRD
-//! type's own defaulting and validation (`admit`, `validation`), what happens when one is
+//! type's own defaulting and validation (`admit`, `validation`, and its CEL rules compiled in
+//! `rules`), what happens when one is
 //! created, changed or deleted (`lifecycle`: `NamesAccepted` / `Established`, the types it
 //! registers in `api::types::Registry`, the cleanup of its objects), and what the server does
 //! with the custom resources themselves: their structural schema applied (`admit`; the schema
@@ -13,6 +14,7 @@
 pub mod admit;
 pub mod columns;
 pub mod lifecycle;
+pub mod rules;
 pub mod scale;
 pub mod validation;
 

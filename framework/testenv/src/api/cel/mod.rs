@@ -3,5 +3,9 @@
 //! CEL libraries through the `kube-cel` crate.
 
 pub mod check;
+pub mod compile;
+pub mod eval;
 pub mod parse;
 pub mod types;
+pub mod validate;
+pub mod values;

@@ -66,6 +66,7 @@ pub fn parse_all(sources: &[&str]) -> Vec<Result<Parsed, String>> {
 }
 
 /// Parses one source (see [`parse_all`]).
+#[cfg(test)]
 pub fn parse(source: &str) -> Result<Parsed, String> {
     parse_all(&[source])
         .pop()
