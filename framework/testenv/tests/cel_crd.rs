@@ -2,8 +2,8 @@
 //! from a v1.23 server replayed (rules that do not compile, a rule that is no bool), with the
 //! one difference newer servers print, upstream's internal `ValidationRule` having grown fields
 //! (`MessageExpression`, `Reason`, `FieldPath`, `OptionalOldSelf`) that `%#v` shows; and what
-//! only newer servers check (a transition rule below a list whose items do not correlate, a
-//! `messageExpression` that is no string).
+//! only newer servers check (the estimated cost, a transition rule below a list whose items do
+//! not correlate, a `messageExpression` that is no string).
 
 mod support;
 
@@ -60,6 +60,18 @@ async fn refused_rules_match_a_real_apiserver() {
         assert_eq!(code, cap.code, "{name}: {got:#}");
         assert_eq!(got, want, "{name}:\n got {got:#}\nwant {want:#}");
     }
+    // v1.23 did not estimate cost; newer servers refuse this rule (three unbounded lists deep).
+    let cap = parse("cel/cel-crd-cost-exceeded");
+    let (code, got) = post_crd(&client, cap.body.clone().unwrap()).await;
+    assert_eq!(code, 422, "{got:#}");
+    assert_eq!(
+        causes(&got),
+        [
+            "spec.validation.openAPIV3Schema.properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)",
+            "spec.validation.openAPIV3Schema.properties[spec].properties[items].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            "spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
+        ]
+    );
     // v1.23 had neither isURL nor transition rules; newer servers take both.
     let cap = parse("cel/cel-crd-isurl-oldself-1.23");
     let (code, got) = post_crd(&client, cap.body.clone().unwrap()).await;
@@ -99,8 +111,8 @@ async fn newer_checks_refuse_what_newer_servers_refuse() {
         &client,
         crd(
             "lister",
-            json!({"type": "object", "properties": {"tags": {"type": "array",
-                "items": {"type": "object", "properties": {"a": {"type": "string"}},
+            json!({"type": "object", "properties": {"tags": {"type": "array", "maxItems": 10,
+                "items": {"type": "object", "properties": {"a": {"type": "string", "maxLength": 10}},
                     "x-kubernetes-validations": [{"rule": "self.a == oldSelf.a"}]}}}}),
         ),
     )
@@ -128,14 +140,26 @@ async fn newer_checks_refuse_what_newer_servers_refuse() {
             "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:\"self.a > 0\", Message:\"\", MessageExpression:\"self.a\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: messageExpression must evaluate to a string"
         ]
     );
+    // Without bounds, one comparison of unbounded strings for each of the items that fit in a
+    // request is over the budget.
+    let unbounded = crd(
+        "unbounded",
+        json!({"type": "object", "properties": {"tags": {"type": "array",
+            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a"],
+            "items": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "x-kubernetes-validations": [{"rule": "self.b == oldSelf.b"}]}}}}),
+    );
+    let (code, got) = post_crd(&client, unbounded).await;
+    assert_eq!(code, 422, "{got:#}");
+    assert!(causes(&got)[0].ends_with("Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"), "{got:#}");
     // The same list as a map list correlates its items: the rule is taken.
     let (code, got) = post_crd(
         &client,
         crd(
             "mapper",
-            json!({"type": "object", "properties": {"tags": {"type": "array",
+            json!({"type": "object", "properties": {"tags": {"type": "array", "maxItems": 10,
                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a"],
-                "items": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "items": {"type": "object", "required": ["a"], "properties": {"a": {"type": "string"}, "b": {"type": "string", "maxLength": 10}},
                     "x-kubernetes-validations": [{"rule": "self.b == oldSelf.b", "message": "b is immutable"}]}}}}),
         ),
     )

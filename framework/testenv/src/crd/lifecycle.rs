@@ -255,7 +255,7 @@ fn register(state: &mut State, crd: &Value) {
         let schema = v.pointer("/schema/openAPIV3Schema").map(Schema::parse);
         let rules = schema
             .as_ref()
-            .and_then(|s| crate::api::cel::compile::compile_root(s).0);
+            .and_then(|s| crate::api::cel::compile::compile_root(s).tree);
         state.types_mut().set(
             id,
             CustomType {

@@ -4,8 +4,9 @@
 //! and what the server does with the custom resources themselves: their structural schema
 //! applied (`admit`; the schema itself, pruning, defaulting and validation, is
 //! `api::structural`), the `scale` subresource (`scale`) and printer columns (`columns`). The
-//! CRD kind's own defaults and validation are its kind's (`api::kinds`), but for its CEL rules,
-//! compiled and refused here (`rules`) as the CRD's versions are read.
+//! CRD kind's own defaults and validation (its CEL rules refused too) are its kind's
+//! (`api::kinds`); the rules a stored CRD's custom resources must keep are compiled in
+//! `lifecycle`.
 //!
 //! Everything runs synchronously under the store lock: a CRD is established in the write that
 //! creates it (its watchers see ADDED, then MODIFIED with the conditions), and a deleted CRD's
@@ -14,7 +15,6 @@
 pub mod admit;
 pub mod columns;
 pub mod lifecycle;
-pub mod rules;
 pub mod scale;
 
 use serde_json::{Map, Value};

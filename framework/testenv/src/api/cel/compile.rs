@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use kube_cel::cel::common::ast::IdedExpr;
 
 use super::check::{Env, check};
+use super::cost::{RULE_LIMIT, cardinality, estimate};
 use super::parse::parse_all;
 use super::types::{Decl, Ty, schema_decl};
 use crate::api::structural::{Rule, Schema};
@@ -26,6 +27,10 @@ pub struct Compiled {
     pub message_expr: Option<IdedExpr>,
     /// `fieldPath` as a field path below the node (`.a['b']` -> `.a[b]` or `.a.b`).
     pub field_path: String,
+    /// The estimated cost of the rule, times how often its node can occur in one object.
+    pub cost: u64,
+    /// The estimated cost of the message expression.
+    pub message_cost: u64,
 }
 
 /// Why a rule was refused, for CRD validation.
@@ -39,6 +44,10 @@ pub enum RuleError {
     FieldPath(String),
     /// A transition rule below a list whose items do not correlate (the list's schema path).
     Uncorrelatable(String),
+    /// The rule's estimated cost (times its node's cardinality) is over the per-rule limit.
+    Cost(u64),
+    /// The message expression's estimated cost is over the per-rule limit.
+    MessageCost(u64),
 }
 
 /// The compiled rules of one schema node and of the nodes below it that have rules.
@@ -77,14 +86,25 @@ pub fn has_rules(s: &Schema) -> bool {
         || s.properties.values().any(has_rules)
 }
 
-/// Compiles every rule of a root schema; the tree (`None` without rules) and the refusals.
-pub fn compile_root(s: &Schema) -> (Option<RuleTree>, Vec<Refused>) {
-    let mut refused = Vec::new();
-    if !has_rules(s) {
-        return (None, refused);
+/// Every rule of a root schema compiled.
+#[derive(Debug, Default)]
+pub struct Compilation {
+    /// The rules (`None` when the schema has none).
+    pub tree: Option<RuleTree>,
+    /// The rules refused.
+    pub refused: Vec<Refused>,
+    /// Each rule's and message expression's estimated cost, by `<node>|<index>|<field>`.
+    pub costs: Vec<(String, u64)>,
+}
+
+/// Compiles every rule of a root schema.
+pub fn compile_root(s: &Schema) -> Compilation {
+    let mut out = Compilation::default();
+    if has_rules(s) {
+        let tree = compile_node(s, true, "", None, &[], &mut out.refused, &mut out.costs);
+        out.tree = Some(tree);
     }
-    let tree = compile_node(s, true, "", None, &mut refused);
-    (Some(tree), refused)
+    out
 }
 
 /// `uncorrelatable`: the highest list above the node whose items do not correlate.
@@ -93,7 +113,9 @@ fn compile_node(
     resource_root: bool,
     at: &str,
     uncorrelatable: Option<&str>,
+    bounds: &[Option<u64>],
     refused: &mut Vec<Refused>,
+    costs: &mut Vec<(String, u64)>,
 ) -> RuleTree {
     let mut tree = RuleTree {
         resource_root,
@@ -101,7 +123,32 @@ fn compile_node(
     };
     if !s.rules.is_empty() {
         let decl = schema_decl(s, resource_root).unwrap_or_else(|| Decl::of(Ty::Dyn));
-        for (index, (compiled, error)) in compile_rules(s, decl).into_iter().enumerate() {
+        let times = cardinality(bounds, decl.min_size);
+        for (index, (mut compiled, error)) in compile_rules(s, decl).into_iter().enumerate() {
+            compiled.cost = compiled.cost.saturating_mul(times);
+            costs.push((format!("{at}|{index}|rule"), compiled.cost));
+            if compiled.message_expr.is_some() {
+                costs.push((
+                    format!("{at}|{index}|messageExpression"),
+                    compiled.message_cost,
+                ));
+            }
+            for (over, cost) in [
+                (compiled.cost > RULE_LIMIT, RuleError::Cost(compiled.cost)),
+                (
+                    compiled.message_cost > RULE_LIMIT,
+                    RuleError::MessageCost(compiled.message_cost),
+                ),
+            ] {
+                if over {
+                    refused.push(Refused {
+                        node: at.to_string(),
+                        index,
+                        rule: compiled.rule.clone(),
+                        error: cost,
+                    });
+                }
+            }
             let error = match (error, uncorrelatable) {
                 (None, Some(list)) if compiled.uses_old_self => {
                     Some(RuleError::Uncorrelatable(list.to_string()))
@@ -127,7 +174,9 @@ fn compile_node(
                 prop.embedded,
                 path.trim_start_matches('.'),
                 uncorrelatable,
+                bounds,
                 refused,
+                costs,
             );
             tree.properties.insert(name.clone(), sub);
         }
@@ -135,23 +184,29 @@ fn compile_node(
     if let Some(items) = s.items.as_deref().filter(|i| has_rules(i)) {
         let path = format!("{at}.items");
         let list = uncorrelatable.or((s.list_type != "map").then_some(at));
+        let bounds = [bounds, &[s.max_items]].concat();
         let sub = compile_node(
             items,
             items.embedded,
             path.trim_start_matches('.'),
             list,
+            &bounds,
             refused,
+            costs,
         );
         tree.items = Some(Box::new(sub));
     }
     if let Some(values) = s.additional.as_deref().filter(|v| has_rules(v)) {
         let path = format!("{at}.additionalProperties");
+        let bounds = [bounds, &[s.max_properties]].concat();
         let sub = compile_node(
             values,
             values.embedded,
             path.trim_start_matches('.'),
             uncorrelatable,
+            &bounds,
             refused,
+            costs,
         );
         tree.additional = Some(Box::new(sub));
     }
@@ -187,6 +242,8 @@ fn compile_rules(s: &Schema, decl: std::rc::Rc<Decl>) -> Vec<(Compiled, Option<R
                 uses_old_self: false,
                 message_expr: None,
                 field_path: String::new(),
+                cost: 0,
+                message_cost: 0,
             };
             let mut error = None;
             if !r.rule.trim().is_empty() {
@@ -196,6 +253,7 @@ fn compile_rules(s: &Schema, decl: std::rc::Rc<Decl>) -> Vec<(Compiled, Option<R
                         Err(e) => error = Some(RuleError::Rule(format!("compilation failed: {e}"))),
                         Ok(c) => {
                             compiled.uses_old_self = c.variables.contains("oldSelf");
+                            compiled.cost = estimate(&p.expr, &c);
                             if !matches!(c.output(&p), Ty::Bool) {
                                 error = Some(RuleError::Rule(
                                     "cel expression must evaluate to a bool".into(),
@@ -224,7 +282,10 @@ fn compile_rules(s: &Schema, decl: std::rc::Rc<Decl>) -> Vec<(Compiled, Option<R
                                 "messageExpression must evaluate to a string".into(),
                             ));
                         }
-                        Ok(_) => compiled.message_expr = Some(p.expr),
+                        Ok(c) => {
+                            compiled.message_cost = estimate(&p.expr, &c);
+                            compiled.message_expr = Some(p.expr);
+                        }
                     },
                 }
             }
@@ -348,7 +409,7 @@ mod tests {
                     "x-kubernetes-validations": [{"rule": "self.size() < 5"}]}}
             }
         }}}));
-        let (tree, refused) = compile_root(&s);
+        let Compilation { tree, refused, .. } = compile_root(&s);
         let tree = tree.unwrap();
         let spec = &tree.properties["spec"];
         assert!(spec.rules[0].message_expr.is_some());

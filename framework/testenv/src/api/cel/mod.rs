@@ -4,6 +4,7 @@
 
 pub mod check;
 pub mod compile;
+pub mod cost;
 pub mod eval;
 pub mod parse;
 pub mod types;

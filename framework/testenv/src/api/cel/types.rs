@@ -63,7 +63,6 @@ pub struct Decl {
     pub ty: Ty,
     /// The most characters, items or entries a value has in one request (0 for scalars), when
     /// the schema says (`None` for values an expression makes).
-    #[allow(dead_code)] // read by the cost estimator, which comes next
     pub max: Option<u64>,
     /// The smallest JSON a value serializes to.
     pub min_size: u64,
@@ -369,7 +368,6 @@ fn string_min(format: &str) -> u64 {
 
 /// How many times a rule on a node of this smallest size can run on one object, when the lists
 /// and maps above it do not bound that (upstream's `maxCardinality`).
-#[allow(dead_code)] // read by the cost estimator, which comes next
 pub fn max_cardinality(min_size: u64) -> u64 {
     MAX_REQUEST_SIZE / (min_size + 1)
 }

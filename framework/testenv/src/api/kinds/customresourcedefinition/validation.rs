@@ -407,7 +407,7 @@ pub(super) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     // Rules are compiled only against schemas that are otherwise valid (structural).
     if out.len() == before {
-        out.extend(crate::crd::rules::causes(crd));
+        out.extend(super::rules::causes(crd));
     }
     let summary = "[]apiextensions.CustomResourceDefinitionVersion{...}";
     if !unique {

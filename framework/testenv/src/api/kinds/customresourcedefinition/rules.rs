@@ -7,6 +7,7 @@
 use serde_json::Value;
 
 use crate::api::cel::compile::{Refused, RuleError, compile_root};
+use crate::api::cel::cost::{CRD_LIMIT, RULE_LIMIT, over_budget};
 use crate::api::status::{Cause, go_quote};
 use crate::api::structural::{Rule, Schema};
 
@@ -31,8 +32,9 @@ pub fn causes(crd: &Value) -> Vec<Cause> {
         } else {
             format!("spec.versions[{i}].schema.openAPIV3Schema")
         };
-        let (_, refused) = compile_root(&Schema::parse(schema));
-        out.extend(refused.iter().map(|r| cause(&base, r)));
+        let compiled = compile_root(&Schema::parse(schema));
+        out.extend(compiled.refused.iter().map(|r| cause(&base, r)));
+        out.extend(total_causes(&base, compiled.costs));
         if shared {
             break;
         }
@@ -40,14 +42,66 @@ pub fn causes(crd: &Value) -> Vec<Cause> {
     out
 }
 
-fn cause(base: &str, r: &Refused) -> Cause {
-    let node = if r.node.is_empty() {
+/// How many of the most expensive rules a refusal for the total names.
+const MOST_EXPENSIVE: usize = 4;
+
+/// When the rules together cost more than the per-CRD budget: the most expensive of them, then
+/// the schema.
+fn total_causes(base: &str, mut costs: Vec<(String, u64)>) -> Vec<Cause> {
+    let total = costs.iter().fold(0u64, |t, (_, c)| t.saturating_add(*c));
+    if total <= CRD_LIMIT {
+        return Vec::new();
+    }
+    costs.sort_by_key(|c| std::cmp::Reverse(c.1));
+    let mut out: Vec<Cause> = costs
+        .iter()
+        .take(MOST_EXPENSIVE)
+        .map(|(at, _)| {
+            let mut parts = at.split('|');
+            let (node, index, leaf) = (parts.next(), parts.next(), parts.next());
+            let field = format!(
+                "{}.x-kubernetes-validations[{}].{}",
+                node_path(base, node.unwrap_or_default()),
+                index.unwrap_or_default(),
+                leaf.unwrap_or_default()
+            );
+            Cause::forbidden(
+                field,
+                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema",
+            )
+        })
+        .collect();
+    out.push(Cause::forbidden(
+        base,
+        &over_budget(
+            "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
+            total,
+            CRD_LIMIT,
+        ),
+    ));
+    out
+}
+
+fn node_path(base: &str, node: &str) -> String {
+    if node.is_empty() {
         base.to_string()
     } else {
-        format!("{base}.{}", r.node)
-    };
+        format!("{base}.{node}")
+    }
+}
+
+fn cause(base: &str, r: &Refused) -> Cause {
+    let node = node_path(base, &r.node);
     let at = |leaf: &str| format!("{node}.x-kubernetes-validations[{}].{leaf}", r.index);
     match &r.error {
+        RuleError::Cost(cost) => Cause::forbidden(
+            at("rule"),
+            &over_budget("estimated rule cost", *cost, RULE_LIMIT),
+        ),
+        RuleError::MessageCost(cost) => Cause::forbidden(
+            at("messageExpression"),
+            &over_budget("estimated messageExpression cost", *cost, RULE_LIMIT),
+        ),
         RuleError::Rule(detail) => Cause::invalid(at("rule"), &go_rule(&r.rule), detail),
         RuleError::MessageExpression(detail) => {
             Cause::invalid(at("messageExpression"), &go_rule(&r.rule), detail)
@@ -58,11 +112,7 @@ fn cause(base: &str, r: &Refused) -> Cause {
             &format!("fieldPath must be a valid path: {detail}"),
         ),
         RuleError::Uncorrelatable(list) => {
-            let list = if list.is_empty() {
-                base.to_string()
-            } else {
-                format!("{base}.{list}")
-            };
+            let list = node_path(base, list);
             Cause::invalid(
                 at("rule"),
                 &go_quote(&r.rule.rule),
