@@ -26,7 +26,7 @@ pub fn apply_schema(rt: &Served, obj: &mut Value) {
 }
 
 /// The 422 causes for a custom resource, in the server's order: its schema's, then its CEL
-/// rules' (`old`: the stored object, on an update).
+/// rules' (`old`: the stored object, on an update, whose unchanged values are ratcheted).
 pub fn validate(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let Some(custom) = rt.custom() else {
         return Vec::new();
@@ -35,6 +35,9 @@ pub fn validate(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         return Vec::new();
     };
     let mut causes = schema.validate_root(obj);
+    if let Some(old) = old {
+        causes = crate::crd::ratchet::keep_changed(schema, obj, old, causes);
+    }
     if let Some(rules) = &custom.rules {
         causes.extend(crate::api::cel::validate::validate(rules, schema, obj, old));
     }
