@@ -118,3 +118,47 @@ fn an_expensive_rule_is_stopped_with_the_server_s_error() {
         "Invalid value: \"array\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.all(a, self.all(b, self.all(c, a + b + c >= 0)))"
     );
 }
+
+mod any_json {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Any JSON, with keys the schema knows among the others.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("JSON has no NaN", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            "[a-zA-Z0-9 /-]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::from),
+                prop::collection::btree_map(
+                    "(min|max|name|ports|port|labels|free|x|a|zz)",
+                    inner,
+                    0..6
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+        /// Whatever JSON a write carries (the schema's own errors do not stop the rules), the
+        /// rules answer with causes: nothing panics, the libraries included.
+        #[test]
+        fn rules_never_panic(new in json(), old in proptest::option::of(json())) {
+            let s = schema();
+            let tree = compile_root(&s).tree.unwrap();
+            let old = old.map(spec);
+            let causes = validate(&tree, &s, &spec(new), old.as_ref());
+            // Not even one the evaluator had to catch.
+            prop_assert!(causes.iter().all(|c| !c.message.contains("panicked")), "{causes:?}");
+        }
+    }
+}
