@@ -63,7 +63,7 @@ impl Estimator<'_> {
             Expr::Literal(LiteralValue::Bytes(b)) => b.inner().len() as u64,
             Expr::List(l) => l.elements.len() as u64,
             Expr::Map(m) => m.entries.len() as u64,
-            Expr::Call(_) => match self.cost(e).1 {
+            Expr::Call(_) | Expr::Comprehension(_) => match self.cost(e).1 {
                 Some(computed) => computed,
                 None => self.declared_size(e),
             },
@@ -138,7 +138,9 @@ impl Estimator<'_> {
                     .saturating_add(self.cost(&c.accu_init).0)
                     .saturating_add(loops)
                     .saturating_add(self.cost(&c.result).0);
-                (total, None)
+                // `map` and `filter` build a list no longer than their range.
+                let built = matches!(c.accu_init.expr, Expr::List(_)).then_some(range);
+                (total, built)
             }
             Expr::Call(c) => self.call(c),
             Expr::Unspecified => (0, None),

@@ -287,4 +287,6 @@ fn correlated_item<'o>(list: &Schema, item: &Value, old: &'o [Value]) -> Option<
 }
 
 #[cfg(test)]
+mod table;
+#[cfg(test)]
 mod tests;
