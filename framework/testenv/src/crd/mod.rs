@@ -4,7 +4,7 @@
 //! and what the server does with the custom resources themselves: their structural schema
 //! applied (`admit`, its errors ratcheted on update in `ratchet`; the schema itself, pruning,
 //! defaulting and validation, is `api::structural`), the `scale` subresource (`scale`) and
-//! printer columns (`columns`). The
+//! printer columns (`columns`); the same, without a server, for fixtures (`fixture`). The
 //! CRD kind's own defaults and validation (its CEL rules refused too) are its kind's
 //! (`api::kinds`); the rules a stored CRD's custom resources must keep are compiled in
 //! `lifecycle`.
@@ -15,6 +15,7 @@
 
 pub mod admit;
 pub mod columns;
+pub mod fixture;
 pub mod lifecycle;
 pub mod ratchet;
 pub mod scale;
