@@ -3,7 +3,7 @@
 //! one difference newer servers print, upstream's internal `ValidationRule` having grown fields
 //! (`MessageExpression`, `Reason`, `FieldPath`, `OptionalOldSelf`) that `%#v` shows; and what
 //! only newer servers check (the estimated cost, a transition rule below a list whose items do
-//! not correlate, a `messageExpression` that is no string).
+//! not correlate, a `messageExpression` that is no string, malformed entries).
 
 mod support;
 
@@ -138,6 +138,24 @@ async fn newer_checks_refuse_what_newer_servers_refuse() {
         causes(&got),
         [
             "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:\"self.a > 0\", Message:\"\", MessageExpression:\"self.a\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: messageExpression must evaluate to a string"
+        ]
+    );
+    // A malformed entry is a schema error (and then no rule is compiled, so the bad rule below
+    // it is not reported).
+    let (code, got) = post_crd(
+        &client,
+        crd(
+            "shaper",
+            json!({"type": "object", "x-kubernetes-validations": [
+                {"rule": "true &&\ntrue"}, {"rule": "self.nope"}]}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 422, "{got:#}");
+    assert_eq!(
+        causes(&got),
+        [
+            "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].message: Required value: message must be specified if rule contains line breaks"
         ]
     );
     // Without bounds, one comparison of unbounded strings for each of the items that fit in a

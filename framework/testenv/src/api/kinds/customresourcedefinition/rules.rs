@@ -32,9 +32,15 @@ pub fn causes(crd: &Value) -> Vec<Cause> {
         } else {
             format!("spec.versions[{i}].schema.openAPIV3Schema")
         };
-        let compiled = compile_root(&Schema::parse(schema));
-        out.extend(compiled.refused.iter().map(|r| cause(&base, r)));
-        out.extend(total_causes(&base, compiled.costs));
+        // Malformed entries are the schema's errors; then no rule is compiled.
+        let malformed = super::rule_shape::causes(schema, &base);
+        if malformed.is_empty() {
+            let compiled = compile_root(&Schema::parse(schema));
+            out.extend(compiled.refused.iter().map(|r| cause(&base, r)));
+            out.extend(total_causes(&base, compiled.costs));
+        } else {
+            out.extend(malformed);
+        }
         if shared {
             break;
         }
