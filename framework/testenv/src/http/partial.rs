@@ -90,8 +90,8 @@ mod tests {
 
     fn configmaps() -> Served {
         Served::Builtin(
-            &crate::api::resources::TABLE
-                [crate::api::resources::lookup("", "v1", "configmaps").expect("served")],
+            &crate::api::kinds::TABLE
+                [crate::api::kinds::lookup("", "v1", "configmaps").expect("served")],
         )
     }
 
