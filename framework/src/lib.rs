@@ -33,4 +33,5 @@ pub mod shard;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhook;
 pub mod workqueue;
