@@ -160,7 +160,7 @@ impl WebhookOptions {
 #[cfg(test)]
 mod tests {
     use controller_manager::options::parse_group;
-    use controller_manager::webhook::{Review, Validator, Verdict, WebhookInitializer};
+    use controller_manager::webhook::{CertSource, Review, Validator, Verdict, WebhookInitializer};
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
@@ -239,8 +239,13 @@ mod tests {
         ]);
         assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
         let serving = o.serving(&gates(true)).unwrap();
-        assert_eq!(serving.cert_file, PathBuf::from("/certs/tls.crt"));
-        assert_eq!(serving.key_file, PathBuf::from("/certs/tls.key"));
+        assert_eq!(
+            serving.certificates,
+            CertSource::Files {
+                cert: PathBuf::from("/certs/tls.crt"),
+                key: PathBuf::from("/certs/tls.key"),
+            }
+        );
         assert_eq!(serving.addr.to_string(), "0.0.0.0:9443");
         assert_eq!(serving.webhooks, vec!["mine"]);
         assert!(o.serving(&gates(false)).is_none());

@@ -15,6 +15,7 @@
 
 pub mod admin;
 pub mod builder;
+pub mod certs;
 pub mod client;
 pub mod config_file;
 pub mod controller;

@@ -13,9 +13,9 @@ use tracing::{info, warn};
 use super::run::{Manager, ManagerError};
 use super::selection::{ControllerSelection, KnownControllers};
 use crate::informer::SharedInformerFactory;
-use crate::serving::Server;
+use crate::serving::{Certificates, Server, Tls};
 use crate::webhook::{
-    WebhookContext, WebhookMetrics, WebhookServer, WebhookServing, Webhooks, layers,
+    CertSource, WebhookContext, WebhookMetrics, WebhookServer, WebhookServing, Webhooks, layers,
 };
 
 /// The `/readyz` check of the webhook server.
@@ -89,7 +89,20 @@ impl<C: Send + Sync + 'static> Manager<C> {
             return Ok(None);
         }
         let failed = |what: String| ManagerError::Webhooks(what);
-        let tls = serving.tls().map_err(|e| failed(e.to_string()))?;
+        let certificates = match &serving.certificates {
+            CertSource::Files { cert, key } => {
+                Certificates::from_files(cert, key).map_err(|e| failed(e.to_string()))?
+            }
+            CertSource::SelfManaged(certs) => {
+                // The renewal task ends with `stop`.
+                let (certificates, _renewals) = certs
+                    .start(self.client.clone(), stop.clone())
+                    .await
+                    .map_err(|e| failed(format!("self-managed webhook certificates: {e}")))?;
+                certificates
+            }
+        };
+        let tls = Tls::new(certificates, &serving.tls).map_err(|e| failed(e.to_string()))?;
         let factory = self.informer_factory()?;
         let metrics = WebhookMetrics::new(&mut self.registry.lock());
         let mut server = WebhookServer::new();

@@ -29,7 +29,7 @@ mod server;
 mod validator;
 mod verdict;
 
-pub use config::{DEFAULT_HANDLER_TIMEOUT, WebhookServing};
+pub use config::{CertSource, DEFAULT_HANDLER_TIMEOUT, WebhookServing};
 pub use conversion::HubAndSpoke;
 pub use defaulter::{Defaulter, Defaulting};
 pub use endpoint::{Admission, Conversion, WebhookRequest, WebhookResponse};
