@@ -10,6 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
+use controller_manager::certs::{Managed, SelfManagedCerts};
 use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
@@ -83,6 +84,18 @@ pub struct WebhookOptions {
     /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. For multiple key/certificate pairs, use the --webhook-tls-sni-cert-key multiple times. Examples: "example.crt,example.key" or "foo.crt,foo.key:*.foo.com,foo.com".
     #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_sni_cert_key: Vec<String>,
+
+    /// Not upstream's: NAMESPACE/NAME of a Secret in which the replicas keep a CA and serving certificate they make and renew themselves, instead of certificate files (no cert-manager needed).
+    #[arg(long, verbatim_doc_comment)]
+    pub webhook_self_managed_certs: Option<String>,
+
+    /// Not upstream's: with --webhook-self-managed-certs, the DNS names or IP addresses the serving certificate covers (the webhook Service's NAME.NAMESPACE.svc, or the host of its URL).
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
+    pub webhook_cert_hosts: Vec<String>,
+
+    /// Not upstream's: with --webhook-self-managed-certs, the objects whose caBundle the replicas keep, as KIND/NAME: ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CustomResourceDefinition (its conversion webhook).
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
+    pub webhook_managed_configurations: Vec<String>,
 }
 
 impl WebhookOptions {
@@ -111,20 +124,57 @@ impl WebhookOptions {
                 "--webhook-secure-port cannot be the same value as --secure-port ({secure_port})"
             ));
         }
+        if let Err(e) = self.self_managed() {
+            errors.push(e);
+        }
         let serves = selection.is_some_and(|s| !s.enabled().is_empty());
         if errors.is_empty()
             && serves
             && self.webhook_secure_port != 0
             && gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK)
             && self.cert_files().is_none()
+            && self.webhook_self_managed_certs.is_none()
         {
             errors.push(format!(
-                "--webhooks={} asks for a webhook server on port {}: give it a certificate with --webhook-tls-cert-file and --webhook-tls-private-key-file, or --webhook-cert-dir holding tls.crt and tls.key",
+                "--webhooks={} asks for a webhook server on port {}: give it a certificate with --webhook-tls-cert-file and --webhook-tls-private-key-file, or --webhook-cert-dir holding tls.crt and tls.key, or let it make its own with --webhook-self-managed-certs",
                 self.webhooks.join(","),
                 self.webhook_secure_port
             ));
         }
         errors
+    }
+
+    /// The self-managed certificates the flags ask for, if any, or what is wrong with them.
+    fn self_managed(&self) -> Result<Option<SelfManagedCerts>, String> {
+        let Some(secret) = &self.webhook_self_managed_certs else {
+            if !self.webhook_cert_hosts.is_empty()
+                || !self.webhook_managed_configurations.is_empty()
+            {
+                return Err("--webhook-cert-hosts and --webhook-managed-configurations need --webhook-self-managed-certs".to_string());
+            }
+            return Ok(None);
+        };
+        let (namespace, name) = secret
+            .split_once('/')
+            .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+            .ok_or_else(|| {
+                format!("--webhook-self-managed-certs={secret:?}: expected NAMESPACE/NAME")
+            })?;
+        if self.webhook_cert_hosts.is_empty() {
+            return Err("--webhook-self-managed-certs needs --webhook-cert-hosts: the names the serving certificate covers".to_string());
+        }
+        let managed = self
+            .webhook_managed_configurations
+            .iter()
+            .map(|m| {
+                m.parse::<Managed>()
+                    .map_err(|e| format!("--webhook-managed-configurations: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(
+            SelfManagedCerts::new(namespace, name, self.webhook_cert_hosts.clone())
+                .managing(managed),
+        ))
     }
 
     /// The certificate and key files the flags name: the pair of files, else `tls.crt` and
@@ -143,14 +193,17 @@ impl WebhookOptions {
 
     /// How the webhook server is served, or `None` when upstream would serve none: the gate off,
     /// port 0, or no certificate flags (which [`Self::validate`] refuses when a webhook is
-    /// selected).
+    /// selected). Self-managed certificates win over files.
     pub fn serving(&self, gates: &FeatureGates) -> Option<WebhookServing> {
         if self.webhook_secure_port == 0 || !gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK) {
             return None;
         }
-        let (cert, key) = self.cert_files()?;
         let addr = SocketAddr::new(self.webhook_bind_address, self.webhook_secure_port);
-        let mut serving = WebhookServing::from_files(addr, cert, key);
+        let mut serving = match (self.self_managed().ok().flatten(), self.cert_files()) {
+            (Some(certs), _) => WebhookServing::self_managed(addr, certs),
+            (None, Some((cert, key))) => WebhookServing::from_files(addr, cert, key),
+            (None, None) => return None,
+        };
         serving.webhooks = self.webhooks.clone();
         serving.tls.http2 = !self.webhook_disable_http2_serving;
         Some(serving)
@@ -249,6 +302,59 @@ mod tests {
         assert_eq!(serving.addr.to_string(), "0.0.0.0:9443");
         assert_eq!(serving.webhooks, vec!["mine"]);
         assert!(o.serving(&gates(false)).is_none());
+    }
+
+    #[test]
+    fn self_managed_certificates_are_asked_for_with_their_hosts_and_targets() {
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-self-managed-certs=kube-system/ccm-webhook",
+            "--webhook-cert-hosts=ccm-webhook.kube-system.svc",
+            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let serving = o.serving(&gates(true)).unwrap();
+        let CertSource::SelfManaged(certs) = serving.certificates else {
+            panic!("{:?}", serving.certificates);
+        };
+        assert_eq!(
+            (certs.namespace.as_str(), certs.secret.as_str()),
+            ("kube-system", "ccm-webhook")
+        );
+        assert_eq!(certs.dns_names, vec!["ccm-webhook.kube-system.svc"]);
+        assert_eq!(
+            certs.managed,
+            vec!["ValidatingWebhookConfiguration/ccm".parse().unwrap()]
+        );
+
+        for (args, error) in [
+            (
+                &["--webhook-self-managed-certs=ccm"][..],
+                "expected NAMESPACE/NAME",
+            ),
+            (
+                &["--webhook-self-managed-certs=a/b"][..],
+                "needs --webhook-cert-hosts",
+            ),
+            (
+                &["--webhook-cert-hosts=x"][..],
+                "need --webhook-self-managed-certs",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=Pod/p",
+                ][..],
+                "Pod is not ValidatingWebhookConfiguration",
+            ),
+        ] {
+            let errors = parse(args).validate(&gates(true), 10258, &mine());
+            assert!(
+                errors.len() == 1 && errors[0].contains(error),
+                "{args:?}: {errors:?}"
+            );
+        }
     }
 
     #[test]
