@@ -248,6 +248,14 @@ fn webhooks() -> Webhooks<()> {
         .with(WebhookInitializer::raw("slow", "/slow", |_| async {
             Ok(slow())
         }))
+        .with(WebhookInitializer::raw("second", "/second", |_| async {
+            Ok(tower::service_fn(
+                |r: AdmissionRequest<DynamicObject>| async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    Ok::<_, Infallible>(AdmissionResponse::from(&r))
+                },
+            ))
+        }))
 }
 
 // ---- a server and a TLS client
@@ -782,7 +790,27 @@ async fn a_replica_that_does_not_hold_the_lease_serves_its_webhooks_and_reports_
         ),
         "{metrics}"
     );
-    support::shut_down(&stop, run, WAIT).await;
+
+    // Shutting down: a review in flight is still answered.
+    let in_flight = tokio::spawn(async move {
+        post(
+            hooks,
+            &ca,
+            "/second?timeout=10s",
+            "application/json",
+            call.sent.to_string(),
+        )
+        .await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop.cancel();
+    let (status, body) = in_flight.await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    tokio::time::timeout(WAIT, run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
 }
 
 #[tokio::test]
@@ -800,7 +828,7 @@ async fn unknown_webhooks_and_missing_certificate_files_stop_start_up_with_clear
     let err = manager.validate().unwrap_err().to_string();
     assert_eq!(
         err,
-        "\"nope\" is not in the list of known webhooks; known webhooks: rules, mark, widgets, renames, panics, slow (use '*' for all, '-NAME' to disable one)"
+        "\"nope\" is not in the list of known webhooks; known webhooks: rules, mark, widgets, renames, panics, slow, second (use '*' for all, '-NAME' to disable one)"
     );
 
     serving.webhooks = vec!["rules".into()];

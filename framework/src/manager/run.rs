@@ -296,7 +296,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         // controllers drained.
         let webhook_stop = CancellationToken::new();
         let _stop_webhooks_on_drop = webhook_stop.clone().drop_guard();
-        let webhook_task = match this.start_webhooks(&webhook_stop).await {
+        let webhook_task = match this.start_webhooks(&shutdown, &webhook_stop).await {
             Ok(task) => task,
             Err(error) => {
                 admin_stop.cancel();

@@ -71,9 +71,12 @@ impl<C: Send + Sync + 'static> Manager<C> {
 
     /// Builds every selected webhook and serves them until `stop`; `None` when there is nothing
     /// to serve. A webhook that cannot be built, a port that cannot be bound or certificate
-    /// files that do not load stop start-up, naming what failed.
+    /// files that do not load stop start-up, naming what failed. Once `draining` fires,
+    /// `webhook-server` fails on `/readyz` (the replica leaves the Service's endpoints) while
+    /// reviews are still answered, until `stop`.
     pub(super) async fn start_webhooks(
         &self,
+        draining: &CancellationToken,
         stop: &CancellationToken,
     ) -> Result<Option<JoinHandle<()>>, ManagerError> {
         let (Some(selection), Some(serving)) = (self.webhook_selection()?, &self.webhook_serving)
@@ -139,9 +142,13 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let serving_now = Arc::new(AtomicBool::new(true));
         let up = serving_now.clone();
         let f = factory.clone();
+        let leaving = draining.clone();
         self.ready.add_check(WEBHOOK_CHECK, move || {
             if !up.load(Ordering::Acquire) {
                 return Err("not serving".to_string());
+            }
+            if leaving.is_cancelled() {
+                return Err("shutting down; answering the reviews in flight".to_string());
             }
             let unsynced: Vec<String> = f
                 .informers_status()
