@@ -856,3 +856,111 @@ async fn unknown_webhooks_and_missing_certificate_files_stop_start_up_with_clear
         "webhooks \"rules\" and \"other\" are both served at /validate"
     );
 }
+
+/// Refuses a ConfigMap whose `data.k` another ConfigMap already has, from the shared cache.
+struct UniqueK {
+    configmaps: controller_manager::informer::Store<ConfigMap>,
+}
+
+impl Validator<ConfigMap> for UniqueK {
+    async fn validate(&self, review: &Review<ConfigMap>) -> Verdict {
+        let Some(cm) = &review.object else {
+            return Verdict::allow();
+        };
+        let k = |cm: &ConfigMap| cm.data.as_ref().and_then(|d| d.get("k")).cloned();
+        let Some(value) = k(cm) else {
+            return Verdict::allow();
+        };
+        let taken = self.configmaps.list().into_iter().find(|other| {
+            other.metadata.name.as_deref() != Some(review.name.as_str())
+                && k(other).as_deref() == Some(value.as_str())
+        });
+        match taken {
+            Some(other) => Verdict::deny(format!(
+                "data.k {value} is already used by ConfigMap {}",
+                other.metadata.name.clone().unwrap_or_default()
+            ))
+            .with_code(409),
+            None => Verdict::allow(),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_validator_reads_the_shared_informer_cache() {
+    let env = kube_testenv::TestEnv::start().await.unwrap();
+    let configmaps: kube::Api<ConfigMap> = kube::Api::namespaced(env.client(), "default");
+    let taken: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "a", "namespace": "default"}, "data": {"k": "v1"}
+    }))
+    .unwrap();
+    configmaps
+        .create(&Default::default(), &taken)
+        .await
+        .unwrap();
+
+    let free = || {
+        TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+    };
+    let (admin, hooks) = (free(), free());
+    let dir = std::env::temp_dir().join(format!("cm-webhook-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (pair, ca) = pair();
+    std::fs::write(dir.join("tls.crt"), &pair.cert_pem).unwrap();
+    std::fs::write(dir.join("tls.key"), &pair.key_pem).unwrap();
+    let unique = Webhooks::new().with(WebhookInitializer::validating::<ConfigMap, _, _, _>(
+        "unique-k",
+        "/unique",
+        |ctx| async move {
+            Ok(UniqueK {
+                configmaps: ctx.factory.informer::<ConfigMap>().store(),
+            })
+        },
+    ));
+    let mut config = ManagerConfig::new("cache-test");
+    config.admin_addr = Some(admin);
+    config.admin_tls = None;
+    let serving = WebhookServing::from_cert_dir(hooks, &dir);
+    let manager = Manager::new(config, env.client(), ()).with_webhooks(unique, Some(serving));
+    let stop = CancellationToken::new();
+    let run = tokio::spawn(manager.run(stop.clone()));
+    support::until(admin, "/readyz?verbose", |status, body| {
+        status == 200 && body.contains("[+]webhook-server ok")
+    })
+    .await;
+
+    let mut review = calls("wh-validating-allow-create").remove(0).sent;
+    review["request"]["name"] = json!("b");
+    review["request"]["object"]["metadata"]["name"] = json!("b");
+    review["request"]["object"]["data"] = json!({"k": "v1"});
+    let (status, body) = post(
+        hooks,
+        &ca,
+        "/unique",
+        "application/json",
+        review.to_string(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["response"]["allowed"], false);
+    assert_eq!(
+        answer["response"]["status"]["message"],
+        "data.k v1 is already used by ConfigMap a"
+    );
+    review["request"]["object"]["data"] = json!({"k": "v2"});
+    let (_, body) = post(
+        hooks,
+        &ca,
+        "/unique",
+        "application/json",
+        review.to_string(),
+    )
+    .await;
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["response"]["allowed"], true, "{answer}");
+    support::shut_down(&stop, run, WAIT).await;
+}
