@@ -167,7 +167,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 .informers_status()
                 .into_iter()
                 .filter(|s| !s.synced)
-                .map(|s| s.kind)
+                .map(|s| s.to_string())
                 .collect();
             if unsynced.is_empty() {
                 Ok(())

@@ -65,7 +65,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
             .map_err(ManagerError::Client)?;
         let factory = SharedInformerFactory::new(client)
             .with_default_resync(self.config.min_resync_period.map(super::phases::jittered))
-            .with_watch_list(self.config.watch_list);
+            .with_watch_list(self.config.watch_list)
+            .with_cache_options(self.config.cache.clone());
         Ok(self.factory.get_or_init(|| factory).clone())
     }
 
