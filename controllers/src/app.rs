@@ -43,6 +43,7 @@ use controller_manager::manager::{
     Initializer, Initializers, Manager, ManagerConfig, ManagerError,
 };
 use controller_manager::telemetry;
+use controller_manager::webhook::{WebhookInitializer, Webhooks};
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +53,7 @@ use crate::cloud::{
     BoxError, CloudMetrics, CloudProvider, CloudProviderRegistry, InitializeContext,
     InstrumentedCloud,
 };
+use crate::webhooks::cloud_webhooks;
 use crate::{CloudContext, cloud_initializers};
 
 pub use args::{controllers_help, parse_args, try_parse_args_from, try_parse_args_with};
@@ -69,6 +71,7 @@ pub struct CloudControllerManager {
     options: CloudManagerOptions,
     providers: CloudProviderRegistry,
     initializers: Initializers<CloudContext>,
+    webhooks: Webhooks<CloudContext>,
     cloud: Option<Arc<dyn CloudProvider>>,
     client_config: Option<kube::Config>,
     telemetry: bool,
@@ -88,6 +91,7 @@ impl CloudControllerManager {
             options,
             providers: CloudProviderRegistry::new(),
             initializers: cloud_initializers(),
+            webhooks: cloud_webhooks(),
             cloud: None,
             client_config: None,
             telemetry: true,
@@ -117,6 +121,13 @@ impl CloudControllerManager {
     /// Adds a controller after the stock ones; `--controllers` selects it by its name or alias.
     pub fn controller(mut self, initializer: Initializer<CloudContext>) -> Self {
         self.initializers = self.initializers.with(initializer);
+        self
+    }
+
+    /// Adds a webhook after the stock ones (there are none); `--webhooks` selects it by name,
+    /// and it is served on every replica with the `CloudControllerManagerWebhook` gate.
+    pub fn webhook(mut self, initializer: WebhookInitializer<CloudContext>) -> Self {
+        self.webhooks = self.webhooks.with(initializer);
         self
     }
 
@@ -162,7 +173,7 @@ impl CloudControllerManager {
             std::process::exit(0);
         }
         let mut errors = self.registration_errors.clone();
-        errors.extend(self.options.validate(&self.initializers));
+        errors.extend(self.options.validate(&self.initializers, &self.webhooks));
         let name = self.options.cloud.cloud_provider.trim();
         if self.cloud.is_none() && !name.is_empty() && !self.providers.contains(name) {
             let registered = match self.providers.names() {
@@ -192,6 +203,7 @@ impl CloudControllerManager {
             cloud: cloud_options,
             generic,
             telemetry: tracing_options,
+            webhooks: webhook_options,
             ..
         } = self.options;
         let gates = generic
@@ -263,6 +275,7 @@ impl CloudControllerManager {
         if self.plain_http_admin {
             config.admin_tls = None;
         }
+        let webhook_serving = webhook_options.serving(&gates);
         let manager = Manager::new(
             config,
             client,
@@ -271,6 +284,7 @@ impl CloudControllerManager {
         .with_registry(registry)
         .with_client_builder(clients)
         .with_initializers(self.initializers)
+        .with_webhooks(self.webhooks, webhook_serving)
         .with_start_hook(|ctx: Arc<CloudContext>, clients, shutdown| async move {
             let provider = ctx.cloud.provider_name().to_string();
             ctx.cloud
@@ -338,7 +352,11 @@ mod tests {
         let cli = try_parse_args_from::<Cli>(argv.iter().map(|s| s.to_string())).unwrap();
         assert_eq!(cli.extra, "y");
         assert_eq!(cli.ccm.generic.controllers, vec!["*", "-route"]);
-        assert!(cli.ccm.validate(&cloud_initializers()).is_empty());
+        assert!(
+            cli.ccm
+                .validate(&cloud_initializers(), &cloud_webhooks())
+                .is_empty()
+        );
     }
 
     #[test]
@@ -378,12 +396,12 @@ mod tests {
             "--feature-gates=Nope=true",
             "--webhooks=mine",
         ]);
-        let errors = o.validate(&cloud_initializers());
+        let errors = o.validate(&cloud_initializers(), &cloud_webhooks());
         assert_eq!(
             errors,
             vec![
                 r#"invalid argument for "--feature-gates" flag: unrecognized feature gate: Nope"#,
-                r#""mine" is not in the list of known webhooks"#,
+                r#""mine" is not in the list of known webhooks; known webhooks: none (use '*' for all, '-NAME' to disable one)"#,
             ]
         );
     }
@@ -391,7 +409,7 @@ mod tests {
     #[test]
     fn validate_reports_flag_and_controller_errors_together() {
         let o = options(&["--kube-api-burst=0", "--controllers=*,-nope,bogus"]);
-        let errors = o.validate(&cloud_initializers());
+        let errors = o.validate(&cloud_initializers(), &cloud_webhooks());
         assert_eq!(errors.len(), 3, "{errors:#?}");
         assert_eq!(errors[0], "--cloud-provider cannot be empty");
         assert!(errors[1].contains("--kube-api-burst"), "{errors:#?}");
@@ -408,9 +426,9 @@ mod tests {
         let mine = || Initializer::new("my-controller", |_ctx| async { unreachable!() });
         let o = options(&["--cloud-provider=fake", "--controllers=my-controller"]);
         let ccm = CloudControllerManager::new("t", o.clone()).controller(mine());
-        assert!(o.validate(&ccm.initializers).is_empty());
+        assert!(o.validate(&ccm.initializers, &ccm.webhooks).is_empty());
         let clash = ccm.controller(mine());
-        let errors = o.validate(&clash.initializers);
+        let errors = o.validate(&clash.initializers, &clash.webhooks);
         assert_eq!(
             errors,
             vec!["controller name or alias \"my-controller\" is registered twice"]

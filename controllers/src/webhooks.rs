@@ -1,22 +1,40 @@
-//! Upstream's webhook flags (`--webhooks`, `--webhook-*`), accepted with upstream's defaults.
-//! Upstream serves cloud-provider webhooks only with the `CloudControllerManagerWebhook` gate
-//! and a registered webhook; this build registers none, so `--webhook-secure-port=0` or no
-//! webhooks mean "no webhook server", and a configuration that asks for one is a start-up error
-//! naming what to change.
+//! Upstream's webhook flags (`--webhooks`, `--webhook-*`) and the name → webhook map they
+//! select from, as upstream's `WebhookConfig` map: the stock map is empty (upstream's CCM
+//! registers none either) and a distro adds its own
+//! ([`crate::CloudControllerManager::webhook`]). `--webhooks` is checked with `--controllers`'
+//! code and messages; as upstream, webhooks are served only with the
+//! `CloudControllerManagerWebhook` gate, a non-zero `--webhook-secure-port` and at least one
+//! selected webhook, from the certificate files the flags name (reloaded when they change).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
+use controller_manager::certs::{Managed, SelfManagedCerts};
+use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
 use controller_manager::options::{EndHelpHeading, GoBoolArg};
+use controller_manager::webhook::{WebhookServing, Webhooks};
+
+use crate::CloudContext;
 
 /// Upstream's default `--webhook-secure-port`.
 pub const DEFAULT_WEBHOOK_PORT: u16 = 10260;
 
-/// Webhooks this build can serve (upstream's CCM registers none either).
-const KNOWN_WEBHOOKS: &[&str] = &[];
+/// The stock webhooks: none, as upstream's CCM.
+pub fn cloud_webhooks() -> Webhooks<CloudContext> {
+    Webhooks::new()
+}
+
+/// The names `--webhooks` may use, from `webhooks`.
+pub fn known_webhooks(webhooks: &Webhooks<CloudContext>) -> KnownControllers {
+    let mut known = KnownControllers::of("webhooks");
+    for w in webhooks.iter() {
+        known.add(w.name(), &[], !w.enabled_by_default());
+    }
+    known
+}
 
 /// The webhook flag group, as upstream's `WebhookOptions` and `WebhookServingOptions`.
 #[derive(Args, Clone, Debug)]
@@ -66,47 +84,137 @@ pub struct WebhookOptions {
     /// A pair of x509 certificate and private key file paths, optionally suffixed with a list of domain patterns which are fully qualified domain names, possibly with prefixed wildcard segments. For multiple key/certificate pairs, use the --webhook-tls-sni-cert-key multiple times. Examples: "example.crt,example.key" or "foo.crt,foo.key:*.foo.com,foo.com".
     #[arg(long, verbatim_doc_comment)]
     pub webhook_tls_sni_cert_key: Vec<String>,
+
+    /// Not upstream's: NAMESPACE/NAME of a Secret in which the replicas keep a CA and serving certificate they make and renew themselves, instead of certificate files (no cert-manager needed).
+    #[arg(long, verbatim_doc_comment)]
+    pub webhook_self_managed_certs: Option<String>,
+
+    /// Not upstream's: with --webhook-self-managed-certs, the DNS names or IP addresses the serving certificate covers (the webhook Service's NAME.NAMESPACE.svc, or the host of its URL).
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
+    pub webhook_cert_hosts: Vec<String>,
+
+    /// Not upstream's: with --webhook-self-managed-certs, the objects whose caBundle the replicas keep, as KIND/NAME: ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CustomResourceDefinition (its conversion webhook).
+    #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
+    pub webhook_managed_configurations: Vec<String>,
 }
 
 impl WebhookOptions {
-    /// Upstream's checks (known names; not the `--secure-port`), plus: a configuration that
-    /// would start a webhook server is refused, since this build has no webhooks to serve.
-    pub fn validate(&self, gates: &FeatureGates, secure_port: u16) -> Vec<String> {
-        let mut errors: Vec<String> = self
-            .webhooks
-            .iter()
-            .filter(|w| !w.is_empty() && w.as_str() != "*")
-            .map(|w| w.strip_prefix('-').unwrap_or(w))
-            .filter(|w| !KNOWN_WEBHOOKS.contains(w))
-            .map(|w| format!("{w:?} is not in the list of known webhooks"))
-            .collect();
+    /// Upstream's checks against `webhooks` (known names, with `--controllers`' messages; not
+    /// the `--secure-port`), plus: a webhook server needs certificate files.
+    pub fn validate(
+        &self,
+        gates: &FeatureGates,
+        secure_port: u16,
+        webhooks: &Webhooks<CloudContext>,
+    ) -> Vec<String> {
+        let mut errors = Vec::new();
+        if let Err(e) = webhooks.check() {
+            errors.push(e.to_string());
+        }
+        let selection = match ControllerSelection::parse(&self.webhooks, &known_webhooks(webhooks))
+        {
+            Ok(selection) => Some(selection),
+            Err(e) => {
+                errors.push(e.to_string());
+                None
+            }
+        };
         if self.webhook_secure_port != 0 && self.webhook_secure_port == secure_port {
             errors.push(format!(
                 "--webhook-secure-port cannot be the same value as --secure-port ({secure_port})"
             ));
         }
-        let asked = self
-            .webhooks
-            .iter()
-            .any(|w| !w.is_empty() && !w.starts_with('-'));
+        if let Err(e) = self.self_managed() {
+            errors.push(e);
+        }
+        let serves = selection.is_some_and(|s| !s.enabled().is_empty());
         if errors.is_empty()
-            && asked
+            && serves
             && self.webhook_secure_port != 0
             && gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK)
+            && self.cert_files().is_none()
+            && self.webhook_self_managed_certs.is_none()
         {
             errors.push(format!(
-                "--feature-gates={CLOUD_CONTROLLER_MANAGER_WEBHOOK}=true with --webhooks={} asks for a webhook server on port {}, but this build has no webhooks to serve; remove --webhooks or set --webhook-secure-port=0",
+                "--webhooks={} asks for a webhook server on port {}: give it a certificate with --webhook-tls-cert-file and --webhook-tls-private-key-file, or --webhook-cert-dir holding tls.crt and tls.key, or let it make its own with --webhook-self-managed-certs",
                 self.webhooks.join(","),
                 self.webhook_secure_port
             ));
         }
         errors
     }
+
+    /// The self-managed certificates the flags ask for, if any, or what is wrong with them.
+    fn self_managed(&self) -> Result<Option<SelfManagedCerts>, String> {
+        let Some(secret) = &self.webhook_self_managed_certs else {
+            if !self.webhook_cert_hosts.is_empty()
+                || !self.webhook_managed_configurations.is_empty()
+            {
+                return Err("--webhook-cert-hosts and --webhook-managed-configurations need --webhook-self-managed-certs".to_string());
+            }
+            return Ok(None);
+        };
+        let (namespace, name) = secret
+            .split_once('/')
+            .filter(|(ns, name)| !ns.is_empty() && !name.is_empty() && !name.contains('/'))
+            .ok_or_else(|| {
+                format!("--webhook-self-managed-certs={secret:?}: expected NAMESPACE/NAME")
+            })?;
+        if self.webhook_cert_hosts.is_empty() {
+            return Err("--webhook-self-managed-certs needs --webhook-cert-hosts: the names the serving certificate covers".to_string());
+        }
+        let managed = self
+            .webhook_managed_configurations
+            .iter()
+            .map(|m| {
+                m.parse::<Managed>()
+                    .map_err(|e| format!("--webhook-managed-configurations: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(
+            SelfManagedCerts::new(namespace, name, self.webhook_cert_hosts.clone())
+                .managing(managed),
+        ))
+    }
+
+    /// The certificate and key files the flags name: the pair of files, else `tls.crt` and
+    /// `tls.key` in `--webhook-cert-dir`.
+    fn cert_files(&self) -> Option<(PathBuf, PathBuf)> {
+        match (
+            &self.webhook_tls_cert_file,
+            &self.webhook_tls_private_key_file,
+            &self.webhook_cert_dir,
+        ) {
+            (Some(cert), Some(key), _) => Some((cert.clone(), key.clone())),
+            (_, _, Some(dir)) => Some((dir.join("tls.crt"), dir.join("tls.key"))),
+            _ => None,
+        }
+    }
+
+    /// How the webhook server is served, or `None` when upstream would serve none: the gate off,
+    /// port 0, or no certificate flags (which [`Self::validate`] refuses when a webhook is
+    /// selected). Self-managed certificates win over files.
+    pub fn serving(&self, gates: &FeatureGates) -> Option<WebhookServing> {
+        if self.webhook_secure_port == 0 || !gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK) {
+            return None;
+        }
+        let addr = SocketAddr::new(self.webhook_bind_address, self.webhook_secure_port);
+        let mut serving = match (self.self_managed().ok().flatten(), self.cert_files()) {
+            (Some(certs), _) => WebhookServing::self_managed(addr, certs),
+            (None, Some((cert, key))) => WebhookServing::from_files(addr, cert, key),
+            (None, None) => return None,
+        };
+        serving.webhooks = self.webhooks.clone();
+        serving.tls.http2 = !self.webhook_disable_http2_serving;
+        Some(serving)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use controller_manager::options::parse_group;
+    use controller_manager::webhook::{CertSource, Review, Validator, Verdict, WebhookInitializer};
+    use k8s_openapi::api::core::v1::ConfigMap;
 
     use super::*;
 
@@ -120,49 +228,142 @@ mod tests {
         g
     }
 
+    struct Allow;
+    impl Validator<ConfigMap> for Allow {
+        async fn validate(&self, _: &Review<ConfigMap>) -> Verdict {
+            Verdict::allow()
+        }
+    }
+
+    fn mine() -> Webhooks<CloudContext> {
+        cloud_webhooks().with(WebhookInitializer::validating::<ConfigMap, _, _, _>(
+            "mine",
+            "/validate-configmap",
+            |_| async { Ok(Allow) },
+        ))
+    }
+
     #[test]
-    fn defaults_are_upstreams_and_valid() {
+    fn defaults_are_upstreams_and_serve_nothing() {
         let o = parse(&[]);
         assert_eq!(o.webhook_secure_port, 10260);
         assert_eq!(o.webhook_bind_address.to_string(), "0.0.0.0");
         assert!(o.webhooks.is_empty());
-        assert!(o.validate(&gates(true), 10258).is_empty());
+        assert!(
+            o.validate(&gates(true), 10258, &cloud_webhooks())
+                .is_empty()
+        );
+        assert!(o.serving(&gates(true)).is_none(), "no certificate flags");
     }
 
     #[test]
-    fn unknown_webhooks_are_named() {
+    fn unknown_webhooks_are_named_as_unknown_controllers_are() {
         let o = parse(&["--webhooks=*,-foo,bar"]);
         assert_eq!(
-            o.validate(&gates(false), 10258),
+            o.validate(&gates(false), 10258, &mine()),
             vec![
-                "\"foo\" is not in the list of known webhooks",
-                "\"bar\" is not in the list of known webhooks"
+                "\"foo\" is not in the list of known webhooks, \"bar\" is not in the list of known webhooks; known webhooks: mine (use '*' for all, '-NAME' to disable one)"
             ]
         );
     }
 
     #[test]
-    fn a_webhook_server_this_build_cannot_serve_is_refused() {
+    fn a_selected_webhook_needs_certificate_files() {
         let o = parse(&["--webhooks=*"]);
-        let errors = o.validate(&gates(true), 10258);
+        let errors = o.validate(&gates(true), 10258, &mine());
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].contains("set --webhook-secure-port=0"),
+            errors[0].contains("--webhook-cert-dir holding tls.crt and tls.key"),
             "{errors:?}"
         );
-        // Gate off, or the port off: nothing would be served, as upstream.
-        assert!(o.validate(&gates(false), 10258).is_empty());
+        // Gate off, the port off, or nothing selected: nothing would be served, as upstream.
+        assert!(o.validate(&gates(false), 10258, &mine()).is_empty());
         let off = parse(&["--webhooks=*", "--webhook-secure-port=0"]);
-        assert!(off.validate(&gates(true), 10258).is_empty());
+        assert!(off.validate(&gates(true), 10258, &mine()).is_empty());
+        assert!(
+            o.validate(&gates(true), 10258, &cloud_webhooks())
+                .is_empty()
+        );
+
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-cert-dir=/certs",
+            "--webhook-secure-port=9443",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let serving = o.serving(&gates(true)).unwrap();
+        assert_eq!(
+            serving.certificates,
+            CertSource::Files {
+                cert: PathBuf::from("/certs/tls.crt"),
+                key: PathBuf::from("/certs/tls.key"),
+            }
+        );
+        assert_eq!(serving.addr.to_string(), "0.0.0.0:9443");
+        assert_eq!(serving.webhooks, vec!["mine"]);
+        assert!(o.serving(&gates(false)).is_none());
+    }
+
+    #[test]
+    fn self_managed_certificates_are_asked_for_with_their_hosts_and_targets() {
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-self-managed-certs=kube-system/ccm-webhook",
+            "--webhook-cert-hosts=ccm-webhook.kube-system.svc",
+            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let serving = o.serving(&gates(true)).unwrap();
+        let CertSource::SelfManaged(certs) = serving.certificates else {
+            panic!("{:?}", serving.certificates);
+        };
+        assert_eq!(
+            (certs.namespace.as_str(), certs.secret.as_str()),
+            ("kube-system", "ccm-webhook")
+        );
+        assert_eq!(certs.dns_names, vec!["ccm-webhook.kube-system.svc"]);
+        assert_eq!(
+            certs.managed,
+            vec!["ValidatingWebhookConfiguration/ccm".parse().unwrap()]
+        );
+
+        for (args, error) in [
+            (
+                &["--webhook-self-managed-certs=ccm"][..],
+                "expected NAMESPACE/NAME",
+            ),
+            (
+                &["--webhook-self-managed-certs=a/b"][..],
+                "needs --webhook-cert-hosts",
+            ),
+            (
+                &["--webhook-cert-hosts=x"][..],
+                "need --webhook-self-managed-certs",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=Pod/p",
+                ][..],
+                "Pod is not ValidatingWebhookConfiguration",
+            ),
+        ] {
+            let errors = parse(args).validate(&gates(true), 10258, &mine());
+            assert!(
+                errors.len() == 1 && errors[0].contains(error),
+                "{args:?}: {errors:?}"
+            );
+        }
     }
 
     #[test]
     fn the_webhook_port_must_differ_from_the_secure_port() {
         let o = parse(&["--webhook-secure-port=10258"]);
         assert_eq!(
-            o.validate(&gates(false), 10258),
+            o.validate(&gates(false), 10258, &cloud_webhooks()),
             vec!["--webhook-secure-port cannot be the same value as --secure-port (10258)"]
         );
-        assert!(o.validate(&gates(false), 0).is_empty());
+        assert!(o.validate(&gates(false), 0, &cloud_webhooks()).is_empty());
     }
 }

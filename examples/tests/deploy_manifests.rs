@@ -68,7 +68,10 @@ fn deployment_args_are_valid_flags_and_probes_hit_the_admin_port() {
     let argv = std::iter::once("cloud-controller-manager".to_string()).chain(args);
     let cli: Cli = try_parse_args_from(argv).expect("Deployment args parse");
     assert_eq!(
-        cli.ccm.validate(&cloud_initializers()),
+        cli.ccm.validate(
+            &cloud_initializers(),
+            &cloud_controllers::webhooks::cloud_webhooks()
+        ),
         Vec::<String>::new()
     );
     // As shipped it names no real provider: the stock binary (which has only the fake) refuses

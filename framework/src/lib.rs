@@ -15,6 +15,7 @@
 
 pub mod admin;
 pub mod builder;
+pub mod certs;
 pub mod client;
 pub mod config_file;
 pub mod controller;
@@ -33,4 +34,5 @@ pub mod shard;
 pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod webhook;
 pub mod workqueue;

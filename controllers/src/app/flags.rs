@@ -10,6 +10,7 @@ use crate::CloudContext;
 use crate::compat_options::CloudCompatOptions;
 use crate::options::CloudOptions;
 use crate::webhooks::WebhookOptions;
+use controller_manager::webhook::Webhooks;
 
 /// Every flag of a cloud-controller-manager, grouped as upstream; flatten it into a distro's
 /// own `clap::Parser` next to the distro's flags so there is one flag set.
@@ -24,7 +25,7 @@ pub struct CloudManagerOptions {
     /// OTLP trace export flags.
     #[command(flatten)]
     pub telemetry: TelemetryOptions,
-    /// Webhook flags (no webhook is built in).
+    /// Webhook flags (no stock webhook; a distro adds its own).
     #[command(flatten)]
     pub webhooks: WebhookOptions,
     /// Cloud flags kept for manifest compatibility.
@@ -54,16 +55,21 @@ impl CloudManagerOptions {
         try_parse_args_from::<OptionsOnly>(argv).map(|o| o.options)
     }
 
-    /// Every flag problem at once, including `--controllers` names `initializers` does not know
-    /// and clashing names in the map itself; empty means valid.
-    pub fn validate(&self, initializers: &Initializers<CloudContext>) -> Vec<String> {
+    /// Every flag problem at once, including `--controllers` names `initializers` does not know,
+    /// `--webhooks` names `webhooks` does not know, and clashes in either map; empty means
+    /// valid.
+    pub fn validate(
+        &self,
+        initializers: &Initializers<CloudContext>,
+        webhooks: &Webhooks<CloudContext>,
+    ) -> Vec<String> {
         let mut errors = self.cloud.validate();
         errors.extend(self.generic.validate());
         errors.extend(self.telemetry.validate());
         let gates = self.generic.feature_gates().unwrap_or_default();
         errors.extend(
             self.webhooks
-                .validate(&gates, self.generic.serving.secure_port),
+                .validate(&gates, self.generic.serving.secure_port, webhooks),
         );
         if let Err(e) = initializers.check() {
             errors.push(e.to_string());

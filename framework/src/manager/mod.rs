@@ -23,6 +23,7 @@ mod run;
 mod selection;
 mod signals;
 mod warm;
+mod webhooks;
 
 pub use config::{DEFAULT_EVENT_FLUSH_TIMEOUT, ManagerConfig};
 pub use context::InitContext;

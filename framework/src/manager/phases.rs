@@ -79,14 +79,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
         sharded: &BTreeSet<String>,
         stop: &CancellationToken,
     ) -> Result<Registered, ManagerError> {
-        let informer_client = self
-            .clients
-            .root_client("shared-informers")
-            .map_err(ManagerError::Client)?;
-        let factory = SharedInformerFactory::new(informer_client)
-            .with_default_resync(self.config.min_resync_period.map(jittered))
-            .with_watch_list(self.config.watch_list)
-            .with_cache_options(self.config.cache.clone());
+        let factory = self.informer_factory()?;
         let shared = {
             let mut registry = self.registry.lock();
             std::sync::Arc::new(Shared {
@@ -325,6 +318,6 @@ async fn join_all(tasks: &mut JoinSet<(String, String)>) {
 }
 
 /// `base × U[1,2)`, as client-go spreads resyncs and controller starts.
-fn jittered(base: Duration) -> Duration {
+pub(super) fn jittered(base: Duration) -> Duration {
     base.mul_f64(1.0 + rand::random::<f64>())
 }

@@ -6,7 +6,7 @@
 //! returns, so nothing acts after the Lease is released or lost.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -24,9 +24,10 @@ use super::selection::{ControllerSelection, SelectionErrors};
 use crate::admin::{AdminError, AdminServer, HealthChecks};
 use crate::client::{ClientBuilder, ClientError};
 use crate::events::Unwritten;
-use crate::informer::SyncError;
+use crate::informer::{SharedInformerFactory, SyncError};
 use crate::leader::{LeaderElectionConfig, LeaderElector, LeaderError, LeaderMetrics};
 use crate::shard::ShardAssignment;
+use crate::webhook::{WebhookServing, Webhooks};
 
 /// Why the manager stopped with an error; each variant says what to change or what failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +71,9 @@ pub enum ManagerError {
     /// `--shard-assignment` is neither `hash` nor `label`.
     #[error("--shard-assignment: {0}")]
     ShardAssignment(String),
+    /// The webhook map, a webhook or the webhook server could not start.
+    #[error("{0}")]
+    Webhooks(String),
     /// A controller's task returned or panicked while the manager was running. The manager
     /// stops every other controller and returns, as upstream's process dies: a replica that
     /// keeps the Lease with a dead controller does that controller's work nowhere.
@@ -111,6 +115,11 @@ pub struct Manager<C> {
     pub(super) live: HealthChecks,
     /// The event recorders initializers were given, flushed before `run` returns.
     pub(super) recorders: Arc<Mutex<Vec<Unwritten>>>,
+    /// The webhooks the process may serve, and how (`None`: no webhook server).
+    pub(super) webhooks: Webhooks<C>,
+    pub(super) webhook_serving: Option<WebhookServing>,
+    /// The one informer factory, made on first use (by the webhooks or the controllers).
+    pub(super) factory: OnceLock<SharedInformerFactory>,
 }
 
 impl<C: Send + Sync + 'static> Manager<C> {
@@ -129,6 +138,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
             ready: HealthChecks::new(),
             live: HealthChecks::new(),
             recorders: Arc::default(),
+            webhooks: Webhooks::new(),
+            webhook_serving: None,
+            factory: OnceLock::new(),
         }
     }
 
@@ -189,6 +201,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
             ControllerSelection::parse(&self.config.controllers, &self.initializers.known())?;
         self.sharded(&selection)?;
         self.shard_assignment()?;
+        self.webhook_selection()?;
         let unmet = self
             .initializers
             .unmet_requirements(&selection, &self.extra);
@@ -279,6 +292,18 @@ impl<C: Send + Sync + 'static> Manager<C> {
             None => None,
         };
 
+        // Every replica serves its webhooks, leader or not, from before the campaign until the
+        // controllers drained.
+        let webhook_stop = CancellationToken::new();
+        let _stop_webhooks_on_drop = webhook_stop.clone().drop_guard();
+        let webhook_task = match this.start_webhooks(&shutdown, &webhook_stop).await {
+            Ok(task) => task,
+            Err(error) => {
+                admin_stop.cancel();
+                return Err(error);
+            }
+        };
+
         let sharded = this.sharded(&selection)?;
         this.shard_assignment()?;
         let result = match this.config.leader_election.clone() {
@@ -302,6 +327,10 @@ impl<C: Send + Sync + 'static> Manager<C> {
         // After the Lease is released, so writing events never delays a standby's takeover.
         shutdown.cancel();
         this.flush_events(stopping).await;
+        webhook_stop.cancel();
+        if let Some(task) = webhook_task {
+            let _ = task.await;
+        }
         admin_stop.cancel();
         if let Some(task) = admin_task {
             let _ = task.await;

@@ -35,6 +35,8 @@ pub struct KnownController {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KnownControllers {
     controllers: Vec<KnownController>,
+    /// What the names are, in messages: `controllers` unless [`Self::of`] says otherwise.
+    what: &'static str,
     /// alias or canonical name -> index into `controllers`.
     lookup: HashMap<String, usize>,
 }
@@ -43,6 +45,23 @@ impl KnownControllers {
     /// An empty set, to be filled with [`KnownControllers::add`] or [`KnownControllers::with`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty set of other things selected the same way, e.g. `webhooks` for `--webhooks`:
+    /// its messages say "known webhooks".
+    pub fn of(what: &'static str) -> Self {
+        KnownControllers {
+            what,
+            ..Self::default()
+        }
+    }
+
+    /// What the names are, as messages say it (`controllers`, `webhooks`).
+    pub fn what(&self) -> &'static str {
+        match self.what {
+            "" => "controllers",
+            what => what,
+        }
     }
 
     /// Registers a controller; a later registration of the same canonical name replaces the earlier
@@ -115,10 +134,12 @@ pub struct ControllerSelection {
 
 /// One entry of `--controllers` that names no known controller.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{name:?} is not in the list of known controllers")]
+#[error("{name:?} is not in the list of known {what}")]
 pub struct UnknownController {
     /// The name as typed, minus a leading dash.
     pub name: String,
+    /// What the names are (`controllers`, `webhooks`).
+    pub what: &'static str,
 }
 
 /// Every problem in a `--controllers` list, reported together so the operator fixes them in one go.
@@ -128,6 +149,8 @@ pub struct SelectionErrors {
     pub unknown: Vec<UnknownController>,
     /// Canonical names that would have been accepted, so the message says what to write instead.
     pub known: Vec<String>,
+    /// What the names are (`controllers`, `webhooks`).
+    pub what: &'static str,
 }
 
 /// Problems named in one message at most; the rest are counted (a list of 99,000 typos made a
@@ -153,9 +176,13 @@ impl fmt::Display for SelectionErrors {
         let errors: Vec<String> = self.unknown.iter().map(|e| e.to_string()).collect();
         write!(
             f,
-            "{}; known controllers: {} (use '*' for all, '-NAME' to disable one)",
+            "{}; known {}: {} (use '*' for all, '-NAME' to disable one)",
             listed(&errors, ", "),
-            self.known.join(", ")
+            self.what,
+            match self.known.is_empty() {
+                true => "none".to_string(),
+                false => self.known.join(", "),
+            }
         )
     }
 }
@@ -180,6 +207,7 @@ impl ControllerSelection {
                 Some(canonical) => parsed.push(Entry::Enable(canonical.to_string())),
                 None => unknown.push(UnknownController {
                     name: name.to_string(),
+                    what: known.what(),
                 }),
             }
         }
@@ -187,6 +215,7 @@ impl ControllerSelection {
             return Err(SelectionErrors {
                 unknown,
                 known: known.names().map(str::to_string).collect(),
+                what: known.what(),
             });
         }
         Ok(Self {
