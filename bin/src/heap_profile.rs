@@ -18,10 +18,6 @@ static MALLOC_CONF: &[u8] = b"prof:true,prof_active:true,lg_prof_sample:19\0";
 /// jemalloc's heap dump, as pprof protobuf (jemalloc_pprof).
 pub struct JemallocHeap;
 
-/// What one heap profile holds at most while it is made (docs/benchmarks.md §6: the symbol
-/// table of the executable, the dump and its encoding, measured at 3–5 MB).
-const HEAP_PROFILE_BYTES: usize = 12 << 20;
-
 impl HeapProfiler for JemallocHeap {
     fn heap_profile(&self) -> Result<Vec<u8>, String> {
         let ctl = jemalloc_pprof::PROF_CTL
@@ -42,10 +38,6 @@ impl HeapProfiler for JemallocHeap {
                 .retain(|&address| code.in_executable(address.saturating_sub(1)));
         }
         Ok(profile.to_pprof(("inuse_space", "bytes"), ("space", "bytes"), None))
-    }
-
-    fn memory_bound(&self) -> usize {
-        HEAP_PROFILE_BYTES
     }
 }
 

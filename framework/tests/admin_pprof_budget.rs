@@ -18,7 +18,9 @@ use controller_manager::admin::{
     AdminServer, AllowPaths, DelegatedAuth, DelegatedAuthConfig, HealthChecks, HeapProfiler,
     Profiling, RequestHeaderFlags, SelfSignedPair, TlsSettings,
 };
-use controller_manager::profiling::{CPU_PROFILE_BYTES, PROFILING_MEMORY_BOUND};
+use controller_manager::profiling::{
+    CPU_PROFILE_BYTES, PROFILING_MEMORY_BOUND, SYMBOL_TABLE_BYTES,
+};
 use controller_manager::serving::{Certificates, Tls};
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::TokioIo;
@@ -270,8 +272,8 @@ fn mb(bytes: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn profiles_run_one_of_each_kind_within_the_bound() {
     let cluster = Cluster::start().await;
-    // Fits beside a CPU profile exactly.
-    let fits = StandIn::new(PROFILING_MEMORY_BOUND - CPU_PROFILE_BYTES);
+    // Fits beside a CPU profile and the symbol tables they share exactly.
+    let fits = StandIn::new(PROFILING_MEMORY_BOUND - SYMBOL_TABLE_BYTES - CPU_PROFILE_BYTES);
     let admin = cluster.serve(fits.clone());
 
     // Refused callers start nothing: anonymous and ungranted are 403, an unknown token 401.
@@ -365,7 +367,7 @@ async fn profiles_run_one_of_each_kind_within_the_bound() {
     admin.stop.cancel();
 
     // A heap profile one byte larger does not fit beside a CPU profile: the later one is a 503.
-    let large = StandIn::new(PROFILING_MEMORY_BOUND - CPU_PROFILE_BYTES + 1);
+    let large = StandIn::new(PROFILING_MEMORY_BOUND - SYMBOL_TABLE_BYTES - CPU_PROFILE_BYTES + 1);
     let admin = cluster.serve(large.clone());
     let heap = tokio::spawn(admin.get("/debug/pprof/heap"));
     until(|| large.started.load(Ordering::SeqCst) == 1).await;
@@ -424,15 +426,17 @@ async fn profiles_run_one_of_each_kind_within_the_bound() {
     assert!(asked.elapsed() < DEADLINE);
     admin.stop.cancel();
 
-    // A heap profiler that needs more than the bound by itself is always refused.
-    let admin = cluster.serve(StandIn::new(PROFILING_MEMORY_BOUND + 1));
+    // A heap profiler that needs more than the bound with the symbol tables is always refused.
+    let admin = cluster.serve(StandIn::new(
+        PROFILING_MEMORY_BOUND - SYMBOL_TABLE_BYTES + 1,
+    ));
     let never = admin.get("/debug/pprof/heap").await;
-    assert_eq!(never.status, 503, "{}", never.text());
-    assert!(
-        never.text().contains("a heap profile takes up to 30.0 MB"),
-        "{}",
-        never.text()
+    let expected = format!(
+        "a heap profile takes up to {} and the profiles running hold up to 0.0 MB of the {} profiling may use; retry when they are done\n",
+        mb(PROFILING_MEMORY_BOUND + 1),
+        mb(PROFILING_MEMORY_BOUND),
     );
+    assert_eq!((never.status, never.text()), (503, expected));
     admin.stop.cancel();
     let _ = std::fs::remove_dir_all(&cluster.dir);
 }

@@ -2,11 +2,13 @@
 //! profiler hook a binary plugs in for its allocator, both within [`PROFILING_MEMORY_BOUND`].
 //!
 //! A profile reserves the most it can hold before it starts ([`CPU_PROFILE_BYTES`], or its heap
-//! profiler's [`HeapProfiler::memory_bound`]); one that does not fit beside the running ones is
-//! refused ([`ProfileError::OverBound`]), and so is a second of a kind already running
-//! ([`ProfileError::Busy`]). When a profile is done, what it held is given back: its buffers are
-//! freed and the symbol tables read to symbolise it are dropped (the allocator then returns the
-//! pages to the system as it decays free memory: jemalloc within about 10 s).
+//! profiler's [`HeapProfiler::memory_bound`]), and the first one running also reserves the
+//! symbol tables all of them read ([`SYMBOL_TABLE_BYTES`]). One that does not fit beside the
+//! running ones is refused ([`ProfileError::OverBound`]), and so is a second of a kind already
+//! running ([`ProfileError::Busy`]). When a profile is done, what it held is given back: its
+//! buffers are freed, and when no other profile runs the symbol tables are dropped (the
+//! allocator then returns the pages to the system as it decays free memory: jemalloc within
+//! about 10 s).
 //!
 //! - `cpu`: the CPU sampler and its encoding as Go's `runtime/pprof` writes it.
 //! - `budget`: the reservations; `objects`: which code is the executable's (the only code a
@@ -21,19 +23,19 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-pub use budget::PROFILING_MEMORY_BOUND;
+pub use budget::{PROFILING_MEMORY_BOUND, SYMBOL_TABLE_BYTES};
 pub use cpu::MAX_STACK_BYTES;
 pub use objects::LoadedCode;
 
 use budget::{BUDGET, Kind, Refusal};
 
-/// What one CPU profile reserves: its sample slots and per-stack counts, the profile it
-/// encodes, and the symbol tables it reads (measured with the release binary in
-/// docs/benchmarks.md §6).
-pub const CPU_PROFILE_BYTES: usize = 12 << 20;
+/// What one CPU profile reserves besides the symbol tables: its sample slots (256 KiB), its
+/// per-stack counts ([`MAX_STACK_BYTES`]) and the profile it encodes from them.
+pub const CPU_PROFILE_BYTES: usize = 6 << 20;
 
-/// What a heap profiler reserves unless it says otherwise.
-pub const HEAP_PROFILE_BYTES: usize = 12 << 20;
+/// What a heap profiler reserves besides the symbol tables unless it says otherwise (jemalloc's
+/// dump, its parse and encoding: 5.7 MB measured on the stock binary, docs/benchmarks.md §6).
+pub const HEAP_PROFILE_BYTES: usize = 6 << 20;
 
 /// The longest CPU profile one request may ask for.
 pub const MAX_PROFILE_SECONDS: u64 = 300;
@@ -47,7 +49,8 @@ pub trait HeapProfiler: Send + Sync + 'static {
     /// The live heap as a gzip-compressed pprof protobuf, or why there is none.
     fn heap_profile(&self) -> Result<Vec<u8>, String>;
 
-    /// The most memory one [`Self::heap_profile`] holds while it runs, reserved against
+    /// The most memory one [`Self::heap_profile`] holds while it runs besides the executable's
+    /// symbol tables ([`SYMBOL_TABLE_BYTES`], reserved apart), reserved against
     /// [`PROFILING_MEMORY_BOUND`]; [`HEAP_PROFILE_BYTES`] unless the profiler knows better.
     fn memory_bound(&self) -> usize {
         HEAP_PROFILE_BYTES
@@ -89,7 +92,7 @@ pub async fn cpu_profile(
     duration: Duration,
     stop: &CancellationToken,
 ) -> Result<Vec<u8>, ProfileError> {
-    let reservation = BUDGET.reserve(Kind::Cpu, CPU_PROFILE_BYTES, PROFILING_MEMORY_BOUND)?;
+    let reservation = BUDGET.reserve(Kind::Cpu, CPU_PROFILE_BYTES)?;
     cpu::profile(duration, stop, reservation)
         .await
         .map_err(|message| ProfileError::Failed {
@@ -100,7 +103,7 @@ pub async fn cpu_profile(
 
 /// A heap profile from `heap`, within the bound; the memory it took is given back afterwards.
 pub async fn heap_profile(heap: &Arc<dyn HeapProfiler>) -> Result<Vec<u8>, ProfileError> {
-    let reservation = BUDGET.reserve(Kind::Heap, heap.memory_bound(), PROFILING_MEMORY_BOUND)?;
+    let reservation = BUDGET.reserve(Kind::Heap, heap.memory_bound())?;
     let profiler = heap.clone();
     let profile = tokio::task::spawn_blocking(move || {
         let profile = profiler.heap_profile();
