@@ -12,8 +12,12 @@ use controller_manager::profiling::LoadedCode;
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Read by jemalloc at its first allocation (the prefixed build's name for `malloc_conf`).
+/// `background_thread` purges freed pages on time in every arena: without it an arena purges
+/// only when its own threads allocate, so what a thread that has since gone idle freed (a
+/// profile's symbol tables, a burst's buffers) stayed resident (docs/benchmarks.md §6).
 #[unsafe(export_name = "_rjem_malloc_conf")]
-static MALLOC_CONF: &[u8] = b"prof:true,prof_active:true,lg_prof_sample:19\0";
+static MALLOC_CONF: &[u8] =
+    b"prof:true,prof_active:true,lg_prof_sample:19,background_thread:true\0";
 
 /// jemalloc's heap dump, as pprof protobuf (jemalloc_pprof).
 pub struct JemallocHeap;
