@@ -29,6 +29,9 @@ pub struct RequestRecord {
     pub query: String,
     /// `User-Agent` header.
     pub user_agent: Option<String>,
+    /// `Accept` header, e.g. `application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`
+    /// from a metadata-only informer.
+    pub accept: Option<String>,
     /// HTTP status sent.
     pub status: u16,
     /// URL path (tells discovery requests apart).
@@ -48,4 +51,6 @@ pub(crate) struct Shared {
     pub(crate) address: String,
     pub(crate) auth: Auth,
     pub(crate) tls: Option<Arc<Tls>>,
+    /// How long a request may take before it is answered 504 (`--request-timeout`).
+    pub(crate) request_timeout: std::time::Duration,
 }

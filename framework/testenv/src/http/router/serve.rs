@@ -9,6 +9,7 @@ use http::{HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 
+use super::deadline;
 use super::negotiation::{encode_response, json_body, negotiate};
 use super::respond::{
     Body, error_response, full, json_headers, json_response, pretty, table_response, with_warnings,
@@ -16,15 +17,18 @@ use super::respond::{
 use super::route::{Route, filter_from, parse_query, route};
 use crate::api::decoding;
 use crate::api::status::ApiError;
+use crate::api::types::Served;
 use crate::auth;
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
+use crate::http::accept::{Answer, Conversion};
 use crate::http::fieldcheck::{self, Directive};
 use crate::http::protobuf::Format;
 use crate::http::shared::{RequestRecord, Shared};
 use crate::http::watch::{self, WatchParams};
-use crate::http::{discovery, openapi, query, table, watch_list};
+use crate::http::{discovery, openapi, partial, query, table, watch_list};
 use crate::patch::PatchKind;
+use serde_json::Value;
 
 /// Serves one request and logs it.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -41,7 +45,6 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let user_agent = header(header::USER_AGENT);
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
     let accept = header(header::ACCEPT).unwrap_or_default();
-    let as_table = table::wanted(&accept);
     let pretty = pretty(&query, user_agent.as_deref());
     let mut route = shared
         .store
@@ -49,7 +52,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     if let Route::OpenApiV2(pb) = &mut route {
         *pb = header(header::ACCEPT).is_some_and(|a| openapi::wants_v2_protobuf(&a));
     }
-    let format = negotiate(&route, &accept, as_table);
+    let answer = negotiate(&route, &accept);
+    let conversion = answer.as_ref().map(|a| a.conversion).unwrap_or_default();
     let cert = req.extensions().get::<auth::ClientCertUser>();
     let user = auth::identify(&shared.store, &shared.auth, cert, req.headers());
     let mut record = RequestRecord {
@@ -60,6 +64,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         name: None,
         query: raw_query.clone(),
         user_agent: user_agent.clone(),
+        accept: (!accept.is_empty()).then(|| accept.clone()),
         status: 0,
         path: path.clone(),
         user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
@@ -89,34 +94,44 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(b) => b,
                 Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
             };
-            let req = Req {
-                query: &query,
-                user_agent: record.user_agent.as_deref(),
-                content_type: &content_type,
-                body: &body,
-                pretty,
-                as_table,
+            let answer_error = answer.as_ref().err().cloned();
+            let user_agent = record.user_agent.clone();
+            let timeout = shared.request_timeout;
+            let (shared, method, path) = (shared.clone(), method.clone(), path.clone());
+            let work = move || {
+                let req = Req {
+                    query: &query,
+                    user_agent: user_agent.as_deref(),
+                    content_type: &content_type,
+                    body: &body,
+                    pretty,
+                    conversion,
+                };
+                let admitted = auth::admit(
+                    &shared.store,
+                    &shared.auth,
+                    &user,
+                    (method.as_str(), &path),
+                    &query,
+                    &content_type,
+                    &body,
+                );
+                match (admitted, answer_error) {
+                    (Err(e), _) | (Ok(None), Some(e)) => error_response(&e, pretty),
+                    (Ok(Some((code, v))), _) => json_response(code, &v, pretty),
+                    (Ok(None), None) => dispatch(&shared, route, &req),
+                }
             };
-            match auth::admit(
-                &shared.store,
-                &shared.auth,
-                &user,
-                (method.as_str(), &path),
-                &query,
-                &content_type,
-                &body,
-            ) {
-                Err(e) => error_response(&e, pretty),
-                Ok(Some((code, v))) => json_response(code, &v, pretty),
-                Ok(None) => match &format {
-                    Err(e) => error_response(e, pretty),
-                    Ok(_) => dispatch(&shared, route, &req),
-                },
-            }
+            deadline::run(timeout, work)
+                .await
+                .unwrap_or_else(|e| error_response(&e, pretty))
         }
     };
-    let response = match format {
-        Ok(Format::Protobuf) => encode_response(response, record.verb == "watch").await,
+    let response = match answer {
+        Ok(Answer {
+            format: Format::Protobuf,
+            ..
+        }) => encode_response(response, record.verb == "watch").await,
         _ => response,
     };
     finish(&shared, record, response, &method)
@@ -147,7 +162,7 @@ pub(super) struct Req<'a> {
     content_type: &'a str,
     body: &'a [u8],
     pretty: bool,
-    as_table: bool,
+    conversion: Conversion,
 }
 
 pub(super) fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
@@ -225,10 +240,10 @@ pub(super) fn resource(
     match verb {
         "get" => {
             let obj = shared.store.with(|s| handlers::get(s, t))?;
-            if req.as_table {
+            if req.conversion == Conversion::Table {
                 return Ok(table_response(&table::single(rt, &obj), pretty));
             }
-            Ok(json_response(200, &obj, pretty))
+            answered(rt, 200, obj, req)
         }
         "list" => {
             query::check_list_rv_match(query)?;
@@ -241,7 +256,12 @@ pub(super) fn resource(
                 rv_match: q("resourceVersionMatch"),
             };
             let list = shared.store.with(|s| handlers::list(s, t, &params))?;
-            if req.as_table {
+            if let Conversion::Metadata { .. } = req.conversion {
+                let list =
+                    serde_json::to_value(&list).map_err(|e| ApiError::internal(&e.to_string()))?;
+                return answered(rt, 200, list, req);
+            }
+            if req.conversion == Conversion::Table {
                 let rv = list.resource_version().to_string();
                 let items = list.items().iter().map(|o| o.as_ref());
                 return Ok(table_response(
@@ -259,7 +279,7 @@ pub(super) fn resource(
                 bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
                 send_initial_events,
                 timeout: query::watch_timeout(query)?,
-                table: req.as_table,
+                conversion: req.conversion,
             };
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
             let stream = futures::stream::poll_fn(move |cx| {
@@ -278,13 +298,13 @@ pub(super) fn resource(
             };
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
-            let obj = crate::api::body::decode(content_type, body)?;
+            let obj = crate::api::body::decode_object(rt.kind(), content_type, body)?;
             if t.sub.as_deref() != Some("scale") {
                 decoding::check_body(rt, &obj)?;
             }
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
             let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
-            Ok(with_warnings(json_response(code, &v, pretty), &warnings))
+            Ok(with_warnings(answered(rt, code, v, req)?, &warnings))
         }
         "patch" => {
             let kind = PatchKind::from_content_type(content_type);
@@ -303,7 +323,7 @@ pub(super) fn resource(
                 let (code, v) = shared
                     .store
                     .with(|s| handlers::apply(s, cfg, t, body, &write))?;
-                return Ok(json_response(code, &v, pretty));
+                return answered(rt, code, v, req);
             }
             let fv = Directive::of_request(
                 q("fieldValidation").as_deref(),
@@ -314,12 +334,12 @@ pub(super) fn resource(
             let v = shared
                 .store
                 .with(|s| handlers::patch(s, cfg, t, kind, body, &write))?;
-            Ok(with_warnings(json_response(200, &v, pretty), &warnings))
+            Ok(with_warnings(answered(rt, 200, v, req)?, &warnings))
         }
         "delete" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
             let (code, v) = shared.store.with(|s| handlers::delete(s, t, &opts))?;
-            Ok(json_response(code, &v, pretty))
+            answered(rt, code, v, req)
         }
         "deletecollection" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
@@ -334,4 +354,13 @@ pub(super) fn resource(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// `v` answering a request for `rt`, as metadata only when `Accept` asked for it.
+fn answered(rt: &Served, code: u16, v: Value, req: &Req<'_>) -> Result<Response<Body>, ApiError> {
+    let v = match req.conversion {
+        Conversion::Metadata { list, version } => partial::convert(rt, v, list, version)?,
+        Conversion::None | Conversion::Table => v,
+    };
+    Ok(json_response(code, &v, req.pretty))
 }
