@@ -1,7 +1,8 @@
 //! `/debug/pprof` on the real binary's secure port, as upstream's `--profiling` (on by default):
 //! a caller granted `get` on `/debug/pprof/*` reads a CPU profile and a heap profile (jemalloc's)
 //! that decode as pprof protobuf with samples, anonymous and ungranted callers are refused like
-//! on `/metrics`, one CPU profile runs at a time, a bad `seconds` is a 400, and with
+//! on `/metrics`, one CPU profile runs at a time (a second is a 503), a heap profile and a CPU
+//! profile run together within the profiling memory bound, a bad `seconds` is a 400, and with
 //! `--profiling=false` nothing is served.
 
 mod admin_support;
@@ -113,7 +114,7 @@ async fn granted_callers_read_cpu_and_heap_profiles() -> anyhow::Result<()> {
     };
     assert_eq!(done.status, 200, "{}", ccm.logs());
     assert_eq!(done.content_type, "application/octet-stream");
-    assert_eq!(busy.status, 409, "{}", busy.body);
+    assert_eq!(busy.status, 503, "{}", busy.body);
     assert!(busy.body.contains("already being taken"), "{}", busy.body);
     let cpu = decode(&done)?;
     assert_eq!(sample_types(&cpu), ["samples/count", "cpu/nanoseconds"]);
@@ -123,7 +124,13 @@ async fn granted_callers_read_cpu_and_heap_profiles() -> anyhow::Result<()> {
     );
     assert!(cpu.duration_nanos >= 1_000_000_000);
 
-    let heap = ccm.get("/debug/pprof/heap", &granted).await?;
+    // A heap profile while a CPU profile runs: the two fit in the bound together.
+    let (cpu, heap) = tokio::join!(ccm.get("/debug/pprof/profile?seconds=2", &granted), async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        ccm.get("/debug/pprof/heap", &granted).await
+    },);
+    let (cpu, heap) = (cpu?, heap?);
+    assert_eq!(cpu.status, 200, "{}", cpu.body);
     assert_eq!(heap.status, 200, "{}", heap.body);
     let heap = decode(&heap)?;
     assert_eq!(sample_types(&heap), ["inuse_space/bytes"]);

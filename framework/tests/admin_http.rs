@@ -344,10 +344,10 @@ async fn shutdown_cuts_a_running_cpu_profile_short() {
     };
     let mut stream = open_long().await;
     // The long profile holds the profiler (a second one is refused) before the server is told
-    // to stop. A probe that got in first makes the long request's own answer a 409: send it again.
+    // to stop. A probe that got in first makes the long request's own answer a 503: send it again.
     let busy = loop {
         let r = get(s.addr, "/debug/pprof/profile?seconds=1").await;
-        if r.status == 409 {
+        if r.status == 503 {
             break r;
         }
         let mut first = [0u8; 1];

@@ -32,7 +32,9 @@ mod text;
 use std::sync::Arc;
 
 pub use crate::options::AllowPaths;
-pub use crate::profiling::{DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, Profiling};
+pub use crate::profiling::{
+    DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, PROFILING_MEMORY_BOUND, Profiling,
+};
 pub use crate::serving::{
     ConnectionLimits, SelfSignedPair, ServingCert, SniCertKey, SocketSharing, TlsError, TlsSettings,
 };

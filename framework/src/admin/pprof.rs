@@ -3,14 +3,19 @@
 //!
 //! - `/debug/pprof/profile?seconds=N`: a CPU profile of N seconds (1 to 300, default 30), gzipped
 //!   pprof protobuf as Go serves it, so `go tool pprof https://…/debug/pprof/profile` reads it;
-//!   one at a time (409 while one runs); cut short, not lost, when the server shuts down.
+//!   cut short, not lost, when the server shuts down.
 //! - `/debug/pprof/heap`: a heap profile from the [`HeapProfiler`] the binary plugged in (the
 //!   allocator is the binary's choice, never the library's); 501 when there is none.
 //! - `/debug/pprof/`: an index of the two.
 //!
+//! One profile of each kind at a time, and together within
+//! [`crate::profiling::PROFILING_MEMORY_BOUND`]: a profile that would make two of a kind, or
+//! take the running ones past the bound, is a 503 saying which, and starts nothing.
+//!
 //! Differences from Go's `net/http/pprof`: no `goroutine`, `allocs`, `block`, `mutex`, `cmdline`,
 //! `symbol` or `trace` profiles (404 `Unknown profile`); a `seconds` out of range is a 400 where
-//! Go falls back to 30; a second concurrent CPU profile is a 409 where Go answers 500.
+//! Go falls back to 30; a second concurrent CPU profile is a 503 where Go answers 500; the memory
+//! bound is ours.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,13 +29,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::text::text;
 use crate::profiling::{
-    CpuProfileError, CpuProfiler, DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS,
-    Profiling,
+    self, DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, ProfileError, Profiling,
 };
 
 #[derive(Clone)]
 struct Profilers {
-    cpu: CpuProfiler,
     heap: Option<Arc<dyn HeapProfiler>>,
     stop: CancellationToken,
 }
@@ -38,7 +41,6 @@ struct Profilers {
 /// The `/debug/pprof` routes; CPU profiles end early when `stop` fires.
 pub(crate) fn routes(profiling: &Profiling, stop: CancellationToken) -> Router {
     let profilers = Profilers {
-        cpu: CpuProfiler::default(),
         heap: profiling.heap.clone(),
         stop,
     };
@@ -108,11 +110,21 @@ async fn cpu(State(profilers): State<Profilers>, RawQuery(query): RawQuery) -> R
         Ok(d) => d,
         Err(message) => return error(StatusCode::BAD_REQUEST, &message),
     };
-    match profilers.cpu.profile(duration, &profilers.stop).await {
-        Ok(body) => attachment("profile", body),
-        Err(e @ CpuProfileError::Busy) => error(StatusCode::CONFLICT, &e.to_string()),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
+    let profile = profiling::cpu_profile(duration, &profilers.stop);
+    answer("profile", profile.await)
+}
+
+/// The profile, or the error with its status.
+fn answer(name: &'static str, profile: Result<Vec<u8>, ProfileError>) -> Response {
+    let refused = match profile {
+        Ok(body) => return attachment(name, body),
+        Err(refused) => refused,
+    };
+    let status = match refused {
+        ProfileError::Busy(_) | ProfileError::OverBound(_) => StatusCode::SERVICE_UNAVAILABLE,
+        ProfileError::Failed { .. } => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    error(status, &refused.to_string())
 }
 
 async fn heap(State(profilers): State<Profilers>, RawQuery(query): RawQuery) -> Response {
@@ -134,17 +146,7 @@ async fn heap(State(profilers): State<Profilers>, RawQuery(query): RawQuery) -> 
             "no heap profiler: this binary's allocator has none plugged in (the stock binary uses jemalloc's; an embedder sets Profiling::heap)",
         );
     };
-    match tokio::task::spawn_blocking(move || profiler.heap_profile()).await {
-        Ok(Ok(body)) => attachment("heap", body),
-        Ok(Err(message)) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not take the heap profile: {message}"),
-        ),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            &format!("could not take the heap profile: {e}"),
-        ),
-    }
+    answer("heap", profiling::heap_profile(&profiler).await)
 }
 
 async fn index(State(profilers): State<Profilers>) -> Response {
