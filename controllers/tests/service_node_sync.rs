@@ -98,9 +98,11 @@ async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     );
 }
 
-/// A quota refusal (`Retry { after }`, up to a second) is waited out in place, up to five times,
-/// so the key keeps its place instead of queueing behind load balancers that already hold the
-/// new Nodes; a sixth, or a longer pause, goes back to the queue with the cloud's delay.
+/// A quota refusal (`Retry { after }`, up to a second) is waited out in place for up to 5 s in
+/// all (each refusal counting at least 100 ms), so the key keeps its place instead of queueing
+/// behind load balancers that already hold the new Nodes; past that, or for a longer pause, it
+/// goes back to the queue with the cloud's delay. Workers contending for one free token are
+/// refused many times in a row (seven in `node_churn`), so a count of five was not enough.
 #[tokio::test]
 async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     let h = harness(&["n1"]).await;
@@ -122,12 +124,22 @@ async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     h.join_node("n3").await;
     h.cloud.fail(
         Method::UpdateLoadBalancer,
-        FaultSpec::retry("quota", after).times(6),
+        FaultSpec::retry("quota", after).times(12),
+    );
+    h.ctl.sync_load_balancer_hosts(KEY).await.unwrap();
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 13, "12 refused");
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2", "n3"]);
+
+    // 50 refusals use up the budget at 100 ms each: the 51st goes back to the queue.
+    h.join_node("n4").await;
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::retry("quota", after).times(51),
     );
     let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
     assert_eq!(err.retry_after(), Some(after), "{err}");
-    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 6);
-    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 17 + 51);
+    assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2", "n3"]);
 
     // A pause longer than a second is the cloud's to keep: requeued at once, not waited out.
     h.cloud.clear_faults();
@@ -138,7 +150,7 @@ async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     );
     let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
     assert_eq!(err.retry_after(), Some(long), "{err}");
-    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 6 + 1);
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 17 + 51 + 1);
 }
 
 /// A load balancer this process has not ensured may not exist yet: a node sync leaves it to the

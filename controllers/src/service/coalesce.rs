@@ -331,10 +331,10 @@ mod tests {
         assert_eq!(at_secs(&answered), [2.0, 4.0, 6.0, 8.0, 10.0]);
     }
 
-    /// The answers the task gave: when, and the first change each answered.
+    /// The answers the task gave: (when, first change answered).
     type Answers = Arc<Mutex<Vec<(Instant, Instant)>>>;
 
-    /// Spawns the answering task; returns the answers (when, first change) as they come.
+    /// Spawns the answering task; returns the answers as they come.
     fn spawn_task(
         changes: &NodeChanges,
         stop: &CancellationToken,

@@ -40,8 +40,14 @@ enum HostsUpdate {
     Gone,
 }
 
-/// How many quota refusals of one update are waited out in place before the key is requeued.
-const RETRIES_IN_PLACE: u32 = 5;
+/// How long quota refusals of one update are waited out in place, in all, before the key is
+/// requeued. A budget of time, not of tries: under a quota, `--concurrent-service-syncs` workers
+/// wake for the same free token and all but one are refused again, so a count (it was five)
+/// sent an unlucky load balancer to the back of the queue, a whole pass behind the others.
+const WAIT_IN_PLACE_BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+/// What each refusal counts against that budget at least, so a cloud answering `after: 0`
+/// gets at most 50 tries in place.
+const MIN_REFUSAL_CHARGE: std::time::Duration = std::time::Duration::from_millis(100);
 /// The longest `after` waited out in place: a longer one is the cloud asking for a real pause,
 /// and holding a worker and the Service's lock through it would stall its ensure.
 const MAX_WAIT_IN_PLACE: std::time::Duration = std::time::Duration::from_secs(1);
@@ -113,19 +119,20 @@ impl ServiceController {
         // joined Nodes and spend the quota on them, pass after pass, while this one holds none.
         // Shutdown ends the wait: the key goes back to the queue, which is stopping.
         let mut new_nodes = new_nodes;
-        let mut refusals = 0;
+        let mut waited = std::time::Duration::ZERO;
         let result = loop {
             let result = self
                 .update_load_balancer_hosts(lb, &svc, new_nodes.nodes())
                 .await;
             let after = match &result {
-                Err(err) if refusals < RETRIES_IN_PLACE => err
-                    .retry_after()
-                    .filter(|after| *after <= MAX_WAIT_IN_PLACE),
+                Err(err) => err.retry_after().filter(|after| {
+                    *after <= MAX_WAIT_IN_PLACE
+                        && waited + (*after).max(MIN_REFUSAL_CHARGE) <= WAIT_IN_PLACE_BUDGET
+                }),
                 _ => None,
             };
             let Some(after) = after else { break result };
-            refusals += 1;
+            waited += after.max(MIN_REFUSAL_CHARGE);
             tokio::select! {
                 biased;
                 () = self.shutdown.cancelled() => break result,
