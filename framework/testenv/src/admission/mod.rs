@@ -225,7 +225,7 @@ pub fn check_namespace_open(state: &State, ns: &str) -> Result<(), ApiError> {
         None => Err(ApiError::not_found("", "namespaces", ns)),
         Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError {
             code: 403,
-            reason: "Forbidden",
+            reason: "Forbidden".into(),
             message: format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             ),

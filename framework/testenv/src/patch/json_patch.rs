@@ -20,7 +20,7 @@ use crate::api::status::ApiError;
 fn unprocessable(message: String) -> ApiError {
     ApiError {
         code: 422,
-        reason: "Invalid",
+        reason: "Invalid".into(),
         message,
         details: Some(serde_json::json!({})),
         retry_after: None,
@@ -147,7 +147,7 @@ mod tests {
         .unwrap();
         assert_eq!(out, json!({"a": {"b": [2, 3]}, "c": "y", "e/f": "y"}));
         let err = apply(&doc, &json!([{"op": "test", "path": "/c", "value": "z"}])).unwrap_err();
-        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert_eq!((err.code, err.reason.as_ref()), (422, "Invalid"));
         assert!(apply(&doc, &json!([{"op": "remove", "path": "/nope"}])).is_err());
     }
 
