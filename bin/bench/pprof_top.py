@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""Prints the top of a pprof heap profile (gzipped protobuf, as /debug/pprof/heap serves it) by
-in-use bytes, attributed to the first frame outside the allocator, profiler and std plumbing.
-No dependencies: the profile.proto fields it needs are decoded by hand.
+"""Prints the top of a pprof profile (gzipped protobuf, as /debug/pprof/heap and
+/debug/pprof/profile serve them). A heap profile: in-use bytes, attributed to the first frame
+outside the allocator, profiler and std plumbing. A CPU profile: seconds on CPU, attributed the
+same way (self time of the innermost named frame), then cumulative seconds of the functions of
+this workspace's crates (each counted once per stack). No dependencies: the profile.proto fields
+it needs are decoded by hand.
 
-usage: pprof_top.py heap.pb.gz [N]
+usage: pprof_top.py heap.pb.gz|cpu.pb.gz [N]
 """
 import gzip
 import sys
@@ -59,6 +62,10 @@ PLUMBING = ("alloc::", "core::", "std::", "hashbrown::", "_rjem", "je_", "tikv_j
             "<hashbrown::", "bytes::", "<bytes::", "serde::", "<serde", "serde_json::", "smallvec::")
 
 
+# This workspace's crates, for the cumulative CPU top.
+WORKSPACE = ("cloud_controllers", "controller_manager", "fake_cloud", "cloud_controller_manager")
+
+
 # Crates whose frames name an owner.
 OWNERS = ("cloud_controllers", "controller_manager", "fake_cloud", "kube_testenv", "kube_runtime",
           "kube_client", "kube_core", "tokio::", "hyper", "h2::", "tracing_subscriber", "rustls")
@@ -100,21 +107,32 @@ def main():
         elif num == 6:
             strings.append(v.decode("utf-8", "replace"))
     kinds = [strings[t.get(1, 0)] for t in sample_types]
-    col = kinds.index("space") if "space" in kinds else len(kinds) - 1
-    total, by_owner = 0, Counter()
+    heap = "space" in kinds
+    if heap:
+        col, scale, unit = kinds.index("space"), 1e6, "MB"
+    elif "cpu" in kinds:
+        col, scale, unit = kinds.index("cpu"), 1e9, "s"  # nanoseconds
+    else:
+        col, scale, unit = len(kinds) - 1, 1, "samples"
+    total, by_owner, cumulative = 0, Counter(), Counter()
     for locs, vals in samples:
         size = vals[col]
         total += size
-        owner = "?"
         frames = [strings[functions.get(f, 0)] for loc in locs for f in locations.get(loc, [])]
-        # The first frame of a named crate owns the bytes (the caller that asked for them); a
-        # stack with none is owned by its first frame outside the plumbing.
+        # The first frame of a named crate owns the bytes or the time (the caller that asked for
+        # them); a stack with none is owned by its first frame outside the plumbing.
         owner = next((n for n in frames if n.lstrip("<").startswith(OWNERS)), None) or next(
             (n for n in frames if "::" in n and not n.startswith(PLUMBING)), "?")
         by_owner[owner] += size
-    print(f"sample types: {kinds}; total {col=} {total / 1e6:.1f} MB in {len(samples)} stacks")
+        for name in set(n for n in frames if n.lstrip("<").startswith(WORKSPACE)):
+            cumulative[name] += size
+    print(f"sample types: {kinds}; total {col=} {total / scale:.1f} {unit} in {len(samples)} stacks")
     for owner, size in by_owner.most_common(top_n):
-        print(f"{size / 1e6:8.2f} MB {100 * size / max(total, 1):5.1f}%  {owner[:150]}")
+        print(f"{size / scale:8.2f} {unit} {100 * size / max(total, 1):5.1f}%  {owner[:150]}")
+    if not heap:
+        print("cumulative, this workspace's functions:")
+        for name, size in cumulative.most_common(top_n):
+            print(f"{size / scale:8.2f} {unit} {100 * size / max(total, 1):5.1f}%  {name[:150]}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 //!
 //! - the periodic loops' panicking runs (route reconcile: `ListRoutes`; cloud-node's address
 //!   refresh: `InstanceMetadata`) are logged, counted in
-//!   `controller_runtime_reconcile_panics_total{controller=<canonical name>}`, the next runs start on
+//!   `controller_runtime_reconcile_panics_total{controller=<loop name>}` (the canonical name;
+//!   `cloud-node-controller/address-refresh` for the refresh), the next runs start on
 //!   schedule, and `/healthz/<controller>` fails (saying the last run panicked) until a run
 //!   completes;
 //! - a panicking `UpdateLoadBalancer` (node sync) and `InstanceMetadata` (the cloud-node
@@ -191,7 +192,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         FaultSpec::panic("provider bug in InstanceMetadata").only_for("node-0"),
     );
     until("two refresh runs panicked", || async {
-        panics(&registry, "cloud-node-controller") >= 2
+        panics(&registry, "cloud-node-controller/address-refresh") >= 2
     })
     .await;
     let reason = check(&health, "cloud-node-controller")
@@ -206,6 +207,7 @@ async fn panicking_provider_calls_are_survived_counted_and_reported() {
         check(&health, "cloud-node-controller").await.is_ok()
     })
     .await;
+    // The refresh's panics count apart from the reconciles' (none so far).
     let refresh_panics = panics(&registry, "cloud-node-controller");
 
     // 3. A new Node: its first InstanceMetadata and the node sync's first UpdateLoadBalancer

@@ -131,6 +131,10 @@ fn a_bad_cloud_config_never_echoes_its_values() {
             "invalid fake cloud config: key token (line 2, column 1): unknown field `token`, expected one of",
         ),
         (
+            format!("providerName: acme\nhasClusterID: [{SECRET}]\npassword: hunter2\n"),
+            "invalid fake cloud config: key hasClusterID (line 2, column 15): expected string scalar",
+        ),
+        (
             // Made the fake cloud answer "retry after 18,446,744,073 s" (584 years).
             format!("# {SECRET}\nrateLimit: {{qps: 1e-300}}\n"),
             "rateLimit.qps must be a number from 0.001 (one call per 1000 s) to 1000000 calls per second (line 2)",
@@ -148,6 +152,81 @@ fn a_bad_cloud_config_never_echoes_its_values() {
         assert!(last.contains(&from), "{yaml:?}: last line {last:?}");
         let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
         assert!(!all.contains(SECRET), "{yaml:?} leaked: {all}");
+        assert!(!all.contains("hunter2"), "{yaml:?} leaked: {all}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 36: a kubeconfig whose user line holds a token and a password next to a mistake
+/// (`users: [{name: u, user: {token: ["s3cr3t"], password: hunter2}}]`) printed that whole line.
+/// Given as `--kubeconfig`, `--authentication-kubeconfig` or `--authorization-kubeconfig`, and
+/// a token and a password given as `--feature-gates` values: the last stderr line names the
+/// file (or flag), the key path and the line, and neither secret is anywhere in the output.
+#[test]
+fn no_config_error_echoes_a_token_or_password() {
+    let dir = std::env::temp_dir().join(format!("ccm-kubeconfig-secret-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp dir");
+    let good = kubeconfig(&dir);
+    let bad = dir.join("leaky-kubeconfig");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Config\n\
+         clusters: [{name: c, cluster: {server: \"http://127.0.0.1:1\"}}]\n\
+         contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n\
+         users: [{name: u, user: {token: [\"s3cr3t\"], password: hunter2}}]\n",
+    )
+    .expect("write");
+    let bad = bad.display().to_string();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let fault = format!(
+        "cannot use kubeconfig {bad}: key users[0].user.token (line 6, column 33): expected string scalar"
+    );
+    let cases = [
+        (format!("--kubeconfig={bad}"), None, 1, fault.clone()),
+        (
+            format!("--authentication-kubeconfig={bad}"),
+            Some(&good),
+            1,
+            format!("failed to get delegated authentication kubeconfig: {fault} (check --authentication-kubeconfig)"),
+        ),
+        (
+            format!("--authorization-kubeconfig={bad}"),
+            Some(&good),
+            1,
+            format!("failed to get delegated authorization kubeconfig: {fault} (check --authorization-kubeconfig)"),
+        ),
+        (
+            "--feature-gates=ContextualLogging=true,WatchListClient=s3cr3t,Token=hunter2".into(),
+            Some(&good),
+            2,
+            "error: invalid argument for \"--feature-gates\" flag: invalid value of WatchListClient, err: strconv.ParseBool: invalid syntax".into(),
+        ),
+    ];
+    for (flag, kubeconfig, code, says) in cases {
+        let kubeconfig = kubeconfig.map(|k| format!("--kubeconfig={k}"));
+        let port = format!("--secure-port={port}");
+        let mut args = vec![
+            "--cloud-provider=fake",
+            "--controllers=service",
+            &port[..],
+            &flag[..],
+        ];
+        args.extend(kubeconfig.as_deref());
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{flag}: {err}");
+        let last = err
+            .lines()
+            .rfind(|l| !l.contains("nothing was started"))
+            .unwrap_or_default();
+        assert!(last.ends_with(&says), "{flag}: last line {last:?}");
+        let all = format!("{}{err}", String::from_utf8_lossy(&out.stdout));
+        for secret in ["s3cr3t", "hunter2"] {
+            assert!(!all.contains(secret), "{flag} leaked {secret}: {all}");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

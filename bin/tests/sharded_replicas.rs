@@ -13,6 +13,11 @@
 //! Both assignment modes run. The default run is the issue's figures scaled to a fifth (60
 //! Services, then 18); set `SHARDED_REPLICAS_SERVICES=300` for the issue's 300 and 90, and the
 //! 60–140 share bound.
+//!
+//! In label mode, once two processes remain, a user allowed nothing but `patch services` sets
+//! the shard label of a provisioned Service to a value no process has (issue 36): a port change
+//! after it still makes a cloud call, a delete after it still completes, and a Service created
+//! with another cluster's label is provisioned, each within 15 s.
 
 mod admin_support;
 mod cluster_support;
@@ -25,13 +30,15 @@ use admin_support::{Ccm, scratch_dir};
 use cluster_support::{
     Call, create_lb_services, create_ready_nodes, has_ingress, read_call_log, unix_micros,
 };
-use controller_manager::shard::{RING_LABEL, VIEW_ANNOTATION};
+use controller_manager::shard::{LABEL_PREFIX, RING_LABEL, VIEW_ANNOTATION, member_value};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 use kube::Api;
 use kube::ResourceExt;
-use kube::api::ListParams;
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
+use serde_json::json;
 
 /// Lease 3 s, renew deadline 2.5 s, retry 0.5 s: leader election's durations, which the rings
 /// use; the renew deadline leaves room for a loaded CI machine's scheduling.
@@ -230,13 +237,24 @@ async fn in_label_mode_too() {
     scenario("label").await;
 }
 
+/// The bearer token of the user allowed nothing but `patch services` (label mode).
+const PATCHER_TOKEN: &str = "patcher-token";
+/// How long a Service whose label names no replica may wait for its cloud call.
+const RELABELLED_WITHIN: Duration = Duration::from_secs(15);
+
 async fn scenario(assignment: &str) {
     let first: usize = std::env::var("SHARDED_REPLICAS_SERVICES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(60);
     let second = first * 3 / 10;
-    let env = TestEnv::start().await.expect("testenv");
+    let label_mode = assignment == "label";
+    let env = TestEnv::builder()
+        .static_token(PATCHER_TOKEN, "patcher", "", &[])
+        .authorization(label_mode)
+        .start()
+        .await
+        .expect("testenv");
     let client = env.client();
     create_ready_nodes(&client, (0..NODES).map(|i| format!("node-{i}"))).await;
     let mut replicas = Vec::new();
@@ -390,6 +408,127 @@ async fn scenario(assignment: &str) {
         stopping.elapsed()
     );
     ring_of(&client, 2).await;
+    if label_mode {
+        labels_naming_no_replica_are_claimed(&env, &survivors).await;
+    }
     let all: Vec<&Replica> = replicas.iter().collect();
     assert_no_overlap(&all);
+}
+
+/// Waits up to [`RELABELLED_WITHIN`] until a replica's cloud logged a successful `method` for
+/// `default/name` from `since` (µs) on; how long it took.
+async fn cloud_call(replicas: &[&Replica], method: &str, name: &str, since: u64) -> Duration {
+    let (key, start) = (format!("default/{name}"), Instant::now());
+    while start.elapsed() < RELABELLED_WITHIN {
+        let called = replicas.iter().any(|r| {
+            r.calls()
+                .iter()
+                .any(|c| c.method == method && c.key == key && c.ok && c.started >= since)
+        });
+        if called {
+            return start.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let logs: Vec<String> = replicas.iter().map(|r| r.logs()).collect();
+    panic!(
+        "no {method} for {key} within {RELABELLED_WITHIN:?}:\n{}",
+        logs.join("\n----\n")
+    );
+}
+
+/// The issue's repros: a user with only `patch services` labels a provisioned Service to a
+/// value no replica has, then changes its port, then (labelled so again) deletes it; and a
+/// Service is created labelled to another cluster's replica, as a restore from that cluster's
+/// backup is.
+async fn labels_naming_no_replica_are_claimed(env: &TestEnv, replicas: &[&Replica]) {
+    let client = env.client();
+    let rbac = json!({"apiGroup": "rbac.authorization.k8s.io"});
+    let role: Role = serde_json::from_value(json!({
+        "metadata": {"name": "patch-services"},
+        "rules": [{"apiGroups": [""], "resources": ["services"], "verbs": ["patch"]}],
+    }))
+    .expect("role");
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "patch-services"},
+        "roleRef": {"apiGroup": rbac["apiGroup"], "kind": "Role", "name": "patch-services"},
+        "subjects": [{"apiGroup": rbac["apiGroup"], "kind": "User", "name": "patcher"}],
+    }))
+    .expect("binding");
+    let pp = PostParams::default();
+    Api::<Role>::namespaced(client.clone(), "default")
+        .create(&pp, &role)
+        .await
+        .expect("role");
+    Api::<RoleBinding>::namespaced(client.clone(), "default")
+        .create(&pp, &binding)
+        .await
+        .expect("binding");
+    let patcher = kube::Client::try_from(env.config_with_token(PATCHER_TOKEN)).expect("client");
+    let as_patcher: Api<Service> = Api::namespaced(patcher, "default");
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let svc = api.get("lb-0000").await.expect("lb-0000");
+    let key = svc
+        .labels()
+        .keys()
+        .find(|k| k.starts_with(LABEL_PREFIX))
+        .cloned()
+        .expect("lb-0000 carries its shard label");
+    let relabel = |name: &'static str, value: String| {
+        let (api, key) = (as_patcher.clone(), key.clone());
+        async move {
+            let patch = json!({"metadata": {"labels": {key: value}}});
+            api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .expect("the patcher may patch services");
+        }
+    };
+    assert!(
+        as_patcher.get("lb-0000").await.is_err(),
+        "the patcher may not even get"
+    );
+
+    // A bogus value, then a port change: a cloud call for the new port.
+    relabel("lb-0000", "0000000000000000".into()).await;
+    let changed = unix_micros();
+    let ports = json!({"spec": {"ports": [{"port": 81}]}});
+    as_patcher
+        .patch("lb-0000", &PatchParams::default(), &Patch::Merge(&ports))
+        .await
+        .expect("port change");
+    let took = cloud_call(replicas, "EnsureLoadBalancer", "lb-0000", changed).await;
+    println!("sharded_replicas (label): a port change after a bogus label was ensured in {took:?}");
+
+    // Another cluster's value, then a delete: the finalizer goes, and so does the Service.
+    relabel("lb-0000", member_value("a-replica-of-another-cluster")).await;
+    let deleting = (unix_micros(), Instant::now());
+    api.delete("lb-0000", &DeleteParams::default())
+        .await
+        .expect("delete");
+    cloud_call(replicas, "EnsureLoadBalancerDeleted", "lb-0000", deleting.0).await;
+    while api.get_opt("lb-0000").await.expect("get").is_some() {
+        assert!(
+            deleting.1.elapsed() < RELABELLED_WITHIN,
+            "lb-0000 still Terminating after {RELABELLED_WITHIN:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!(
+        "sharded_replicas (label): deleted after a foreign label in {:?}",
+        deleting.1.elapsed()
+    );
+
+    // Created with another cluster's label: provisioned.
+    let created = unix_micros();
+    let restored: Service = serde_json::from_value(json!({
+        "metadata": {"name": "restored", "labels": {key: member_value("a-replica-of-another-cluster")}},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+    }))
+    .expect("service");
+    api.create(&pp, &restored).await.expect("restored");
+    let took = cloud_call(replicas, "EnsureLoadBalancer", "restored", created).await;
+    provisioned(&client, &BTreeSet::from(["restored".to_string()]), replicas).await;
+    println!(
+        "sharded_replicas (label): a Service restored with a foreign label was ensured in {took:?}"
+    );
 }

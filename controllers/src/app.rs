@@ -382,7 +382,7 @@ mod tests {
         assert_eq!(
             errors,
             vec![
-                r#"invalid argument "Nope=true" for "--feature-gates" flag: unrecognized feature gate: Nope"#,
+                r#"invalid argument for "--feature-gates" flag: unrecognized feature gate: Nope"#,
                 r#""mine" is not in the list of known webhooks"#,
             ]
         );

@@ -14,6 +14,10 @@ pub mod cloud_node {
     pub const CLIENT_NAME: &str = "node-controller";
     /// Event source: upstream `record.EventSource.Component` of its recorder.
     pub const EVENT_COMPONENT: &str = CONTROLLER_NAME;
+    /// How spans and `controller_runtime_*` metrics name the periodic address refresh: the
+    /// canonical name, qualified, so a pass (paced over the whole period) stays apart from the
+    /// per-Node reconciles (ours; upstream's `UpdateNodeStatus` loop has no metrics).
+    pub const ADDRESS_REFRESH_CONTROLLER: &str = "cloud-node-controller/address-refresh";
 }
 
 /// The cloud-node-lifecycle controller (`node_lifecycle/`).

@@ -90,6 +90,15 @@ pub struct CloudOptions {
     )]
     pub node_sync_batch_period: GoDuration,
 
+    /// The longest wait between two load-balancer updates while the node set keeps changing: the first change of a burst is answered after --node-sync-batch-period, each next answer after twice the wait before it, up to this; once the node set has been still for --node-sync-batch-period, what is pending is answered and the wait is back to that period. A scale-up of any length so costs each load balancer a few updates (nine for a steady 300 s one). Not shorter than --node-sync-batch-period; equal to it answers once per period for as long as the set changes.
+    #[arg(
+        long,
+        default_value = "1m0s",
+        help_heading = "Service-lb-controller flags",
+        verbatim_doc_comment
+    )]
+    pub node_sync_max_batch_period: GoDuration,
+
     /// Number of workers concurrently synchronizing nodes.
     #[arg(
         long,
@@ -176,6 +185,12 @@ impl CloudOptions {
                 errors.push(format!("{flag} must be greater than 0s"));
             }
         }
+        if self.node_sync_max_batch_period.get() < self.node_sync_batch_period.get() {
+            errors.push(format!(
+                "--node-sync-max-batch-period ({}) must not be shorter than --node-sync-batch-period ({}): raise it, or lower the batch period",
+                self.node_sync_max_batch_period, self.node_sync_batch_period
+            ));
+        }
         if self.cluster_name.is_empty() {
             errors.push("--cluster-name must not be empty".to_string());
         }
@@ -260,6 +275,45 @@ mod tests {
             "no rate or in-flight limit (upstream); the 429 pause is ours, on by default"
         );
         assert!(o.validate().is_empty());
+    }
+
+    #[test]
+    fn the_node_sync_cap_defaults_to_a_minute_and_is_never_below_the_batch_period() {
+        let o = parse(&["--cloud-provider=fake"]);
+        assert_eq!(o.node_sync_max_batch_period.get(), Duration::from_secs(60));
+        for ok in [
+            [
+                "--node-sync-batch-period=2s",
+                "--node-sync-max-batch-period=2s",
+            ],
+            [
+                "--node-sync-batch-period=0s",
+                "--node-sync-max-batch-period=0s",
+            ],
+            [
+                "--node-sync-batch-period=5s",
+                "--node-sync-max-batch-period=10m",
+            ],
+        ] {
+            let o = parse(&["--cloud-provider=fake", ok[0], ok[1]]);
+            assert!(o.validate().is_empty(), "{ok:?}: {:?}", o.validate());
+        }
+        let errors = parse(&[
+            "--cloud-provider=fake",
+            "--node-sync-batch-period=30s",
+            "--node-sync-max-batch-period=10s",
+        ])
+        .validate();
+        assert_eq!(
+            errors,
+            [
+                "--node-sync-max-batch-period (10s) must not be shorter than --node-sync-batch-period (30s): raise it, or lower the batch period"
+            ]
+        );
+        // The default cap under a longer batch period is an error too, not a silent raise.
+        let errors = parse(&["--cloud-provider=fake", "--node-sync-batch-period=2m"]).validate();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(errors[0].contains("(1m0s)"), "{errors:?}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use cloud_controllers::event_sink::{EventType, RecordedEvents};
 use cloud_controllers::node_lifecycle::{
     DeletionGuard, NodeLifecycleController, SHUTDOWN_TAINT_KEY, shutdown_taint,
 };
+use cloud_controllers::node_parts::NodeParts;
 use fake_cloud::{FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use node_support::*;
 
@@ -35,14 +36,14 @@ fn controller(
     guard: DeletionGuard,
 ) -> (NodeLifecycleController, RecordedEvents) {
     let events = RecordedEvents::default();
-    let c = NodeLifecycleController::new(
+    let parts = NodeParts::new(
         Arc::new(cloud.clone()),
         cluster.api.clone(),
         cluster.lister.clone(),
         Arc::new(events.clone()),
-        guard,
     )
     .expect("cloud has instances");
+    let c = NodeLifecycleController::new(parts, guard);
     (c, events)
 }
 

@@ -20,6 +20,7 @@ use cloud_controllers::node::{
     NodeController, NodeLister, NodeMetrics, NodeSyncError, PROVIDED_NODE_IP_ANNOTATION,
     UNINITIALIZED_TAINT_KEY,
 };
+use cloud_controllers::node_parts::NodeParts;
 use cloud_controllers::wiring::RetryHint;
 use fake_cloud::{Facets, FakeCloud, FakeInstance, FaultSpec, InstanceState, Method};
 use node_support::*;
@@ -59,14 +60,9 @@ fn controller_with(
 ) -> (NodeController, RecordedEvents, NodeMetrics) {
     let events = RecordedEvents::default();
     let metrics = NodeMetrics::unregistered();
-    let c = NodeController::new(
-        cloud,
-        cluster.api.clone(),
-        lister,
-        Arc::new(events.clone()),
-        metrics.clone(),
-    )
-    .expect("cloud has instances");
+    let parts = NodeParts::new(cloud, cluster.api.clone(), lister, Arc::new(events.clone()))
+        .expect("cloud has instances");
+    let c = NodeController::new(parts, metrics.clone());
     (c, events, metrics)
 }
 
@@ -532,12 +528,12 @@ async fn controllers_refuse_a_cloud_without_instances() {
         ..Facets::all()
     };
     let cloud = fake_with(no_instances, []);
-    let err = NodeController::new(
-        Arc::new(cloud.clone()),
+    // Both node controllers are built from `NodeParts`, which refuses the cloud.
+    let err = NodeParts::new(
+        Arc::new(cloud),
         cluster.api.clone(),
         cluster.lister.clone(),
         Arc::new(RecordedEvents::default()),
-        NodeMetrics::unregistered(),
     )
     .err()
     .expect("no instances facet");
@@ -546,12 +542,4 @@ async fn controllers_refuse_a_cloud_without_instances() {
             .contains("neither InstancesV2 nor Instances"),
         "{err}"
     );
-    let lifecycle = cloud_controllers::node_lifecycle::NodeLifecycleController::new(
-        Arc::new(cloud),
-        cluster.api.clone(),
-        cluster.lister.clone(),
-        Arc::new(RecordedEvents::default()),
-        Default::default(),
-    );
-    assert!(lifecycle.is_err());
 }

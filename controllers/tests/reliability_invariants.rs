@@ -20,6 +20,7 @@ use std::time::Duration;
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::node::MemoryNodeLister;
 use cloud_controllers::node_lifecycle::{DeletionGuard, NodeLifecycleController};
+use cloud_controllers::node_parts::NodeParts;
 use cloud_controllers::service::predicates::{
     LOAD_BALANCER_CLEANUP_FINALIZER, wants_load_balancer,
 };
@@ -162,14 +163,14 @@ fn run_node_ops(ops: Vec<NodeOp>) -> Result<(), TestCaseError> {
                 (200, serde_json::to_value(&*current).expect("json"))
             })
         };
-        let ctl = NodeLifecycleController::new(
+        let parts = NodeParts::new(
             Arc::new(cloud.clone()),
             kube::Api::all(stub_client(handler)),
             lister.clone(),
             Arc::new(RecordedEvents::default()),
-            GUARD,
         )
         .expect("controller");
+        let ctl = NodeLifecycleController::new(parts, GUARD);
 
         let mut removed = [false; NODES];
         // Stale windows end by time, not by lookups: an eventually consistent cloud catches up

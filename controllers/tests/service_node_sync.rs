@@ -98,9 +98,9 @@ async fn failed_node_sync_is_retried_from_the_set_the_cloud_accepted() {
     );
 }
 
-/// A quota refusal (`Retry { after }`) is waited out in place, up to five times, so the key keeps
-/// its place instead of queueing behind load balancers that already hold the new Nodes; a sixth
-/// goes back to the queue with the cloud's delay.
+/// A quota refusal (`Retry { after }`, up to a second) is waited out in place, up to five times,
+/// so the key keeps its place instead of queueing behind load balancers that already hold the
+/// new Nodes; a sixth, or a longer pause, goes back to the queue with the cloud's delay.
 #[tokio::test]
 async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     let h = harness(&["n1"]).await;
@@ -128,6 +128,17 @@ async fn quota_refusals_of_a_node_sync_are_waited_out_in_place() {
     assert_eq!(err.retry_after(), Some(after), "{err}");
     assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 6);
     assert_eq!(h.cloud.lb_for(KEY).unwrap().nodes, ["n1", "n2"]);
+
+    // A pause longer than a second is the cloud's to keep: requeued at once, not waited out.
+    h.cloud.clear_faults();
+    let long = std::time::Duration::from_secs(30);
+    h.cloud.fail(
+        Method::UpdateLoadBalancer,
+        FaultSpec::retry("quota", long).times(1),
+    );
+    let err = h.ctl.sync_load_balancer_hosts(KEY).await.unwrap_err();
+    assert_eq!(err.retry_after(), Some(long), "{err}");
+    assert_eq!(h.calls(Method::UpdateLoadBalancer), 4 + 6 + 1);
 }
 
 /// A load balancer this process has not ensured may not exist yet: a node sync leaves it to the

@@ -1,10 +1,11 @@
 //! The node sync's bounds on tokio's paused clock, through the production pipeline
 //! (`service::run_node_sync`: the coalescer, the `node` queue with its 5 s → 300 s backoff, the
 //! standard layers with the per-load-balancer reconcile timeout, `--concurrent-service-syncs`
-//! workers): a burst of node changes costs each load balancer at most one `UpdateLoadBalancer`
-//! call per batch period, a change reaches every load balancer within the period even while a
-//! burst goes on, and a failing or
-//! hung load balancer holds no other and is retried with backoff.
+//! workers): a burst of node changes costs each load balancer a few `UpdateLoadBalancer` calls
+//! whatever its length (the answers come at a doubling period while it goes on), the first change
+//! reaches every load balancer within the period even while a burst goes on and the last one
+//! within the period after it ends, and a failing or hung load balancer holds no other and is
+//! retried with backoff.
 //!
 //! The Services are created in kube-testenv and provisioned by `sync_service` over HTTP on the
 //! real clock; the clock is paused only after that, when the node sync (which talks to the cloud,
@@ -27,6 +28,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 const PERIOD: Duration = Duration::from_secs(2);
+const MAX_PERIOD: Duration = Duration::from_secs(60);
+/// The defaults: 2 s, doubling up to 60 s.
+const DEFAULTS: (Duration, Duration) = (PERIOD, MAX_PERIOD);
 
 struct NodeSync {
     h: Harness,
@@ -38,12 +42,18 @@ struct NodeSync {
     joined: usize,
 }
 
-/// `lbs` provisioned Services over `["n0"]`, then the clock paused and the node sync running.
-async fn start(h: Harness, lbs: usize, period: Duration, workers: usize) -> NodeSync {
+/// `lbs` provisioned Services over `["n0"]`, then the clock paused and the node sync running
+/// with batch period `period`, doubling up to `max_period` while changes keep coming.
+async fn start(
+    h: Harness,
+    lbs: usize,
+    (period, max_period): (Duration, Duration),
+    workers: usize,
+) -> NodeSync {
     let keys = h.provision_many(lbs).await;
     h.cloud.clear_calls();
     tokio::time::pause();
-    let changes = NodeChanges::new(period);
+    let changes = NodeChanges::new(period, max_period);
     let queue = WorkQueue::new(
         "node",
         ItemExponential::new(MIN_RETRY_DELAY, MAX_RETRY_DELAY),
@@ -69,8 +79,8 @@ async fn start(h: Harness, lbs: usize, period: Duration, workers: usize) -> Node
     }
 }
 
-async fn node_sync(lbs: usize, period: Duration, workers: usize) -> NodeSync {
-    start(harness(&["n0"]).await, lbs, period, workers).await
+async fn node_sync(lbs: usize, periods: (Duration, Duration), workers: usize) -> NodeSync {
+    start(harness(&["n0"]).await, lbs, periods, workers).await
 }
 
 impl NodeSync {
@@ -114,8 +124,8 @@ impl NodeSync {
 }
 
 /// 100 Nodes joining over 10 s, then 450 more over 45 s, at 100 ms per `UpdateLoadBalancer` with 4 workers for 20 load balancers.
-async fn burst_costs(period: Duration) -> (Vec<usize>, Vec<usize>) {
-    let mut s = node_sync(20, period, 4).await;
+async fn burst_costs(periods: (Duration, Duration)) -> (Vec<usize>, Vec<usize>) {
+    let mut s = node_sync(20, periods, 4).await;
     s.h.cloud
         .set_latency(Method::UpdateLoadBalancer, Duration::from_millis(100));
     s.burst(100, Duration::from_millis(100)).await;
@@ -133,8 +143,17 @@ async fn burst_costs(period: Duration) -> (Vec<usize>, Vec<usize>) {
 }
 
 #[tokio::test]
-async fn a_burst_costs_each_load_balancer_one_update_per_period() {
-    let (first, long) = burst_costs(PERIOD).await;
+async fn a_burst_costs_each_load_balancer_a_few_updates_whatever_its_length() {
+    let (first, long) = burst_costs(DEFAULTS).await;
+    // Answers at 2 and 6 s while the 10 s burst goes on, and 2 s after its last change.
+    assert_eq!(first, [3; 20], "a 10 s burst");
+    // At 2, 6, 14 and 30 s, and 2 s after the last change (44.9 s).
+    assert_eq!(long, [5; 20], "a 45 s burst");
+}
+
+#[tokio::test]
+async fn a_cap_equal_to_the_period_costs_one_update_per_period() {
+    let (first, long) = burst_costs((PERIOD, PERIOD)).await;
     // Answers every 2 s while the burst goes on (and one more for a change on its last boundary).
     assert!(
         first.iter().all(|n| (5..=6).contains(n)),
@@ -146,9 +165,49 @@ async fn a_burst_costs_each_load_balancer_one_update_per_period() {
     );
 }
 
+/// The scale-up on the paused clock: 3,000 Nodes joining over 300 s (one every 100 ms)
+/// under 20 load balancers at 100 ms a call.
+#[tokio::test]
+async fn a_300_s_scale_up_costs_each_load_balancer_at_most_ten_updates() {
+    let mut s = node_sync(20, DEFAULTS, 4).await;
+    let call = Duration::from_millis(100);
+    s.h.cloud.set_latency(Method::UpdateLoadBalancer, call);
+    let round = call * 20 / 4;
+    s.join_node();
+    let first = s.joined - 1;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut first_everywhere = None;
+    for step in 1..3000u32 {
+        s.join_node();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let name = format!("n{first}");
+        if first_everywhere.is_none()
+            && s.keys
+                .iter()
+                .all(|k| s.h.cloud.lb_for(k).unwrap().nodes.contains(&name))
+        {
+            first_everywhere = Some(Duration::from_millis(100) * step);
+        }
+    }
+    let first_everywhere = first_everywhere.expect("the first Node reached every LB");
+    assert!(
+        first_everywhere <= PERIOD + round + Duration::from_millis(100),
+        "the first Node is in every LB within the period plus one round: {first_everywhere:?}"
+    );
+    // The last Node: in every LB one period after the scale-up ended, plus one round.
+    tokio::time::sleep(PERIOD + round + Duration::from_millis(100)).await;
+    assert_eq!(s.up_to_date(), s.keys);
+    let updates = s.h.updates_per_lb();
+    assert!(
+        updates.values().all(|n| *n <= 10),
+        "at most 10 updates per LB: {updates:?}"
+    );
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn the_first_node_of_a_long_burst_is_in_every_load_balancer_within_the_period() {
-    let mut s = node_sync(20, PERIOD, 4).await;
+    let mut s = node_sync(20, DEFAULTS, 4).await;
     let call = Duration::from_millis(100);
     s.h.cloud.set_latency(Method::UpdateLoadBalancer, call);
     s.join_node();
@@ -176,14 +235,14 @@ async fn without_coalescing_a_burst_updates_each_load_balancer_per_round() {
     // Upstream behaviour (`--node-sync-batch-period=0s`): every change re-queues every LB, so
     // each LB is updated once per round of the workers (20 LBs × 100 ms / 4 workers = 500 ms)
     // for as long as the burst lasts.
-    let (first, _) = burst_costs(Duration::ZERO).await;
+    let (first, _) = burst_costs((Duration::ZERO, MAX_PERIOD)).await;
     assert!(first.iter().all(|n| *n >= 15), "{first:?}");
 }
 
 #[tokio::test]
 async fn a_single_change_reaches_every_load_balancer_within_the_period() {
     let period = Duration::from_millis(500);
-    let mut s = node_sync(20, period, 4).await;
+    let mut s = node_sync(20, (period, MAX_PERIOD), 4).await;
     s.join_node();
     tokio::time::sleep(period - Duration::from_millis(1)).await;
     assert!(s.up_to_date().is_empty(), "not before the period");
@@ -216,7 +275,7 @@ async fn a_single_change_reaches_every_load_balancer_within_the_period() {
 async fn a_failing_or_hung_load_balancer_holds_no_other() {
     let hung = "default/lb-001".to_string();
     let failing = "default/lb-003";
-    let mut s = node_sync(10, PERIOD, 2).await;
+    let mut s = node_sync(10, DEFAULTS, 2).await;
     s.h.cloud.fail(
         Method::UpdateLoadBalancer,
         FaultSpec::hang().times(1).only_for(&hung),
@@ -278,7 +337,7 @@ async fn a_cloud_quota_paces_the_node_sync_instead_of_hammering_it() {
     };
     let provider = InstrumentedCloud::new(Arc::new(fake.clone()), None).with_budget(&budget);
     let h = harness_with(&["n0"], fake, Arc::new(provider)).await;
-    let mut s = start(h, 100, PERIOD, 10).await;
+    let mut s = start(h, 100, DEFAULTS, 10).await;
     // 20 calls/s, as a real cloud's API quota; over it, `Retry { after }` at once.
     s.h.cloud
         .set_rate_limit(Some(

@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod builder;
 pub mod client;
+pub mod config_file;
 pub mod controller;
 pub mod events;
 pub mod files;
@@ -26,6 +27,8 @@ pub mod metrics;
 pub mod object;
 pub mod options;
 pub mod panic_guard;
+pub mod profiling;
+pub mod serving;
 pub mod shard;
 pub mod telemetry;
 #[cfg(feature = "testing")]

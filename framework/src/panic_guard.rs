@@ -2,9 +2,10 @@
 //! becomes a [`Panicked`] value instead of unwinding into the caller.
 //!
 //! Every place that must survive someone else's bug uses it: the reconcile layer
-//! ([`CatchPanicLayer`](crate::controller::layers::CatchPanicLayer)) and the worker's backstop
-//! around `poll_ready`/`call`, each tick of [`run_periodically`](crate::controller::run_periodically),
-//! the informer's event handlers, and the manager's wrapper around each controller's task. The
+//! ([`CatchPanicLayer`](crate::controller::layers::CatchPanicLayer), which every pass of a
+//! [`Periodic`](crate::controller::Periodic) loop also runs behind) and the worker's backstop
+//! around `poll_ready`/`call`, the informer's event handlers, and the manager's wrapper around
+//! each controller's task. The
 //! guard only converts; the caller logs and counts, because only it knows what failed.
 //!
 //! Nothing helps a binary built with `panic = "abort"`: there, a panic ends the process, which is

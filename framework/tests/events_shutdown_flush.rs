@@ -1,6 +1,7 @@
 //! The manager flushes every event recorder before `run` returns: events recorded just before
-//! shutdown reach the API server, and what cannot be written within the graceful-shutdown
-//! deadline is counted in `events_dropped_total`. The manager runs on a runtime of its own that
+//! shutdown reach the API server, and what cannot be written within the flush deadline (the
+//! event flush timeout, within the graceful-shutdown deadline) is counted in
+//! `events_dropped_total`, so a writer far behind never holds the process long. The manager runs on a runtime of its own that
 //! is dropped as soon as `run` returns, as a process exits: a recorder's background writer dies
 //! with it, so only what `run` waited for is on the server.
 
@@ -45,8 +46,13 @@ fn noisy(recorded: Arc<Notify>) -> Initializer<()> {
 }
 
 /// Runs a manager with the noisy controller on its own runtime, cancels it as soon as the
-/// events are recorded, drops the runtime once `run` returned, and gives back `/metrics`.
-async fn record_then_stop(env: &TestEnv, graceful: Duration) -> String {
+/// events are recorded, drops the runtime once `run` returned, and gives back `/metrics` and
+/// how long `run` took after the cancel.
+async fn record_then_stop(
+    env: &TestEnv,
+    graceful: Duration,
+    flush: Duration,
+) -> (String, Duration) {
     let config = env.config();
     let recorded = Arc::new(Notify::new());
     let stop = CancellationToken::new();
@@ -61,6 +67,7 @@ async fn record_then_stop(env: &TestEnv, graceful: Duration) -> String {
             let client = kube::Client::try_from(config).unwrap();
             let mut config = ManagerConfig::new("events-flush");
             config.graceful_shutdown_timeout = graceful;
+            config.event_flush_timeout = flush;
             let manager = Manager::new(config, client, ())
                 .with_initializers(Initializers::new().with(noisy(notify)));
             let registry = manager.registry();
@@ -74,9 +81,11 @@ async fn record_then_stop(env: &TestEnv, graceful: Duration) -> String {
     });
     recorded.notified().await;
     stop.cancel();
-    tokio::task::spawn_blocking(move || manager.join().unwrap())
+    let cancelled = std::time::Instant::now();
+    let metrics = tokio::task::spawn_blocking(move || manager.join().unwrap())
         .await
-        .unwrap()
+        .unwrap();
+    (metrics, cancelled.elapsed())
 }
 
 async fn written(env: &TestEnv) -> usize {
@@ -103,7 +112,8 @@ fn dropped(metrics: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn events_recorded_just_before_shutdown_are_written_before_run_returns() {
     let env = TestEnv::start().await.unwrap();
-    let metrics = record_then_stop(&env, Duration::from_secs(20)).await;
+    let (metrics, _) =
+        record_then_stop(&env, Duration::from_secs(20), Duration::from_secs(20)).await;
     assert_eq!(written(&env).await, EVENTS);
     assert_eq!(dropped(&metrics), 0);
 }
@@ -113,7 +123,8 @@ async fn events_not_written_by_the_shutdown_deadline_are_counted_as_dropped() {
     let env = TestEnv::start().await.unwrap();
     // Every write takes longer than the whole shutdown deadline.
     env.faults().set_latency(Duration::from_secs(2));
-    let metrics = record_then_stop(&env, Duration::from_millis(200)).await;
+    let (metrics, _) =
+        record_then_stop(&env, Duration::from_millis(200), Duration::from_secs(20)).await;
     env.faults().set_latency(Duration::ZERO);
     // The one being written at the deadline (if the writer had started on it) is not counted:
     // the server may still finish it.
@@ -123,4 +134,26 @@ async fn events_not_written_by_the_shutdown_deadline_are_counted_as_dropped() {
         "dropped {lost} of {EVENTS}"
     );
     assert!(written(&env).await <= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_event_flush_timeout_bounds_the_wait_within_a_long_graceful_timeout() {
+    let env = TestEnv::start().await.unwrap();
+    // 100 events at 300 ms each: 30 s to write them all.
+    env.faults().set_latency(Duration::from_millis(300));
+    let (metrics, took) =
+        record_then_stop(&env, Duration::from_secs(30), Duration::from_secs(1)).await;
+    env.faults().set_latency(Duration::ZERO);
+    // The flush second, plus the end of the write in flight; generous for a loaded machine.
+    assert!(
+        took < Duration::from_secs(10),
+        "run returned {took:?} after the cancel"
+    );
+    let lost = dropped(&metrics);
+    let written = written(&env).await as u64;
+    assert!(lost >= EVENTS as u64 - 10, "dropped {lost} of {EVENTS}");
+    assert!(
+        lost + written >= EVENTS as u64 - 1,
+        "{written} written, {lost} dropped"
+    );
 }

@@ -3,7 +3,10 @@
 //! member that owns it and each member caches only its own; a third member joining moves labels
 //! to it; a killed member's objects are reclaimed; and no key is ever reconciled by two members at
 //! once, nor as absent (deleted) because it is not labelled here — not after a move, and not for
-//! an object labelled to nobody live that another kind's event maps to.
+//! an object labelled to nobody live that another kind's event maps to. An object whose label
+//! anyone sets to a value no live member has (bogus, another cluster's, a member's that left),
+//! or to a live member that does not own it, goes back to its owner at once, every time, with
+//! the view unchanged.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -16,7 +19,7 @@ use controller_manager::informer::{InformerScope, ObjectKey, SharedInformerFacto
 use controller_manager::manager::{InitContext, Initializer, Initializers, Manager, ManagerConfig};
 use controller_manager::shard::{DEFAULT_VNODES, ShardLabel, View, label_key, member_value};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube_testenv::TestEnv;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -216,6 +219,51 @@ async fn reconciled_by_owners(world: &World, from: usize, owners: &BTreeMap<Stri
     panic!("not every key reconciled by its owner: {owners:?}");
 }
 
+/// No key ran on two replicas at once nor as deleted for not being labelled here; then the
+/// replicas stop.
+async fn no_overlap_nor_absent_then_stop(
+    world: &World,
+    replicas: impl IntoIterator<Item = Replica>,
+) {
+    assert_eq!(
+        world.overlaps.load(Ordering::SeqCst),
+        0,
+        "a key ran twice at once"
+    );
+    assert_eq!(
+        world.absent.load(Ordering::SeqCst),
+        0,
+        "a key not labelled here was reconciled as deleted"
+    );
+    for r in replicas {
+        r.stop.cancel();
+        r.task.await.unwrap();
+    }
+}
+
+/// Replicas a and b, settled, and `n` ConfigMaps labelled to their owners.
+async fn two_replicas_and_configmaps(
+    n: usize,
+) -> (
+    TestEnv,
+    Arc<World>,
+    Replica,
+    Replica,
+    BTreeMap<String, String>,
+) {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let world = Arc::new(World::default());
+    let a = start(&client, "a", &world);
+    let b = start(&client, "b", &world);
+    settled(&[&a, &b]).await;
+    for i in 0..n {
+        create(&client, &format!("cm-{i:02}"), json!({})).await;
+    }
+    let owners = labelled_to(&client, &["a", "b"]).await;
+    (env, world, a, b, owners)
+}
+
 async fn create(client: &kube::Client, name: &str, labels: serde_json::Value) {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
     let cm = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
@@ -224,16 +272,8 @@ async fn create(client: &kube::Client, name: &str, labels: serde_json::Value) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
-    let env = TestEnv::start().await.unwrap();
+    let (env, world, a, b, owners) = two_replicas_and_configmaps(40).await;
     let client = env.client();
-    let world = Arc::new(World::default());
-    let a = start(&client, "a", &world);
-    let b = start(&client, "b", &world);
-    settled(&[&a, &b]).await;
-    for i in 0..40 {
-        create(&client, &format!("cm-{i:02}"), json!({})).await;
-    }
-    let owners = labelled_to(&client, &["a", "b"]).await;
     caches_hold_their_share(&world, &owners).await;
     reconciled_by_owners(&world, 0, &owners).await;
     assert_eq!(
@@ -245,8 +285,9 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
         "every object is labelled exactly once"
     );
 
-    // Labelled to no live member: nobody claims it, and the Secret that maps to it is not
-    // reconciled as a deleted ConfigMap by its owner, which does not cache it.
+    // A ConfigMap labelled to no live member, and a Secret that maps to it: the ConfigMap's
+    // owner claims it at once, and is not fooled meanwhile into reconciling it as deleted
+    // because it does not cache it yet.
     create(
         &client,
         "stray",
@@ -259,8 +300,10 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
         .create(&PostParams::default(), &secret)
         .await
         .unwrap();
+    labelled_to(&client, &["a", "b"]).await;
+    assert_eq!(writes(&a, "reclaim") + writes(&b, "reclaim"), 1);
 
-    // A third member joins: a third of the labels move to it (and the stray is reclaimed).
+    // A third member joins: a third of the labels move to it.
     let from = world.log.lock().len();
     let c = start(&client, "c", &world);
     let owners = labelled_to(&client, &["a", "b", "c"]).await;
@@ -272,8 +315,7 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
         .collect();
     assert!(moved.len() > 5, "c got {moved:?}");
     reconciled_by_owners(&world, from, &moved).await;
-    // The stray may be among them, reclaimed instead.
-    assert!(writes(&a, "move") + writes(&b, "move") >= moved.len() as u64 - 1);
+    assert!(writes(&a, "move") + writes(&b, "move") >= moved.len() as u64);
 
     // c dies without leaving: once its Lease expires, a and b reclaim its objects.
     let from = world.log.lock().len();
@@ -289,18 +331,76 @@ async fn label_mode_splits_the_cache_moves_on_join_and_reclaims_on_death() {
     reconciled_by_owners(&world, from, &reclaimed).await;
     assert!(writes(&a, "reclaim") + writes(&b, "reclaim") >= reclaimed.len() as u64);
 
-    assert_eq!(
-        world.overlaps.load(Ordering::SeqCst),
-        0,
-        "a key ran twice at once"
-    );
-    assert_eq!(
-        world.absent.load(Ordering::SeqCst),
-        0,
-        "a key not labelled here was reconciled as deleted"
-    );
-    for r in [a, b] {
-        r.stop.cancel();
-        r.task.await.unwrap();
+    no_overlap_nor_absent_then_stop(&world, [a, b]).await;
+}
+
+/// Sets the ring's label of ConfigMap `name` to `value`, as anyone with `patch` may.
+async fn relabel(client: &kube::Client, name: &str, value: &str) {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let patch = json!({"metadata": {"labels": {label_key(RING): value}}});
+    api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+}
+
+/// Polls until `name` was reconciled (object cached) by `owner` after log entry `from`.
+async fn reconciled_again(world: &World, from: usize, name: &str, owner: &str) {
+    let one = BTreeMap::from([(format!("{NS}/{name}"), owner.to_string())]);
+    reconciled_by_owners(world, from, &one).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_labelled_to_no_live_member_is_claimed_at_once_every_time() {
+    let (env, world, a, b, owners) = two_replicas_and_configmaps(10).await;
+    let client = env.client();
+    reconciled_by_owners(&world, 0, &owners).await;
+    let (victim, owner) = owners
+        .iter()
+        .next()
+        .map(|(k, o)| (k.clone(), o.clone()))
+        .unwrap();
+    let victim = victim.strip_prefix("default/").unwrap().to_string();
+    let other = if owner == "a" { "b" } else { "a" };
+
+    // A user with `patch` sets the label to values no live member has, one after another in
+    // one settled view (the reclaim once per view never saw the second), and to the other live
+    // member's: each time the owner has it back, caches it and reconciles it, with no change of
+    // membership to prompt it.
+    let foreign = member_value("a-replica-of-another-cluster");
+    let other_value = member_value(other);
+    for value in [
+        "0000000000000000",
+        "not-hex",
+        &foreign,
+        &other_value,
+        "0000000000000000",
+    ] {
+        let from = world.log.lock().len();
+        relabel(&client, &victim, value).await;
+        labelled_to(&client, &["a", "b"]).await;
+        reconciled_again(&world, from, &victim, &owner).await;
     }
+    // A restore from another cluster's backup: created labelled to a member of that cluster.
+    let from = world.log.lock().len();
+    create(&client, "restored", json!({label_key(RING): foreign})).await;
+    let owners = labelled_to(&client, &["a", "b"]).await;
+    reconciled_again(&world, from, "restored", &owners["default/restored"]).await;
+    let count = |reason| writes(&a, reason) + writes(&b, reason);
+    assert_eq!((count("reclaim"), count("move")), (5, 1));
+
+    // A third member joins and leaves: the view of a and b comes back, and the label of the
+    // member that left is claimed in it too.
+    let c = start(&client, "c", &world);
+    settled(&[&a, &b, &c]).await;
+    c.stop.cancel();
+    c.task.await.unwrap();
+    world.factories.lock().remove("c");
+    settled(&[&a, &b]).await;
+    labelled_to(&client, &["a", "b"]).await;
+    let from = world.log.lock().len();
+    relabel(&client, &victim, &member_value("c")).await;
+    labelled_to(&client, &["a", "b"]).await;
+    reconciled_again(&world, from, &victim, &owner).await;
+
+    no_overlap_nor_absent_then_stop(&world, [a, b]).await;
 }

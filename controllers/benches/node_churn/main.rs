@@ -1,20 +1,26 @@
-//! Node churn under load balancers (`docs/benchmarks.md`): 1,000 Nodes join a cluster with 300
-//! LoadBalancer Services, on kube-testenv with the fake cloud at 100 ms per load-balancer call and
-//! an API quota of 20 load-balancer calls/s (answering `Retry { after }`). The stock cloud-node and
-//! service-lb controllers run in one `Manager`, side by side in one run: `ours` (the coalesced node
-//! sync, `--node-sync-batch-period=2s`, and `--cloud-api-pause-on-retry`, the defaults),
-//! `ours-no-pause` (the same with `--cloud-api-pause-on-retry=false`), `ours-0s` (the defaults but
-//! answering every node change at once) and `upstream` (upstream's node sync, a full pass per changed Node, in our own
-//! code: [`upstream`]).
+//! Node churn under load balancers (`docs/benchmarks.md` §5): 1,000 Nodes join a cluster with
+//! 300 LoadBalancer Services, on kube-testenv with the fake cloud at 100 ms per load-balancer call
+//! and an API quota of 20 load-balancer calls/s (answering `Retry { after }`); or, with
+//! `--join-seconds 300 --lb-qps 0`, Nodes join at the pace a real server's client QPS allows,
+//! with no quota. The stock cloud-node and service-lb controllers run in one `Manager`, side by
+//! side in one run: `ours` (the coalesced node sync, `--node-sync-batch-period=2s` doubling up to
+//! `--node-sync-max-batch-period=1m` while the set keeps changing, and
+//! `--cloud-api-pause-on-retry`, the defaults), `ours-flat` (the period not doubling: one answer
+//! every 2 s while the burst goes on), `ours-no-pause` (the defaults with
+//! `--cloud-api-pause-on-retry=false`), `ours-0s` (the defaults but answering every node change
+//! at once) and `upstream` (upstream's node sync, a full pass per changed Node, in our own code:
+//! [`upstream`]).
 //!
 //! Per mode: a fresh kube-testenv and fake cloud; 3 initialized Nodes; the 300 Services created and
 //! provisioned; then the clock starts, 1,000 kubelet-shaped (uninitialized) Nodes are created, and
 //! the run ends when every Node is initialized and every load balancer holds every Node. Figures:
 //! load-balancer calls (accepted and refused by the quota), seconds to that point, API writes by
 //! resource, events lost (successful cloud calls with no matching Event count), and the CPU
-//! seconds of the manager's own runtime threads (kube-testenv runs on other threads).
+//! seconds of the manager's own runtime threads (kube-testenv runs on other threads), also as a
+//! share of upstream's when it ran, and accepted updates per load balancer (max and mean).
 //!
-//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-no-pause,ours-0s,upstream --join-per-second 50 --lb-qps 20 --extra=--cloud-api-qps=20]`
+//! `cargo bench -p cloud-controllers --bench node_churn [-- --nodes 1000 --services 300 --modes ours,ours-no-pause,ours-0s,upstream --join-per-second 50 --lb-qps 20 --lb-latency-ms 100 --extra=--cloud-api-qps=20]`
+//! `cargo bench -p cloud-controllers --bench node_churn -- --nodes 3000 --services 1000 --join-seconds 300 --lb-qps 0 --modes ours,upstream`
 
 mod upstream;
 
@@ -62,6 +68,14 @@ struct Args {
     /// them as fast as the API server takes them.
     #[arg(long, default_value_t = 50.0)]
     join_per_second: f64,
+    /// Spreads the join over this many seconds instead (`--nodes` / seconds per second): the
+    /// pace at which a real server's client QPS lets Nodes become eligible, e.g. 300 for 3,000
+    /// Nodes at two writes per Node and 20 QPS.
+    #[arg(long)]
+    join_seconds: Option<f64>,
+    /// How long each load-balancer call takes in the fake cloud, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    lb_latency_ms: u64,
     /// The cloud's quota on load-balancer calls per second (burst the same); 0: no quota, to
     /// see the node sync's own pace.
     #[arg(long, default_value_t = 20.0)]
@@ -102,19 +116,22 @@ struct Row {
     /// Requests answered 409 Conflict / 422 (a failed patch `test`) during the phase.
     conflicts: usize,
     test_failed: usize,
+    /// Accepted `UpdateLoadBalancer` calls per load balancer during the phase.
+    updates_per_lb_max: usize,
+    updates_per_lb_mean: f64,
 }
 
 fn node_name(i: usize) -> String {
     format!("node-{i:04}")
 }
 
-fn cloud(nodes: usize, lb_qps: f64) -> anyhow::Result<FakeCloud> {
+fn cloud(nodes: usize, lb_qps: f64, latency: Duration) -> anyhow::Result<FakeCloud> {
     let mut b = FakeCloud::builder().lb_pool_cidr("10.200.0.0/16");
     if lb_qps > 0.0 {
         b = b.rate_limit(RateLimit::new(lb_qps, lb_qps.ceil() as u32).methods(LB_METHODS));
     }
     for m in LB_METHODS {
-        b = b.latency(m, Duration::from_millis(100));
+        b = b.latency(m, latency);
     }
     for i in 0..nodes {
         let name = node_name(i);
@@ -206,30 +223,44 @@ async fn wait_for(
     Ok(())
 }
 
-async fn run(
-    mode: &str,
+/// The shape of one run, the same for every mode.
+struct Shape {
     nodes: usize,
     services: usize,
+    /// Nodes created per second; 0: as fast as the API server takes them.
     rate: f64,
     lb_qps: f64,
-    extra: &[String],
-) -> anyhow::Result<Row> {
-    let (period, pause, initializers) = match mode {
-        "ours" => ("2s", true, cloud_initializers()),
-        "ours-no-pause" => ("2s", false, cloud_initializers()),
-        "ours-0s" => ("0s", true, cloud_initializers()),
+    lb_latency: Duration,
+}
+
+async fn run(mode: &str, shape: &Shape, extra: &[String]) -> anyhow::Result<Row> {
+    let &Shape {
+        nodes,
+        services,
+        rate,
+        lb_qps,
+        lb_latency,
+    } = shape;
+    let (period, max_period, pause, initializers) = match mode {
+        "ours" => ("2s", "1m", true, cloud_initializers()),
+        "ours-flat" => ("2s", "2s", true, cloud_initializers()),
+        "ours-no-pause" => ("2s", "1m", false, cloud_initializers()),
+        "ours-0s" => ("0s", "1m", true, cloud_initializers()),
         "upstream" => (
+            "0s",
             "0s",
             false,
             cloud_initializers()
                 .without(cloud_controllers::names::service_lb::CONTROLLER_NAME)
                 .with(upstream::initializer()),
         ),
-        other => bail!("unknown mode {other:?}: use ours, ours-no-pause, ours-0s or upstream"),
+        other => {
+            bail!("unknown mode {other:?}: use ours, ours-flat, ours-no-pause, ours-0s or upstream")
+        }
     };
     let env = TestEnv::start().await?;
     let client = env.client();
-    let cloud = cloud(BASE_NODES + nodes, lb_qps)?;
+    let cloud = cloud(BASE_NODES + nodes, lb_qps, lb_latency)?;
     let node_api: Api<Node> = Api::all(client.clone());
     for i in 0..BASE_NODES {
         node_api
@@ -272,6 +303,7 @@ async fn run(
     .map(String::from)
     .into();
     argv.push(format!("--node-sync-batch-period={period}"));
+    argv.push(format!("--node-sync-max-batch-period={max_period}"));
     argv.push(format!("--cloud-api-pause-on-retry={pause}"));
     argv.extend(extra.iter().cloned());
     let opts = Flags::try_parse_from(argv)?.cloud;
@@ -300,8 +332,8 @@ async fn run(
         keys.iter().all(|k| counts.get(k) == Some(&n))
     };
     wait_for(
-        "300 load balancers provisioned",
-        Duration::from_secs(120),
+        "the load balancers provisioned",
+        Duration::from_secs(300),
         || holds(BASE_NODES),
     )
     .await?;
@@ -343,7 +375,12 @@ async fn run(
     });
     let mut nodes_initialized_s = 0.0;
     let mut first_in_every_lb_s = 0.0;
-    let limit = Duration::from_secs(600);
+    let join = if rate > 0.0 {
+        Duration::from_secs_f64(nodes as f64 / rate)
+    } else {
+        Duration::ZERO
+    };
+    let limit = join + Duration::from_secs(600);
     loop {
         if nodes_initialized_s == 0.0 && joining.is_finished() {
             let list = node_api.list(&ListParams::default()).await?;
@@ -428,17 +465,23 @@ async fn run(
         );
     }
     let mut expected_events = 0i64;
+    let mut per_lb: BTreeMap<&str, usize> = keys.iter().map(|k| (k.as_str(), 0)).collect();
     for c in &calls {
         match (c.method, &c.outcome) {
             (Method::UpdateLoadBalancer, CallOutcome::Ok) => {
                 row.update_ok += 1;
                 expected_events += 1;
+                if let Some(n) = per_lb.get_mut(c.key.as_str()) {
+                    *n += 1;
+                }
             }
             (Method::UpdateLoadBalancer, CallOutcome::Err(_)) => row.update_refused += 1,
             (m, _) if LB_METHODS.contains(&m) => row.other_lb_calls += 1,
             _ => {}
         }
     }
+    row.updates_per_lb_max = per_lb.values().copied().max().unwrap_or(0);
+    row.updates_per_lb_mean = per_lb.values().sum::<usize>() as f64 / per_lb.len().max(1) as f64;
     for r in env.requests() {
         match r.status {
             409 => row.conflicts += 1,
@@ -503,25 +546,37 @@ fn main() -> anyhow::Result<()> {
         .thread_name("testenv")
         .enable_all()
         .build()?;
+    let shape = Shape {
+        nodes: args.nodes,
+        services: args.services,
+        rate: match args.join_seconds {
+            Some(secs) if secs > 0.0 => args.nodes as f64 / secs,
+            Some(_) => bail!("--join-seconds must be greater than 0"),
+            None => args.join_per_second,
+        },
+        lb_qps: args.lb_qps,
+        lb_latency: Duration::from_millis(args.lb_latency_ms),
+    };
+    eprintln!(
+        "node_churn: {} Nodes joining at {:.1}/s under {} load balancers; cloud quota {} calls/s, {} ms a call",
+        shape.nodes, shape.rate, shape.services, shape.lb_qps, args.lb_latency_ms
+    );
     let mut rows = Vec::new();
     for mode in &args.modes {
         eprintln!("node_churn: {mode} ...");
-        let row = rt.block_on(run(
-            mode,
-            args.nodes,
-            args.services,
-            args.join_per_second,
-            args.lb_qps,
-            &args.extra,
-        ))?;
+        let row = rt.block_on(run(mode, &shape, &args.extra))?;
         eprintln!("{row:?}");
         rows.push(row);
     }
+    let upstream_cpu = rows.iter().find(|r| r.mode == "upstream").map(|r| r.cpu_s);
     println!(
-        "| algorithm | UpdateLoadBalancer ok | refused (429) | other LB calls | nodes initialized s | a joined Node in every LB s | every LB holds every node s | API writes | 409 / 422 | Updated events written / expected | Ensured (provisioning) written / expected | CPU s |"
+        "| algorithm | UpdateLoadBalancer ok | per LB max / mean | refused (429) | other LB calls | nodes initialized s | a joined Node in every LB s | every LB holds every node s | API writes | 409 / 422 | Updated events written / expected | Ensured (provisioning) written / expected | CPU s | CPU / upstream's |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in &rows {
+        let ratio = upstream_cpu
+            .filter(|u| *u > 0.0)
+            .map_or("-".to_string(), |u| format!("{:.3}", r.cpu_s / u));
         let writes: usize = r.api_writes.values().sum();
         let detail: Vec<String> = r
             .api_writes
@@ -529,9 +584,11 @@ fn main() -> anyhow::Result<()> {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         println!(
-            "| {} | {} | {} | {} | {:.1} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {} / {} | {:.2} |",
+            "| {} | {} | {} / {:.1} | {} | {} | {:.1} | {:.1} | {:.1} | {} ({}) | {} / {} | {} / {} | {} / {} | {:.2} | {ratio} |",
             r.mode,
             r.update_ok,
+            r.updates_per_lb_max,
+            r.updates_per_lb_mean,
             r.update_refused,
             r.other_lb_calls,
             r.nodes_initialized_s,

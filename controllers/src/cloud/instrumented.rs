@@ -283,223 +283,98 @@ impl Facets {
     }
 }
 
-#[async_trait]
-impl LoadBalancer for Facets {
-    async fn get_load_balancer(
-        &self,
-        cluster_name: &str,
-        svc: &Service,
-    ) -> Result<Option<LoadBalancerStatus>, CloudError> {
-        self.0
-            .observe("GetLoadBalancer", async {
-                self.lb()?.get_load_balancer(cluster_name, svc).await
-            })
-            .await
+/// Implements facet trait `$facet` for [`Facets`]: each listed method sends one call, under its
+/// upstream Go name, through the stack, delegating to the same method of the inner provider's
+/// facet (found by `$get`, `NotImplemented` when the provider stopped offering it). Methods that
+/// cannot fail, and so are not cloud calls to observe, follow after `;` as written.
+macro_rules! observed_facet {
+    (
+        $facet:ident via $get:ident {
+            $( $go_name:literal => fn $method:ident($($arg:ident: $ty:ty),*) -> $ret:ty; )*
+        }
+        $($plain:tt)*
+    ) => {
+        #[async_trait]
+        impl $facet for Facets {
+            $(
+                async fn $method(&self, $($arg: $ty),*) -> Result<$ret, CloudError> {
+                    self.0
+                        .observe($go_name, async { self.$get()?.$method($($arg),*).await })
+                        .await
+                }
+            )*
+            $($plain)*
+        }
+    };
+}
+
+observed_facet! {
+    LoadBalancer via lb {
+        "GetLoadBalancer" => fn get_load_balancer(cluster_name: &str, svc: &Service)
+            -> Option<LoadBalancerStatus>;
+        "EnsureLoadBalancer" => fn ensure_load_balancer(
+            cluster_name: &str,
+            svc: &Service,
+            nodes: &[Arc<Node>]
+        ) -> LoadBalancerStatus;
+        "UpdateLoadBalancer" => fn update_load_balancer(
+            cluster_name: &str,
+            svc: &Service,
+            nodes: &[Arc<Node>]
+        ) -> ();
+        "EnsureLoadBalancerDeleted" => fn ensure_load_balancer_deleted(
+            cluster_name: &str,
+            svc: &Service
+        ) -> ();
     }
     fn get_load_balancer_name(&self, cluster_name: &str, svc: &Service) -> String {
         self.lb()
             .map(|lb| lb.get_load_balancer_name(cluster_name, svc))
             .unwrap_or_default()
     }
-    async fn ensure_load_balancer(
-        &self,
-        cluster_name: &str,
-        svc: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<LoadBalancerStatus, CloudError> {
-        self.0
-            .observe("EnsureLoadBalancer", async {
-                self.lb()?
-                    .ensure_load_balancer(cluster_name, svc, nodes)
-                    .await
-            })
-            .await
-    }
-    async fn update_load_balancer(
-        &self,
-        cluster_name: &str,
-        svc: &Service,
-        nodes: &[Arc<Node>],
-    ) -> Result<(), CloudError> {
-        self.0
-            .observe("UpdateLoadBalancer", async {
-                self.lb()?
-                    .update_load_balancer(cluster_name, svc, nodes)
-                    .await
-            })
-            .await
-    }
-    async fn ensure_load_balancer_deleted(
-        &self,
-        cluster_name: &str,
-        svc: &Service,
-    ) -> Result<(), CloudError> {
-        self.0
-            .observe("EnsureLoadBalancerDeleted", async {
-                self.lb()?
-                    .ensure_load_balancer_deleted(cluster_name, svc)
-                    .await
-            })
-            .await
+}
+
+observed_facet! {
+    Instances via instances {
+        "NodeAddresses" => fn node_addresses(node_name: &str) -> Vec<NodeAddress>;
+        "NodeAddressesByProviderID" => fn node_addresses_by_provider_id(provider_id: &str)
+            -> Vec<NodeAddress>;
+        "InstanceID" => fn instance_id(node_name: &str) -> String;
+        "InstanceType" => fn instance_type(node_name: &str) -> String;
+        "InstanceTypeByProviderID" => fn instance_type_by_provider_id(provider_id: &str) -> String;
+        "InstanceExistsByProviderID" => fn instance_exists_by_provider_id(provider_id: &str)
+            -> bool;
+        "InstanceShutdownByProviderID" => fn instance_shutdown_by_provider_id(provider_id: &str)
+            -> bool;
     }
 }
 
-#[async_trait]
-impl Instances for Facets {
-    async fn node_addresses(&self, node_name: &str) -> Result<Vec<NodeAddress>, CloudError> {
-        self.0
-            .observe("NodeAddresses", async {
-                self.instances()?.node_addresses(node_name).await
-            })
-            .await
-    }
-    async fn node_addresses_by_provider_id(
-        &self,
-        provider_id: &str,
-    ) -> Result<Vec<NodeAddress>, CloudError> {
-        self.0
-            .observe("NodeAddressesByProviderID", async {
-                self.instances()?
-                    .node_addresses_by_provider_id(provider_id)
-                    .await
-            })
-            .await
-    }
-    async fn instance_id(&self, node_name: &str) -> Result<String, CloudError> {
-        self.0
-            .observe("InstanceID", async {
-                self.instances()?.instance_id(node_name).await
-            })
-            .await
-    }
-    async fn instance_type(&self, node_name: &str) -> Result<String, CloudError> {
-        self.0
-            .observe("InstanceType", async {
-                self.instances()?.instance_type(node_name).await
-            })
-            .await
-    }
-    async fn instance_type_by_provider_id(&self, provider_id: &str) -> Result<String, CloudError> {
-        self.0
-            .observe("InstanceTypeByProviderID", async {
-                self.instances()?
-                    .instance_type_by_provider_id(provider_id)
-                    .await
-            })
-            .await
-    }
-    async fn instance_exists_by_provider_id(&self, provider_id: &str) -> Result<bool, CloudError> {
-        self.0
-            .observe("InstanceExistsByProviderID", async {
-                self.instances()?
-                    .instance_exists_by_provider_id(provider_id)
-                    .await
-            })
-            .await
-    }
-    async fn instance_shutdown_by_provider_id(
-        &self,
-        provider_id: &str,
-    ) -> Result<bool, CloudError> {
-        self.0
-            .observe("InstanceShutdownByProviderID", async {
-                self.instances()?
-                    .instance_shutdown_by_provider_id(provider_id)
-                    .await
-            })
-            .await
+observed_facet! {
+    InstancesV2 via instances_v2 {
+        "InstanceExists" => fn instance_exists(node: &Node) -> bool;
+        "InstanceShutdown" => fn instance_shutdown(node: &Node) -> bool;
+        "InstanceMetadata" => fn instance_metadata(node: &Node) -> Option<InstanceMetadata>;
     }
 }
 
-#[async_trait]
-impl InstancesV2 for Facets {
-    async fn instance_exists(&self, node: &Node) -> Result<bool, CloudError> {
-        self.0
-            .observe("InstanceExists", async {
-                self.instances_v2()?.instance_exists(node).await
-            })
-            .await
-    }
-    async fn instance_shutdown(&self, node: &Node) -> Result<bool, CloudError> {
-        self.0
-            .observe("InstanceShutdown", async {
-                self.instances_v2()?.instance_shutdown(node).await
-            })
-            .await
-    }
-    async fn instance_metadata(&self, node: &Node) -> Result<Option<InstanceMetadata>, CloudError> {
-        self.0
-            .observe("InstanceMetadata", async {
-                self.instances_v2()?.instance_metadata(node).await
-            })
-            .await
+observed_facet! {
+    Zones via zones {
+        "GetZoneByProviderID" => fn get_zone_by_provider_id(provider_id: &str) -> Zone;
+        "GetZoneByNodeName" => fn get_zone_by_node_name(node_name: &str) -> Zone;
     }
 }
 
-#[async_trait]
-impl Zones for Facets {
-    async fn get_zone_by_provider_id(&self, provider_id: &str) -> Result<Zone, CloudError> {
-        self.0
-            .observe("GetZoneByProviderID", async {
-                self.zones()?.get_zone_by_provider_id(provider_id).await
-            })
-            .await
-    }
-    async fn get_zone_by_node_name(&self, node_name: &str) -> Result<Zone, CloudError> {
-        self.0
-            .observe("GetZoneByNodeName", async {
-                self.zones()?.get_zone_by_node_name(node_name).await
-            })
-            .await
+observed_facet! {
+    Clusters via clusters {
+        "ListClusters" => fn list_clusters() -> Vec<String>;
+        "Master" => fn master(cluster_name: &str) -> String;
     }
 }
 
-#[async_trait]
-impl Clusters for Facets {
-    async fn list_clusters(&self) -> Result<Vec<String>, CloudError> {
-        self.0
-            .observe("ListClusters", async {
-                self.clusters()?.list_clusters().await
-            })
-            .await
-    }
-    async fn master(&self, cluster_name: &str) -> Result<String, CloudError> {
-        self.0
-            .observe("Master", async {
-                self.clusters()?.master(cluster_name).await
-            })
-            .await
-    }
-}
-
-#[async_trait]
-impl Routes for Facets {
-    async fn list_routes(&self, cluster_name: &str) -> Result<Vec<Route>, CloudError> {
-        self.0
-            .observe("ListRoutes", async {
-                self.routes()?.list_routes(cluster_name).await
-            })
-            .await
-    }
-    async fn create_route(
-        &self,
-        cluster_name: &str,
-        name_hint: &str,
-        route: &Route,
-    ) -> Result<(), CloudError> {
-        self.0
-            .observe("CreateRoute", async {
-                self.routes()?
-                    .create_route(cluster_name, name_hint, route)
-                    .await
-            })
-            .await
-    }
-    async fn delete_route(&self, cluster_name: &str, route: &Route) -> Result<(), CloudError> {
-        self.0
-            .observe("DeleteRoute", async {
-                self.routes()?.delete_route(cluster_name, route).await
-            })
-            .await
+observed_facet! {
+    Routes via routes {
+        "ListRoutes" => fn list_routes(cluster_name: &str) -> Vec<Route>;
+        "CreateRoute" => fn create_route(cluster_name: &str, name_hint: &str, route: &Route) -> ();
+        "DeleteRoute" => fn delete_route(cluster_name: &str, route: &Route) -> ();
     }
 }

@@ -5,14 +5,17 @@
 //! needs a missing facet reports "not started" instead of running. Providers register a factory
 //! under a name in a [`CloudProviderRegistry`]; `--cloud-provider=NAME` picks one.
 
-mod config_file;
 mod error;
 mod provider;
 mod provider_name;
 mod registry;
 mod types;
 
-pub use config_file::{ConfigFileError, FilePosition, parse_cloud_config};
+/// A provider's `--cloud-config` parser: errors name the key path, line and column, never a
+/// value or a line of the file (the framework's one redacting YAML parser).
+pub use controller_manager::config_file::{
+    ConfigFileError, FilePosition, parse_yaml as parse_cloud_config,
+};
 pub use error::{BoxError, CloudError};
 pub use provider::{
     CloudProvider, Clusters, InitializeContext, Instances, InstancesV2, LoadBalancer, Routes,

@@ -13,7 +13,7 @@ use kube::Api;
 use super::{NodeController, NodeEvent, NodeMetrics, node_key_for_event, refresh};
 use crate::context::CloudContext;
 use crate::names::cloud_node::{CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT};
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::{NodeControllerError, NodeParts};
 use crate::wiring::{RecorderSink, reconcile_service};
 
 /// The `cloud-node-controller` entry of the initializer map.
@@ -49,12 +49,14 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     let shard = ctx.shard().cloned();
     let controller = Arc::new(
         NodeController::new(
-            cloud,
-            Api::all(client.clone()),
-            Arc::new(informer.store()),
-            Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            NodeParts::new(
+                cloud,
+                Api::all(client.clone()),
+                Arc::new(informer.store()),
+                Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
+            )?,
             ctx.register_metrics(NodeMetrics::new),
-        )?
+        )
         .with_shard(shard.clone()),
     );
 
@@ -83,11 +85,18 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
 
     let period = options.node_status_update_frequency.get();
     let status_workers = options.node_status_update_workers();
+    let metrics = ctx.controller_metrics();
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
         // Its own task: a refresh loop that dies is logged when it dies and leaves the workers
         // running; on shutdown both stop and both are awaited.
-        let refresh = refresh::spawn(controller, period, status_workers, shutdown.clone());
+        let refresh = refresh::spawn(
+            controller,
+            period,
+            status_workers,
+            &metrics,
+            shutdown.clone(),
+        );
         let refresh = refresh.stopped();
         let workers = async move {
             match gained {

@@ -4,7 +4,9 @@
 //!
 //! Upstream (`UpdateNodeStatus` under `wait.Until`) calls the cloud for every Node back to back
 //! each period, a burst the size of the cluster against the cloud's quota. Here the loop is the
-//! framework's `run_periodically` on a non-sliding period, and one pass starts Node `i` of `n` at
+//! framework's [`Periodic`] loop on a non-sliding period (named [`ADDRESS_REFRESH_CONTROLLER`]
+//! in spans and `controller_runtime_*` metrics, so its passes stay apart from the per-Node
+//! reconciles' numbers), and one pass starts Node `i` of `n` at
 //! `i × period / n`, so each Node is still refreshed once per period while the cloud sees a
 //! steady trickle (which the `--cloud-api-*` budget, applied to every cloud call, caps further).
 //!
@@ -16,34 +18,45 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::controller::{ControllerScope, Period, run_periodically};
+use std::convert::Infallible;
+
+use controller_manager::controller::layers::ControllerMetrics;
+use controller_manager::controller::{ControllerScope, Period, Periodic};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::NodeController;
-use crate::names::cloud_node::CONTROLLER_NAME;
+use crate::names::cloud_node::{ADDRESS_REFRESH_CONTROLLER, CONTROLLER_NAME};
 
 /// The refresh loop's task; await [`Self::stopped`] after cancelling its token.
 pub struct RefreshTask(AbortOnDropHandle<()>);
 
-/// Starts the loop: a pass every `period`, at most `workers` Nodes at a time, until `shutdown`.
+/// Starts the loop: a pass every `period`, at most `workers` Nodes at a time, until `shutdown`;
+/// its passes are counted in `metrics`.
 pub fn spawn(
     controller: Arc<NodeController>,
     period: Duration,
     workers: usize,
+    metrics: &ControllerMetrics,
     shutdown: CancellationToken,
 ) -> RefreshTask {
     let stop = shutdown.clone();
-    let refresh = run_periodically(Period::NonSliding(period), shutdown, move || {
+    let periodic = Periodic::new(
+        ADDRESS_REFRESH_CONTROLLER,
+        Period::NonSliding(period),
+        metrics,
+    );
+    let refresh = periodic.run(shutdown, move || {
         let controller = Arc::clone(&controller);
         let stop = stop.clone();
         async move {
             controller
                 .update_node_status_over(workers, period, &stop)
                 .await;
+            Ok::<(), Infallible>(())
         }
     });
-    // The task runs in cloud-node's scope, so a panicking pass is counted and shown on
+    // The task runs in cloud-node's scope, so a panicking pass is shown on
     // `/healthz/cloud-node-controller` as the controller's own.
     let task = match ControllerScope::current() {
         Some(scope) => tokio::spawn(scope.scope(refresh)),
@@ -124,23 +137,25 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = kube::Client::try_from(config).unwrap();
         let panicked = Arc::new(tokio::sync::Notify::new());
-        let controller = NodeController::new(
+        let parts = crate::node_parts::NodeParts::new(
             Arc::new(Unreached),
             kube::Api::all(client),
             Arc::new(PanickingList(panicked.clone())),
             Arc::new(crate::event_sink::RecordedEvents::default()),
-            crate::node::NodeMetrics::unregistered(),
         )
         .unwrap();
+        let controller = NodeController::new(parts, crate::node::NodeMetrics::unregistered());
         let shutdown = CancellationToken::new();
+        let metrics = ControllerMetrics::new(&mut prometheus_client::registry::Registry::default());
         let task = spawn(
             Arc::new(controller),
             Duration::from_secs(300),
             1,
+            &metrics,
             shutdown.clone(),
         );
-        // The first pass panics inside the task (the loop dies, or survives when the periodic
-        // loop guards its ticks); the caller goes on, and stopping it still completes.
+        // The first pass panics inside the task (the periodic loop's panic guard catches it); the
+        // caller goes on, and stopping it still completes.
         tokio::time::timeout(Duration::from_secs(10), panicked.notified())
             .await
             .expect("the first pass runs at once");

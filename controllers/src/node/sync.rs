@@ -9,21 +9,19 @@ use controller_manager::informer::ObjectKey;
 use controller_manager::shard::Ring;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
-use kube::Api;
 use kube::api::{Patch, PatchParams};
 use tokio_util::sync::CancellationToken;
 
 use super::addresses::{AddressError, update_node_address};
+use super::has_uninitialized_taint;
 use super::init_patch::init_patch;
 use super::labels::reconcile_node_labels;
 use super::metadata::{MetadataError, instance_addresses, instance_metadata};
 use super::metrics::{NodeMetrics, seconds_since_creation};
 use super::modifiers::NodeModifiers;
-use super::{NodeLister, has_uninitialized_taint};
-use crate::cloud::CloudProvider;
-use crate::event_sink::{EventSink, EventType, node_reference};
+use crate::event_sink::{EventType, node_reference};
 use crate::names::cloud_node::CONTROLLER_NAME;
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::NodeParts;
 use crate::retry::{
     UPDATE_NODE_SPEC_BACKOFF, is_conflict_or_test_failed, is_not_found, retry_on_conflict,
 };
@@ -78,34 +76,20 @@ impl crate::wiring::RetryHint for NodeSyncError {
 /// Initializes Nodes registered by kubelets running with `--cloud-provider=external` and keeps
 /// their addresses current (upstream `CloudNodeController`).
 pub struct NodeController {
-    cloud: Arc<dyn CloudProvider>,
-    api: Api<Node>,
-    lister: Arc<dyn NodeLister>,
-    events: Arc<dyn EventSink>,
+    parts: NodeParts,
     metrics: NodeMetrics,
     /// The ring when cloud-node runs sharded: the address refresh touches admitted Nodes only.
     shard: Option<Ring>,
 }
 
 impl NodeController {
-    /// Builds the controller; fails when the provider has no instances facet, as upstream refuses
-    /// to construct the controller then.
-    pub fn new(
-        cloud: Arc<dyn CloudProvider>,
-        api: Api<Node>,
-        lister: Arc<dyn NodeLister>,
-        events: Arc<dyn EventSink>,
-        metrics: NodeMetrics,
-    ) -> Result<Self, NodeControllerError> {
-        NodeControllerError::check(cloud.as_ref())?;
-        Ok(Self {
-            cloud,
-            api,
-            lister,
-            events,
+    /// Builds the controller over `parts` (a cloud with an instances facet).
+    pub fn new(parts: NodeParts, metrics: NodeMetrics) -> Self {
+        Self {
+            parts,
             metrics,
             shard: None,
-        })
+        }
     }
 
     /// Runs sharded in `ring`: the periodic address refresh visits only the Nodes the ring
@@ -123,18 +107,18 @@ impl NodeController {
     /// successfully (upstream returns an error and finds the Node gone on the retry).
     #[tracing::instrument(skip(self), fields(controller = CONTROLLER_NAME))]
     pub async fn sync_node(&self, name: &str) -> Result<(), NodeSyncError> {
-        let Some(node) = self.lister.get(name) else {
+        let Some(node) = self.parts.lister.get(name) else {
             return Ok(());
         };
         if !has_uninitialized_taint(&node) {
-            return reconcile_node_labels(&self.api, &node)
+            return reconcile_node_labels(&self.parts.api, &node)
                 .await
                 .map_err(|source| NodeSyncError::Labels {
                     node: name.to_string(),
                     source,
                 });
         }
-        let metadata = match instance_metadata(&*self.cloud, &node).await {
+        let metadata = match instance_metadata(&*self.parts.cloud, &node).await {
             Ok(Some(metadata)) => metadata,
             Ok(None) => {
                 tracing::info!(
@@ -165,12 +149,12 @@ impl NodeController {
             || async {
                 let fresh = attempts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) > 0;
                 let current = if fresh {
-                    match self.api.get_opt(name).await? {
+                    match self.parts.api.get_opt(name).await? {
                         Some(node) => Arc::new(node),
                         None => return Ok(None),
                     }
                 } else {
-                    match self.lister.get(name) {
+                    match self.parts.lister.get(name) {
                         Some(node) => node,
                         None => return Ok(None),
                     }
@@ -184,6 +168,7 @@ impl NodeController {
                 let ops: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
                     .map_err(kube::Error::SerdeError)?;
                 match self
+                    .parts
                     .api
                     .patch(name, &PatchParams::default(), &Patch::Json::<()>(ops))
                     .await
@@ -206,13 +191,18 @@ impl NodeController {
         if let Some(delay) = seconds_since_creation(&updated, jiff::Timestamp::now()) {
             self.metrics.taint_removal_delay.observe(delay);
         }
-        update_node_address(&self.api, &updated, &modifiers.metadata().node_addresses).await;
+        update_node_address(
+            &self.parts.api,
+            &updated,
+            &modifiers.metadata().node_addresses,
+        )
+        .await;
         tracing::info!(
             node = name,
             "successfully initialized node with cloud provider"
         );
 
-        self.events.emit(
+        self.parts.events.emit(
             &node_reference(&node),
             EventType::Normal,
             "Synced",
@@ -241,7 +231,7 @@ impl NodeController {
         spread: Duration,
         stop: &CancellationToken,
     ) {
-        let mut nodes = self.lister.list();
+        let mut nodes = self.parts.lister.list();
         nodes.retain(|node| !has_uninitialized_taint(node));
         if let Some(ring) = &self.shard {
             nodes.retain(|node| ring.owns(&ObjectKey::from_object(&**node)));
@@ -270,9 +260,9 @@ impl NodeController {
 
     async fn refresh_node_addresses(&self, node: &Node) {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        match instance_addresses(&*self.cloud, node).await {
+        match instance_addresses(&*self.parts.cloud, node).await {
             Ok(Some(addresses)) => {
-                update_node_address(&self.api, node, &addresses).await;
+                update_node_address(&self.parts.api, node, &addresses).await;
             }
             Ok(None) => {
                 tracing::debug!(node = name, "cloud provided no metadata; addresses kept");

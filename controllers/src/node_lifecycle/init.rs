@@ -1,9 +1,12 @@
 //! Registers the cloud-node-lifecycle controller: a `monitor_nodes` pass every
-//! `--node-monitor-period` over the shared Node cache (no queue, as upstream).
+//! `--node-monitor-period` over the shared Node cache (no queue, as upstream), behind the
+//! standard layers as a [`Periodic`] loop named after the controller.
 
 use std::sync::Arc;
 
-use controller_manager::controller::{Period, run_periodically};
+use std::convert::Infallible;
+
+use controller_manager::controller::{Period, Periodic};
 use controller_manager::manager::{InitContext, InitError, InitOutcome, Initializer};
 use k8s_openapi::api::core::v1::Node;
 use kube::Api;
@@ -13,7 +16,7 @@ use crate::context::CloudContext;
 use crate::names::cloud_node_lifecycle::{
     CLIENT_NAME, CONTROLLER_ALIAS, CONTROLLER_NAME, EVENT_COMPONENT,
 };
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::{NodeControllerError, NodeParts};
 use crate::wiring::RecorderSink;
 
 /// The `cloud-node-lifecycle-controller` entry of the initializer map.
@@ -38,16 +41,22 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     };
     let client = ctx.client_for(CLIENT_NAME).await?;
     let informer = ctx.factory.informer::<Node>();
-    let controller = NodeLifecycleController::new(
+    let parts = NodeParts::new(
         cloud,
         Api::all(client.clone()),
         Arc::new(informer.store()),
         Arc::new(RecorderSink(ctx.event_recorder(&client, EVENT_COMPONENT))),
-        guard,
     )?;
+    let controller = NodeLifecycleController::new(parts, guard);
     let period = Period::Sliding(options.node_monitor_period.get());
+    let periodic = Periodic::new(CONTROLLER_NAME, period, &ctx.controller_metrics());
     let shutdown = ctx.shutdown.clone();
     Ok(InitOutcome::Started(Box::pin(async move {
-        run_periodically(period, shutdown, || controller.monitor_nodes()).await;
+        periodic
+            .run(shutdown, || async {
+                controller.monitor_nodes().await;
+                Ok::<(), Infallible>(())
+            })
+            .await;
     })))
 }

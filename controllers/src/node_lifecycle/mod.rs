@@ -49,10 +49,7 @@ pub mod taints;
 
 pub use init::initializer;
 
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Node;
-use kube::Api;
 use kube::api::{DeleteParams, Preconditions};
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -60,11 +57,9 @@ use tokio::time::Instant;
 pub use grace::{DeletionGuard, MissingTracker};
 pub use taints::{SHUTDOWN_TAINT_KEY, shutdown_taint};
 
-use crate::cloud::CloudProvider;
-use crate::event_sink::{EventSink, EventType, node_reference};
-use crate::listers::NodeLister;
+use crate::event_sink::{EventType, node_reference};
 use crate::names::cloud_node_lifecycle::CONTROLLER_NAME;
-use crate::node_errors::NodeControllerError;
+use crate::node_parts::NodeParts;
 use crate::retry::is_not_found;
 use cloud_state::{instance_exists, instance_shutdown};
 use taints::{add_or_update_taint_on_node, remove_taint_off_node};
@@ -81,38 +76,25 @@ pub fn ready_status(node: &Node) -> &str {
 /// Deletes Nodes whose instances are gone and marks shut-down instances, so the cluster's view of
 /// machines follows the cloud's (upstream `CloudNodeLifecycleController`).
 pub struct NodeLifecycleController {
-    cloud: Arc<dyn CloudProvider>,
-    api: Api<Node>,
-    lister: Arc<dyn NodeLister>,
-    events: Arc<dyn EventSink>,
+    parts: NodeParts,
     tracker: Mutex<MissingTracker>,
 }
 
 impl NodeLifecycleController {
-    /// Builds the controller; fails when the provider has no instances facet, as upstream skips
-    /// the controller then.
-    pub fn new(
-        cloud: Arc<dyn CloudProvider>,
-        api: Api<Node>,
-        lister: Arc<dyn NodeLister>,
-        events: Arc<dyn EventSink>,
-        guard: DeletionGuard,
-    ) -> Result<Self, NodeControllerError> {
-        NodeControllerError::check(cloud.as_ref())?;
-        Ok(Self {
-            cloud,
-            api,
-            lister,
-            events,
+    /// Builds the controller over `parts` (a cloud with an instances facet), deleting Nodes only
+    /// past `guard`.
+    pub fn new(parts: NodeParts, guard: DeletionGuard) -> Self {
+        Self {
+            parts,
             tracker: Mutex::new(MissingTracker::new(guard)),
-        })
+        }
     }
 
     /// One tick (upstream `MonitorNodes`): every cached Node, one after the other. Errors are
     /// logged per Node; the next tick tries again.
     #[tracing::instrument(skip(self), fields(controller = CONTROLLER_NAME))]
     pub async fn monitor_nodes(&self) {
-        let nodes = self.lister.list();
+        let nodes = self.parts.lister.list();
         self.tracker.lock().retain(|name| {
             nodes
                 .iter()
@@ -127,12 +109,13 @@ impl NodeLifecycleController {
         let name = node.metadata.name.as_deref().unwrap_or_default();
         if ready_status(node) == "True" {
             self.tracker.lock().forget(name);
-            if let Err(err) = remove_taint_off_node(&self.api, node, &shutdown_taint()).await {
+            if let Err(err) = remove_taint_off_node(&self.parts.api, node, &shutdown_taint()).await
+            {
                 tracing::error!(node = name, error = %err, "failed to remove the shutdown taint");
             }
             return;
         }
-        let exists = match instance_exists(&*self.cloud, node).await {
+        let exists = match instance_exists(&*self.parts.cloud, node).await {
             Ok(exists) => exists,
             Err(err) => {
                 tracing::error!(node = name, error = %err, "error checking if node exists");
@@ -156,10 +139,10 @@ impl NodeLifecycleController {
             return;
         }
         self.tracker.lock().forget(name);
-        match instance_shutdown(&*self.cloud, node).await {
+        match instance_shutdown(&*self.parts.cloud, node).await {
             Ok(true) => {
                 if let Err(err) =
-                    add_or_update_taint_on_node(&self.api, name, &shutdown_taint()).await
+                    add_or_update_taint_on_node(&self.parts.api, name, &shutdown_taint()).await
                 {
                     tracing::error!(node = name, error = %err,
                         "failed to apply the shutdown taint; the node may have been deleted");
@@ -174,7 +157,7 @@ impl NodeLifecycleController {
 
     async fn delete_node(&self, node: &Node) {
         let name = node.metadata.name.as_deref().unwrap_or_default();
-        let still_same_and_not_ready = self.lister.get(name).is_some_and(|current| {
+        let still_same_and_not_ready = self.parts.lister.get(name).is_some_and(|current| {
             current.metadata.uid == node.metadata.uid && ready_status(&current) != "True"
         });
         if !still_same_and_not_ready {
@@ -187,7 +170,7 @@ impl NodeLifecycleController {
             "deleting node since it is no longer present in cloud provider"
         );
         let reference = node_reference(node);
-        self.events.emit(
+        self.parts.events.emit(
             &reference,
             EventType::Normal,
             "DeletingNode",
@@ -200,12 +183,12 @@ impl NodeLifecycleController {
             }),
             ..Default::default()
         };
-        match self.api.delete(name, &params).await {
+        match self.parts.api.delete(name, &params).await {
             Ok(_) => self.tracker.lock().forget(name),
             Err(err) if is_not_found(&err) => self.tracker.lock().forget(name),
             Err(err) => {
                 tracing::error!(node = name, error = %err, "unable to delete node");
-                self.events.emit(
+                self.parts.events.emit(
                     &reference,
                     EventType::Warning,
                     "DeletingNodeFailed",

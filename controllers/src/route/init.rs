@@ -82,14 +82,12 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     {
         let queue = ctx.queue::<String>(watch::QUEUE_NAME, watch::pass_rate_limiter());
         nodes.add_handler(watch::enqueue_for(&queue)).detach();
-        let metrics = ctx.controller_metrics();
-        let controller = Arc::new(controller);
-        return Ok(InitOutcome::Started(Box::pin(async move {
-            controller.run_watch_based(queue, &metrics, shutdown).await;
-        })));
+        let run = Arc::new(controller).run_watch_based(queue, &ctx.controller_metrics(), shutdown);
+        return Ok(InitOutcome::Started(Box::pin(run)));
     }
     let period = options.route_reconciliation_period.get();
+    let metrics = ctx.controller_metrics();
     Ok(InitOutcome::Started(Box::pin(async move {
-        controller.run(period, shutdown).await;
+        controller.run(period, &metrics, shutdown).await;
     })))
 }

@@ -22,6 +22,9 @@
 //!   in flight (upstream: one goroutine per node behind client-go's QPS limiter).
 //! - The `FailedToCreateRoute` event references the Node by its real UID (upstream puts the node
 //!   name in the UID field).
+//! - In the watch-based mode a pass that fails on a cloud `Retry { after }` from `ListRoutes`
+//!   runs again after exactly `after`, as the service controller honours it (upstream's route
+//!   worker re-adds the key rate limited whatever the error); other failures back off as upstream.
 //!
 //! # Upstream behaviour → test
 //! | Behaviour (reference §3.4) | Test |
@@ -42,6 +45,7 @@
 //! | non-sliding period, first pass immediate, stops on shutdown | `tests/over_fake_cloud/route_reconcile_pass.rs::run_is_non_sliding_and_stops_on_shutdown` |
 //! | zero period raised to 1 s (safe difference) | `tests/over_fake_cloud/route_reconcile_pass.rs::zero_period_is_raised_to_the_minimum` |
 //! | watch-based mode: which Node events trigger; one pass per 10 s at most | `watch::tests::{node_event_triggers, at_most_one_pass_per_ten_seconds}` |
+//! | (ours) watch-based mode: a cloud `Retry { after }` runs the next pass after exactly `after` | `tests/over_fake_cloud/route_reconcile_pass.rs::watch_based_retry_runs_the_next_pass_after_exactly_the_delay` |
 //!
 //! End to end (`tests/route_reconcile.rs`, kube-testenv + fake cloud):
 //!

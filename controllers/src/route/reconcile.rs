@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::controller::{Period, run_periodically};
+use controller_manager::controller::layers::ControllerMetrics;
+use controller_manager::controller::{Period, Periodic};
 use futures::StreamExt;
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::{Node, ObjectReference};
@@ -20,6 +21,7 @@ use crate::cloud::{CloudError, CloudProvider, Route, Routes};
 use crate::event_sink::{EventSink, EventType};
 use crate::listers::NodeLister;
 use crate::names::node_route::CONTROLLER_NAME;
+use crate::wiring::RetryHint;
 
 /// At most this many cloud route calls (creates and deletes) are in flight at once; upstream's
 /// answer to the 1000-node route-creation storms (kubernetes/kubernetes #26119).
@@ -48,6 +50,17 @@ pub enum RouteError {
     /// `ListRoutes` failed; the only failure that fails a pass.
     #[error("error listing routes: {0}")]
     ListRoutes(#[source] CloudError),
+}
+
+/// A cloud `Retry { after }` from `ListRoutes` (the only call that fails a pass) asks the
+/// watch-based mode to run the next pass after exactly that delay.
+impl RetryHint for RouteError {
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            RouteError::ListRoutes(err) => err.retry_after(),
+            RouteError::RoutesUnsupported | RouteError::NoClusterCidrs => None,
+        }
+    }
 }
 
 /// The node-route controller: makes the cloud's routes match the Nodes' pod CIDRs and reports
@@ -111,20 +124,22 @@ impl RouteController {
     }
 
     /// Runs [`Self::reconcile_node_routes`] now and then every `period`, measured from the start
-    /// of each pass (upstream `wait.NonSlidingUntil`), until `shutdown`; errors are only logged.
-    /// A zero period would be a hot loop against the cloud (anchors §C); it is raised to
-    /// [`MIN_RECONCILIATION_PERIOD`].
-    pub async fn run(&self, period: Duration, shutdown: CancellationToken) {
+    /// of each pass (upstream `wait.NonSlidingUntil`), until `shutdown`, as a [`Periodic`] loop
+    /// counted in `metrics`; errors are only logged (and counted). A zero period would be a hot
+    /// loop against the cloud (anchors §C); it is raised to [`MIN_RECONCILIATION_PERIOD`].
+    pub async fn run(
+        &self,
+        period: Duration,
+        metrics: &ControllerMetrics,
+        shutdown: CancellationToken,
+    ) {
         if period < MIN_RECONCILIATION_PERIOD {
             tracing::warn!(?period, min = ?MIN_RECONCILIATION_PERIOD, "route reconciliation period too short; using the minimum");
         }
-        let period = period.max(MIN_RECONCILIATION_PERIOD);
-        run_periodically(Period::NonSliding(period), shutdown, || async {
-            if let Err(err) = self.reconcile_node_routes().await {
-                tracing::error!(error = %err, "route reconcile failed");
-            }
-        })
-        .await;
+        let period = Period::NonSliding(period.max(MIN_RECONCILIATION_PERIOD));
+        Periodic::new(CONTROLLER_NAME, period, metrics)
+            .run(shutdown, || self.reconcile_node_routes())
+            .await;
     }
 
     /// One pass: list routes and Nodes, delete stale owned routes, create missing ones (at most

@@ -4,14 +4,17 @@
 //! deletes, and updates that change `spec.podCIDRs` or `status.addresses` (or re-deliver the same
 //! resourceVersion, a resync), add it rate limited by a token bucket of one token per 10 s, burst
 //! 1, no delay above 10 s: at most one pass per 10 s however many Nodes change. One worker runs
-//! [`RouteController::reconcile_node_routes`]; a failed pass is added back rate limited. Events
+//! [`RouteController::reconcile_node_routes`]; a failed pass is added back rate limited (or after
+//! exactly the delay of a cloud `Retry { after }`, see [`RouteError`](super::RouteError)). Events
 //! arriving during a pass queue the key again for after it (the queue's dirty set), so none is
 //! lost. `--route-reconciliation-period` is ignored in this mode, as upstream.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use controller_manager::controller::{Action, Controller, Request, layers};
+use controller_manager::controller::Controller;
+use controller_manager::controller::layers::ControllerMetrics;
 use controller_manager::informer::Event;
 use controller_manager::workqueue::{RateLimiter, TokenBucket, WithMaxWait, WorkQueue};
 use k8s_openapi::api::core::v1::Node;
@@ -19,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::RouteController;
 use crate::names::node_route::CONTROLLER_NAME;
-use crate::wiring::RECONCILE_TIMEOUT;
+use crate::wiring::reconcile_service;
 
 /// Name of the queue (and its `workqueue_*` metrics), as upstream.
 pub const QUEUE_NAME: &str = "Routes";
@@ -61,30 +64,23 @@ pub fn enqueue_for(queue: &WorkQueue<String>) -> impl Fn(&Event<Node>) + Send + 
 }
 
 impl RouteController {
-    /// Runs the one worker of the watch-based mode over `queue` (fed by [`enqueue_for`]) until
-    /// `shutdown`; a failed pass goes back to the queue rate limited.
-    pub async fn run_watch_based(
+    /// The one worker of the watch-based mode over `queue` (fed by [`enqueue_for`]), until
+    /// `shutdown`: [`reconcile_service`] over [`RouteController::reconcile_node_routes`], as every
+    /// queue-driven cloud controller is built. A failed pass goes back to the queue rate limited,
+    /// or after exactly the delay a cloud `Retry { after }` asked for.
+    pub fn run_watch_based(
         self: Arc<Self>,
         queue: WorkQueue<String>,
-        metrics: &controller_manager::controller::layers::ControllerMetrics,
+        metrics: &ControllerMetrics,
         shutdown: CancellationToken,
-    ) {
-        let controller = self.clone();
-        let service = layers::standard(CONTROLLER_NAME, metrics, RECONCILE_TIMEOUT).service_fn(
-            move |_req: Request<String>| {
-                let c = controller.clone();
-                async move {
-                    c.reconcile_node_routes()
-                        .await
-                        .map(|()| Action::Done)
-                        .map_err(tower::BoxError::from)
-                }
-            },
-        );
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let service = reconcile_service(CONTROLLER_NAME, metrics, None, move |_key: String| {
+            let controller = self.clone();
+            async move { controller.reconcile_node_routes().await }
+        });
         Controller::new(CONTROLLER_NAME, queue, service)
             .workers(1)
             .run(shutdown)
-            .await;
     }
 }
 

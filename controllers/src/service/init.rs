@@ -1,11 +1,14 @@
 //! Registers the service-lb controller: Service handler (resync 30 s) → `service` queue →
 //! `sync_service` workers; Node handler (resync 100 s) → [`NodeChanges`] (coalesced by
 //! `--node-sync-batch-period`) → every load-balanced Service key on the `node` queue →
-//! `sync_load_balancer_hosts` workers (`--concurrent-service-syncs`), one load balancer each.
+//! `sync_load_balancer_hosts` workers (`--concurrent-service-syncs`), one load balancer each;
+//! while changes keep coming the answers come further apart, up to
+//! `--node-sync-max-batch-period`.
 //! Both queues back off per key 5 s → 300 s with no token bucket, as upstream, and honour a
 //! cloud's `Retry { after }`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use controller_manager::controller::Controller;
 use controller_manager::controller::layers::ControllerMetrics;
@@ -18,6 +21,7 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use tokio_util::sync::CancellationToken;
 
 use super::coalesce::NodeChanges;
+use super::node_set::NodeRevision;
 use super::predicates::wants_load_balancer;
 use super::{
     CONTROLLER_NAME, EVENT_COMPONENT, MAX_RETRY_DELAY, MIN_RETRY_DELAY, NODE_RESYNC_PERIOD,
@@ -53,7 +57,10 @@ async fn init(ctx: InitContext<CloudContext>) -> Result<InitOutcome, InitError> 
     }
     let lane = service_lane(&ctx).await?;
     let options = &ctx.extra.options;
-    let changes = NodeChanges::new(options.node_sync_batch_period.get());
+    let changes = NodeChanges::new(
+        options.node_sync_batch_period.get(),
+        options.node_sync_max_batch_period.get(),
+    );
     let node_changes = changes.clone();
     ctx.factory
         .informer::<Node>()
@@ -137,6 +144,13 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
             SERVICE_RESYNC_PERIOD,
         )
         .detach();
+    // Every Node event, after the cache took it: the eligible node set is built again only then.
+    let node_revision = NodeRevision::default();
+    let bump = node_revision.clone();
+    ctx.factory
+        .informer::<Node>()
+        .add_handler_with_resync(move |_: &Event<Node>| bump.bump(), Duration::ZERO)
+        .detach();
     let recorder = ctx.event_recorder(&client, EVENT_COMPONENT);
     let controller = Arc::new(
         ServiceController::new(
@@ -147,7 +161,9 @@ pub async fn service_lane(ctx: &InitContext<CloudContext>) -> Result<ServiceLane
             Arc::new(ctx.factory.informer::<Node>().store()),
             Arc::new(RecorderSink(recorder)),
         )?
-        .with_metrics(ctx.register_metrics(ServiceMetrics::new)),
+        .with_metrics(ctx.register_metrics(ServiceMetrics::new))
+        .with_node_revision(node_revision)
+        .with_shutdown(ctx.shutdown.clone()),
     );
     let c = controller.clone();
     let shard = ctx.shard().cloned();

@@ -111,6 +111,7 @@ pub use coalesce::NodeChanges;
 pub use error::{ServiceSyncError, UpdateHostsError};
 pub use init::{ServiceLane, initializer, run_node_sync, service_lane};
 pub use metrics::ServiceMetrics;
+pub use node_set::NodeRevision;
 pub use sync::{NewServiceControllerError, ServiceController, service_key};
 
 /// Resync period of the Service event handler; a resync can only enqueue pending cleanups, so

@@ -11,10 +11,8 @@ use tokio::time::Instant;
 
 use super::ServiceController;
 use super::error::UpdateHostsError;
-use super::node_set::NodeSet;
-use super::predicates::{
-    filter_lb_nodes, nodes_sufficiently_equal, should_sync_updated_node, wants_load_balancer,
-};
+use super::node_set::EligibleNodes;
+use super::predicates::{should_sync_updated_node, wants_load_balancer};
 use crate::cloud::{CloudError, LoadBalancer};
 use crate::event_sink::EventType;
 
@@ -44,6 +42,9 @@ enum HostsUpdate {
 
 /// How many quota refusals of one update are waited out in place before the key is requeued.
 const RETRIES_IN_PLACE: u32 = 5;
+/// The longest `after` waited out in place: a longer one is the cloud asking for a real pause,
+/// and holding a worker and the Service's lock through it would stall its ensure.
+const MAX_WAIT_IN_PLACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl ServiceController {
     /// Whether a Node Add/Update/Delete should trigger a node sync: Add (`old == None`) and Delete
@@ -107,20 +108,29 @@ impl ServiceController {
         let lb = self
             .lb()
             .map_err(|_| UpdateHostsError(CloudError::NotImplemented))?;
-        // A refusal for the quota (`Retry { after }`) is retried here, holding this key's place:
-        // requeued, it would wait behind load balancers that already hold the joined Nodes and
-        // spend the quota on them, pass after pass, while this one holds none.
+        // A refusal for the quota (`Retry { after }`, up to a second) is retried here, holding
+        // this key's place: requeued, it would wait behind load balancers that already hold the
+        // joined Nodes and spend the quota on them, pass after pass, while this one holds none.
+        // Shutdown ends the wait: the key goes back to the queue, which is stopping.
         let mut new_nodes = new_nodes;
         let mut refusals = 0;
         let result = loop {
-            let result = self.update_load_balancer_hosts(lb, &svc, &new_nodes).await;
+            let result = self
+                .update_load_balancer_hosts(lb, &svc, new_nodes.nodes())
+                .await;
             let after = match &result {
-                Err(err) if refusals < RETRIES_IN_PLACE => err.retry_after(),
+                Err(err) if refusals < RETRIES_IN_PLACE => err
+                    .retry_after()
+                    .filter(|after| *after <= MAX_WAIT_IN_PLACE),
                 _ => None,
             };
             let Some(after) = after else { break result };
             refusals += 1;
-            tokio::time::sleep(after).await;
+            tokio::select! {
+                biased;
+                () = self.shutdown.cancelled() => break result,
+                () = tokio::time::sleep(after) => {}
+            }
             match self.hosts_to_sync(key) {
                 Some(latest) => new_nodes = latest,
                 None => {
@@ -150,10 +160,11 @@ impl ServiceController {
     /// The current eligible node set, if it is not sufficiently equal to the one the cloud last
     /// accepted for `key`. `None` too for a load balancer this process has not ensured yet: it
     /// may not exist, and its ensure, queued or running, passes the node set of its own time.
-    fn hosts_to_sync(&self, key: &str) -> Option<NodeSet> {
-        let old_nodes = filter_lb_nodes(self.last_synced_nodes.lock().get(key)?);
-        let new_nodes = filter_lb_nodes(&self.nodes.list());
-        (!nodes_sufficiently_equal(&old_nodes, &new_nodes)).then(|| self.node_sets.share(new_nodes))
+    /// O(1) when the Node cache did not change since the last call (see `node_set`).
+    fn hosts_to_sync(&self, key: &str) -> Option<Arc<EligibleNodes>> {
+        let old_nodes = self.last_synced_nodes.lock().get(key)?.clone();
+        let new_nodes = self.eligible_nodes();
+        (!old_nodes.same_for_the_cloud(&new_nodes)).then_some(new_nodes)
     }
 
     async fn update_load_balancer_hosts(

@@ -217,7 +217,8 @@ pub fn should_sync_updated_node(old: &Node, new: &Node) -> bool {
     provider_id(old) != provider_id(new)
 }
 
-fn provider_id(node: &Node) -> &str {
+/// The Node's `spec.providerID`, empty when unset (as Go reads it).
+pub fn provider_id(node: &Node) -> &str {
     node.spec
         .as_ref()
         .and_then(|s| s.provider_id.as_deref())

@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{LoadBalancerStatus, ObjectReference, Service};
 use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
 
 use super::error::ServiceSyncError;
 use super::metrics::ServiceMetrics;
-use super::node_set::{NodeSet, NodeSets};
+use super::node_set::{EligibleNodeCache, EligibleNodes, NodeRevision};
 use super::patch;
-use super::predicates::{filter_lb_nodes, needs_cleanup, needs_update, wants_load_balancer};
+use super::predicates::{needs_cleanup, needs_update, wants_load_balancer};
 use super::{NodeLister, ServiceLister};
 use crate::cloud::{CloudError, CloudProvider, LoadBalancer};
 use crate::event_sink::{EventSink, EventType};
@@ -41,9 +42,13 @@ pub struct ServiceController {
     pub(super) service_cache: Mutex<HashMap<String, Arc<Service>>>,
     /// Key → node set the cloud last accepted for the Service's load balancer (an ensure or a
     /// host update that succeeded); a failed or cancelled call leaves it as it was.
-    pub(super) last_synced_nodes: Mutex<HashMap<String, NodeSet>>,
-    /// Shares the recorded sets between load balancers that were given the same Nodes.
-    pub(super) node_sets: NodeSets,
+    pub(super) last_synced_nodes: Mutex<HashMap<String, Arc<EligibleNodes>>>,
+    /// The eligible node set, built once per change of the Node cache and shared by every load
+    /// balancer given it.
+    pub(super) eligible: EligibleNodeCache,
+    /// Cancelled when the manager stops: an update waiting out a quota refusal in place stops
+    /// waiting, so a pass in flight ends at the load balancer it is at.
+    pub(super) shutdown: CancellationToken,
     /// Key → lock held across an ensure or a host update of that Service, so the two lanes
     /// never race on one load balancer and the recorded set matches the cloud's.
     lb_locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -116,7 +121,8 @@ impl ServiceController {
             metrics: ServiceMetrics::default(),
             service_cache: Mutex::default(),
             last_synced_nodes: Mutex::default(),
-            node_sets: NodeSets::default(),
+            eligible: EligibleNodeCache::default(),
+            shutdown: CancellationToken::new(),
             lb_locks: Mutex::default(),
             node_change_since: Mutex::default(),
         })
@@ -127,6 +133,24 @@ impl ServiceController {
     pub fn with_metrics(mut self, metrics: ServiceMetrics) -> Self {
         self.metrics = metrics;
         self
+    }
+
+    /// Lists the Nodes again only after `revision` moved (the Node handler bumps it on every
+    /// event); without it, every node sync and ensure lists them.
+    pub fn with_node_revision(mut self, revision: NodeRevision) -> Self {
+        self.eligible = EligibleNodeCache::tracking(revision);
+        self
+    }
+
+    /// Stops waiting out quota refusals in place once `shutdown` is cancelled.
+    pub fn with_shutdown(mut self, shutdown: CancellationToken) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// The eligible node set now, shared.
+    pub(super) fn eligible_nodes(&self) -> Arc<EligibleNodes> {
+        self.eligible.current(&*self.nodes)
     }
 
     pub(super) fn lb(&self) -> Result<&dyn LoadBalancer, ServiceSyncError> {
@@ -338,8 +362,8 @@ impl ServiceController {
             .map_err(ServiceSyncError::AddFinalizer)?;
         let lock = self.lb_lock(key);
         let _serialized = lock.lock().await;
-        let nodes = self.node_sets.share(filter_lb_nodes(&self.nodes.list()));
-        if nodes.is_empty() {
+        let nodes = self.eligible_nodes();
+        if nodes.nodes().is_empty() {
             self.event(
                 svc,
                 EventType::Warning,
@@ -348,7 +372,7 @@ impl ServiceController {
             );
         }
         let result = lb
-            .ensure_load_balancer(&self.cluster_name, svc, &nodes)
+            .ensure_load_balancer(&self.cluster_name, svc, nodes.nodes())
             .await;
         if matches!(result, Ok(_) | Err(CloudError::ImplementedElsewhere)) {
             // Recorded only once the cloud took it (upstream records before the call, so a

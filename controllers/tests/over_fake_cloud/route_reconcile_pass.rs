@@ -13,10 +13,13 @@ use cloud_controllers::node::NodeLister;
 use cloud_controllers::route::cidrs::parse_cluster_cidrs;
 use cloud_controllers::route::condition::{NETWORK_UNAVAILABLE, REASON_ROUTE_CREATED};
 use cloud_controllers::route::{
-    MAX_CONCURRENT_ROUTE_OPERATIONS, RouteController, RouteError, RouteMetrics,
+    MAX_CONCURRENT_ROUTE_OPERATIONS, RouteController, RouteError, RouteMetrics, watch,
 };
+use controller_manager::controller::layers::ControllerMetrics;
+use controller_manager::workqueue::WorkQueue;
 use fake_cloud::{FakeCloud, FaultSpec, Method};
 use k8s_openapi::api::core::v1::Node;
+use prometheus_client::registry::Registry;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -133,7 +136,8 @@ async fn run_is_non_sliding_and_stops_on_shutdown() {
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
         let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
-        async move { ctl.run(Duration::from_secs(10), shutdown).await }
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        async move { ctl.run(Duration::from_secs(10), &metrics, shutdown).await }
     });
     let start = Instant::now();
     // Passes at 0, 10, 20, 30 s.
@@ -161,11 +165,49 @@ async fn zero_period_is_raised_to_the_minimum() {
     let shutdown = CancellationToken::new();
     let task = tokio::spawn({
         let (ctl, shutdown) = (ctl.clone(), shutdown.clone());
-        async move { ctl.run(Duration::ZERO, shutdown).await }
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        async move { ctl.run(Duration::ZERO, &metrics, shutdown).await }
     });
     tokio::time::sleep(Duration::from_millis(2500)).await;
     // Passes at 0, 1 and 2 s: no hot loop.
     assert_eq!(cloud.calls_to(Method::ListRoutes).len(), 3);
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
+/// The watch-based mode is built like every queue-driven cloud controller: a cloud
+/// `Retry { after }` fails the pass with the queue's `RetryAfter`, so the next pass runs after
+/// exactly `after`. Backing off instead (the `Routes` limiter) would run it within 10 s.
+#[tokio::test(start_paused = true)]
+async fn watch_based_retry_runs_the_next_pass_after_exactly_the_delay() {
+    let after = Duration::from_secs(30);
+    let cloud = FakeCloud::new();
+    cloud.fail(
+        Method::ListRoutes,
+        FaultSpec::retry("route quota exhausted", after).times(1),
+    );
+    let ctl = Arc::new(controller(Arc::new(cloud.clone()), vec![]));
+    let queue = WorkQueue::builder(watch::QUEUE_NAME)
+        .rate_limiter(watch::pass_rate_limiter())
+        .build();
+    queue.add_rate_limited(watch::ROUTES_KEY.to_string());
+    let metrics = ControllerMetrics::new(&mut Registry::default());
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(ctl.run_watch_based(queue, &metrics, shutdown.clone()));
+
+    // Well past the limiter's 10 s and just short of the delay: only the refused pass ran.
+    tokio::time::sleep(after - Duration::from_millis(100)).await;
+    assert_eq!(cloud.calls_to(Method::ListRoutes).len(), 1);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let calls = cloud.calls_to(Method::ListRoutes);
+    assert_eq!(calls.len(), 2, "the pass runs again once the delay is over");
+    assert!(!calls[0].outcome.is_ok() && calls[1].outcome.is_ok());
+    let gap = calls[1].started - calls[0].finished;
+    assert!(
+        gap >= after && gap <= after + Duration::from_millis(5),
+        "next pass {gap:?} after the refused one, asked for {after:?}"
+    );
+
     shutdown.cancel();
     task.await.unwrap();
 }
@@ -176,7 +218,8 @@ fn futures_are_send() {
     fn assert_send<T: Send>(_: T) {}
     fn check(ctl: &RouteController) {
         assert_send(ctl.reconcile_node_routes());
-        assert_send(ctl.run(Duration::from_secs(1), CancellationToken::new()));
+        let metrics = ControllerMetrics::new(&mut Registry::default());
+        assert_send(ctl.run(Duration::from_secs(1), &metrics, CancellationToken::new()));
     }
     let _ = check;
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cloud_controllers::cloud::CloudProvider;
 use cloud_controllers::event_sink::RecordedEvents;
 use cloud_controllers::service::{
-    NodeLister, ServiceController, ServiceLister, ServiceMetrics, ServiceSyncError,
+    NodeLister, NodeRevision, ServiceController, ServiceLister, ServiceMetrics, ServiceSyncError,
 };
 use fake_cloud::{FakeCloud, Method};
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
@@ -22,10 +22,13 @@ pub const CLUSTER: &str = "kubernetes";
 pub const KEY: &str = "default/web";
 
 /// What an informer cache would hold; refreshed explicitly from the API server.
+/// Each change of its Nodes bumps `revision`, as the informer's Node handler does after the
+/// store took a change.
 #[derive(Default)]
 pub struct Cache {
     pub services: Mutex<HashMap<(String, String), Arc<Service>>>,
     nodes: Mutex<Vec<Arc<Node>>>,
+    pub revision: NodeRevision,
 }
 
 impl ServiceLister for Cache {
@@ -65,11 +68,13 @@ impl Cache {
             .await
             .unwrap();
         *self.nodes.lock() = nodes.items.into_iter().map(Arc::new).collect();
+        self.revision.bump();
     }
 
     /// A Node joins the cache (as its informer would see it), without the API.
     pub fn add_node(&self, node: Node) {
         self.nodes.lock().push(Arc::new(node));
+        self.revision.bump();
     }
 }
 
@@ -138,7 +143,8 @@ pub async fn harness_with(
         Arc::new(events.clone()),
     )
     .unwrap()
-    .with_metrics(metrics.clone());
+    .with_metrics(metrics.clone())
+    .with_node_revision(cache.revision.clone());
     let ctl = Arc::new(ctl);
     Harness {
         env,

@@ -6,52 +6,44 @@
 //!
 //! - `health`: named checks and the upstream rendering (`ok`, `[+]name ok`, `[-]name failed:
 //!   reason withheld`, `?verbose`, `?exclude=`), independent of HTTP so it is unit-tested directly.
-//! - `listener`: the listening socket (`--permit-*-sharing`), TLS accept, the hyper serve loop;
-//!   `connections`: the connection cap and the header and idle timeouts.
-//! - `server`: the axum routes; `slis`, `configz`: those two endpoints.
-//! - `profiling`: `/debug/pprof` and the [`HeapProfiler`] hook; `cpu_profile`: the CPU sampler.
-//! - `tls`: the serving certificate: `--tls-cert-file`/`--tls-private-key-file`, or a self-signed
-//!   pair made at start (kept in `--cert-dir` when given), as upstream's secure serving;
-//!   `tls_flags`: the other `--tls-*` flags; `tls_handshake`: SNI and client-certificate requests.
+//! - `server`: the axum routes on a [`crate::serving::Server`], which owns the listening socket,
+//!   TLS and certificate reloading, HTTP/1.1 and HTTP/2, the connection limits and the graceful
+//!   shutdown; `slis`, `configz`: those two endpoints.
+//! - `pprof`: the `/debug/pprof` routes over [`crate::profiling`]'s profilers.
 //! - `auth`: delegated authentication (front proxy, client certificates, TokenReview) and
 //!   authorization (`system:masters`, always-allowed paths, SubjectAccessReview).
-//! - `x509`: CA bundles and certificate names.
 //!
 //! [`AdminServer::secure`] turns on HTTPS and, with [`AdminOptions::auth`], delegated auth; the
 //! manager does so when [`ManagerConfig::admin_tls`](crate::manager::ManagerConfig::admin_tls)
 //! is set, which the binary does (except in `--dev` without certificate flags), as upstream
 //! serves `--secure-port` over HTTPS. Over plain HTTP nothing is authenticated.
+//!
+//! The serving types the admin server's configuration names are re-exported here, as before
+//! they moved to [`crate::serving`] and [`crate::profiling`].
 
 mod auth;
 mod configz;
-mod connections;
-mod cpu_profile;
 mod health;
-mod listener;
-mod profiling;
+mod pprof;
 mod server;
 mod slis;
 mod text;
-mod tls;
-mod tls_flags;
-mod tls_handshake;
-mod x509;
 
 use std::sync::Arc;
 
-pub use auth::{
-    AllowPaths, AuthSetupError, DelegatedAuth, DelegatedAuthConfig, RequestHeaderFlags, UserInfo,
+pub use crate::options::AllowPaths;
+pub use crate::profiling::{DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, Profiling};
+pub use crate::serving::{
+    ConnectionLimits, SelfSignedPair, ServingCert, SniCertKey, SocketSharing, TlsError, TlsSettings,
 };
+pub use auth::{AuthSetupError, DelegatedAuth, DelegatedAuthConfig, RequestHeaderFlags, UserInfo};
 pub use configz::Configz;
-pub use connections::ConnectionLimits;
 pub use health::{HealthChecks, HealthReport};
-pub use listener::SocketSharing;
-pub use profiling::{DEFAULT_PROFILE_SECONDS, HeapProfiler, MAX_PROFILE_SECONDS, Profiling};
 pub use server::AdminServer;
 #[cfg(feature = "testing")]
 pub(crate) use server::percent_decode;
-pub use tls::{SelfSignedPair, ServingCert, TlsError};
-pub use tls_flags::{SniCertKey, TlsSettings};
+
+use crate::serving::{ServeError, Tls};
 
 /// How a manager's admin server is set up beyond its address and certificate.
 #[derive(Clone, Debug, Default)]
@@ -85,8 +77,12 @@ impl AdminServer {
         if let Some(auth) = &auth {
             tokio::spawn(auth::keep_fresh(Arc::downgrade(auth)));
         }
-        let config = cert.server_config_with(&options.tls, client_certs)?;
-        let server = self.with_tls(config).with_http(&options.tls);
+        let certificates = cert.load()?.with_sni(&options.tls.sni)?;
+        let tls = match client_certs {
+            true => Tls::requesting_client_certificates(certificates, &options.tls)?,
+            false => Tls::new(certificates, &options.tls)?,
+        };
+        let server = self.with_tls(tls);
         Ok(match auth {
             Some(auth) => server.with_auth(auth),
             None => server,
@@ -115,4 +111,13 @@ pub enum AdminError {
     /// Delegated authentication or authorization could not be set up.
     #[error(transparent)]
     Auth(#[from] AuthSetupError),
+}
+
+impl From<ServeError> for AdminError {
+    fn from(error: ServeError) -> Self {
+        match error {
+            ServeError::Bind { addr, source } => AdminError::Bind { addr, source },
+            ServeError::Serve(source) => AdminError::Serve(source),
+        }
+    }
 }

@@ -1,4 +1,5 @@
-//! The admin routes on axum and the serve loop; one listener, shut down with the process token.
+//! The admin routes on axum, served by a [`Server`] of the serving layer until the process
+//! token fires.
 //!
 //! Routes: `/healthz`, `/readyz`, `/livez` (each with `/<endpoint>/<check>`), `/metrics`,
 //! `/metrics/slis`, `/configz` and, with [`AdminServer::with_profiling`], `/debug/pprof`; with
@@ -15,18 +16,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
-use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
+use super::AdminError;
 use super::auth::{DelegatedAuth, guard};
 use super::configz::Configz;
-use super::connections::{CappedListener, ConnectionLimits};
 use super::health::HealthChecks;
-use super::listener::{self, Http, SocketSharing};
-use super::profiling::{self, Profiling};
+use super::pprof;
 use super::slis::Slis;
 use super::text::text;
-use super::{AdminError, TlsSettings};
+use crate::profiling::Profiling;
+use crate::serving::{ConnectionLimits, Server, SocketSharing, Tls, TlsSettings};
 
 /// OpenMetrics text exposition, what prometheus-client encodes.
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -54,11 +54,8 @@ impl Endpoints {
 /// Serves probes and metrics for the whole process; bound at construction so `--secure-port=0`
 /// style callers and tests learn the port before serving.
 pub struct AdminServer {
-    listener: std::net::TcpListener,
-    local_addr: SocketAddr,
+    server: Server,
     endpoints: Endpoints,
-    tls: Option<Arc<ServerConfig>>,
-    http: Http,
     auth: Option<Arc<DelegatedAuth>>,
     profiling: Profiling,
 }
@@ -66,8 +63,7 @@ pub struct AdminServer {
 impl std::fmt::Debug for AdminServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdminServer")
-            .field("local_addr", &self.local_addr)
-            .field("tls", &self.tls.is_some())
+            .field("server", &self.server)
             .field("auth", &self.auth)
             .field("profiling", &self.profiling)
             .finish_non_exhaustive()
@@ -103,14 +99,8 @@ impl AdminServer {
         live: HealthChecks,
         registry: Arc<Mutex<Registry>>,
     ) -> Result<Self, AdminError> {
-        let listener = listener::bind(addr, sharing)?;
-        let local_addr = listener
-            .local_addr()
-            .map_err(|source| AdminError::Bind { addr, source })?;
-        let defaults = TlsSettings::default();
         Ok(Self {
-            listener,
-            local_addr,
+            server: Server::bind(addr, sharing)?,
             endpoints: Endpoints {
                 healthz: health,
                 readyz: ready,
@@ -119,37 +109,28 @@ impl AdminServer {
                 slis: Slis::new(),
                 configz: Configz::new(),
             },
-            tls: None,
-            http: Http {
-                http2: defaults.http2,
-                max_streams: defaults.http2_max_streams,
-                limits: ConnectionLimits::default(),
-            },
             auth: None,
             profiling: Profiling::default(),
         })
     }
 
-    /// Serves HTTPS with `config` (see [`ServingCert`](super::ServingCert)) instead of plain HTTP.
-    pub fn with_tls(mut self, config: Arc<ServerConfig>) -> Self {
-        self.tls = Some(config);
+    /// Serves HTTPS with `tls` (its certificates from [`ServingCert::load`](super::ServingCert::load)
+    /// or any other [`Certificates`](crate::serving::Certificates)) instead of plain HTTP.
+    pub fn with_tls(mut self, tls: Tls) -> Self {
+        self.server = self.server.with_tls(tls);
         self
     }
 
     /// HTTP/2 on or off (`--disable-http2-serving`) and its stream limit, from the TLS settings.
     pub fn with_http(mut self, settings: &TlsSettings) -> Self {
-        self.http = Http {
-            http2: settings.http2,
-            max_streams: settings.http2_max_streams,
-            limits: self.http.limits,
-        };
+        self.server = self.server.with_http2(settings);
         self
     }
 
     /// Replaces the header, idle and connection-count limits (default: upstream's 32 s and 90 s,
     /// and a quarter of the open-file limit).
     pub fn with_connection_limits(mut self, limits: ConnectionLimits) -> Self {
-        self.http.limits = limits;
+        self.server = self.server.with_limits(limits);
         self
     }
 
@@ -173,7 +154,7 @@ impl AdminServer {
 
     /// The bound address (the real port when asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.server.local_addr()
     }
 
     fn router(&self, shutdown: &CancellationToken) -> Router {
@@ -194,7 +175,7 @@ impl AdminServer {
         }
         let mut router = router.with_state(self.endpoints.clone());
         if self.profiling.enabled {
-            router = router.merge(profiling::routes(&self.profiling, shutdown.clone()));
+            router = router.merge(pprof::routes(&self.profiling, shutdown.clone()));
         }
         match &self.auth {
             Some(auth) => router.layer(axum::middleware::from_fn_with_state(auth.clone(), guard)),
@@ -205,16 +186,8 @@ impl AdminServer {
     /// Serves until `shutdown` is cancelled, then finishes in-flight requests and returns.
     pub async fn serve(self, shutdown: CancellationToken) -> Result<(), AdminError> {
         let router = self.router(&shutdown);
-        let tcp = CappedListener::new(listener::into_tokio(self.listener)?, &self.http.limits);
-        tracing::info!(addr = %self.local_addr, https = self.tls.is_some(), authenticated = self.auth.is_some(), "admin server listening");
-        match self.tls {
-            Some(config) => {
-                let tls = listener::TlsListener::new(tcp, config);
-                listener::serve(tls, router, self.http, shutdown).await;
-            }
-            None => listener::serve(tcp, router, self.http, shutdown).await,
-        }
-        Ok(())
+        tracing::info!(addr = %self.server.local_addr(), https = self.server.is_tls(), authenticated = self.auth.is_some(), "admin server listening");
+        Ok(self.server.serve(router, shutdown).await?)
     }
 }
 

@@ -17,22 +17,21 @@
 //! tokens.
 
 mod builder;
+mod kubeconfig;
 mod metrics;
 mod rate_limit;
 mod request_info;
 mod token;
 mod trace;
 
-use std::path::PathBuf;
-
 use http::{HeaderValue, header::USER_AGENT};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use tower::buffer::BufferLayer;
 use tower::util::option_layer;
 
 use crate::options::ClientOptions;
 
 pub use builder::ClientBuilder;
+pub use kubeconfig::{KubeconfigError, config_from_kubeconfig};
 pub use metrics::{
     ClientMetrics, LATENCY_BUCKETS, LatencyLabels, MetricsLayer, MetricsService,
     RequestResultLabels,
@@ -50,19 +49,10 @@ const INNER_BUFFER: usize = 1024;
 /// Why no client could be built; each says which flag to change.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The `--kubeconfig` file could not be read or used.
-    #[error("cannot use kubeconfig {path}: {source}")]
-    Kubeconfig {
-        /// The file named by `--kubeconfig`.
-        path: PathBuf,
-        /// What kube reported.
-        #[source]
-        source: kube::config::KubeconfigError,
-    },
-    /// The `--kubeconfig` file could not be read (missing, unreadable, or larger than
-    /// [`MAX_FILE_BYTES`](crate::files::MAX_FILE_BYTES)).
-    #[error("cannot read kubeconfig {0}")]
-    KubeconfigFile(#[source] crate::files::FileError),
+    /// The `--kubeconfig` file could not be read or used; the message names the file, key and
+    /// line, never a value from it.
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
     /// Neither flag was given and this is not a pod.
     #[error(
         "no API server configured: not running in a cluster ({0}); pass --kubeconfig or --master"
@@ -100,6 +90,10 @@ pub enum ClientError {
     /// kube could not build its HTTP stack (TLS material, proxy, auth plugin).
     #[error("cannot build the API client: {0}")]
     Build(#[source] kube::Error),
+    /// The client certificate or key in the configuration could not be loaded; the reason
+    /// names the field, never its data.
+    #[error("cannot build the API client: {0}")]
+    Identity(String),
 }
 
 /// Loads the configuration from the flags and builds a client with `user_agent` (upstream:
@@ -130,17 +124,7 @@ pub async fn load_config(opts: &ClientOptions) -> Result<kube::Config, ClientErr
         .map(parse_master)
         .transpose()?;
     let mut config = match (&opts.kubeconfig, &master) {
-        (Some(path), _) => {
-            let kubeconfig_error = |source| ClientError::Kubeconfig {
-                path: path.clone(),
-                source,
-            };
-            crate::files::read_bounded(path).map_err(ClientError::KubeconfigFile)?;
-            let kubeconfig = Kubeconfig::read_from(path).map_err(kubeconfig_error)?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(kubeconfig_error)?
-        }
+        (Some(path), _) => config_from_kubeconfig(path).await?,
         (None, Some(url)) => kube::Config::new(url.clone()),
         (None, None) => kube::Config::incluster().map_err(ClientError::NoConfig)?,
     };
@@ -192,7 +176,11 @@ fn build_layered(
     });
     let metrics_layer = metrics.map(|m| MetricsLayer::new(m.clone(), host.clone()));
     let builder = kube::client::ClientBuilder::try_from(config)
-        .map_err(ClientError::Build)?
+        .map_err(|e| match e {
+            // Its message would quote a character of undecodable key data.
+            kube::Error::InferKubeconfig(e) => ClientError::Identity(kubeconfig::redacted(&e)),
+            other => ClientError::Build(other),
+        })?
         .with_layer(&BufferLayer::new(INNER_BUFFER))
         .with_layer(&option_layer(token))
         .with_layer(&option_layer(rate_limit))
@@ -228,7 +216,7 @@ mod tests {
 
     fn opts(kubeconfig: Option<&str>, master: Option<&str>) -> ClientOptions {
         ClientOptions {
-            kubeconfig: kubeconfig.map(PathBuf::from),
+            kubeconfig: kubeconfig.map(std::path::PathBuf::from),
             master: master.map(str::to_string),
             kube_api_qps: 20.0,
             kube_api_burst: 30,

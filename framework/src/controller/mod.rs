@@ -23,7 +23,7 @@ use std::time::Duration;
 
 pub use layers::catch_panic::Panicked;
 pub use outcome::RetryAfter;
-pub use periodic::{Period, run_periodically};
+pub use periodic::{PassKey, Period, Periodic};
 pub use runner::Controller;
 pub use scope::ControllerScope;
 

@@ -1,20 +1,19 @@
 //! What the manager hands the task that runs one controller: its health (the
-//! `/healthz/<controller>` check), its panic counter, and the signal to drop in-flight work.
+//! `/healthz/<controller>` check) and the signal to drop in-flight work.
 //!
 //! The scope is a tokio task-local set by the manager around the controller's `run` future, so
 //! the framework's building blocks running inside that future — [`Controller::run`]'s workers and
-//! [`run_periodically`] — report to it and obey it without any initializer passing it along.
+//! [`Periodic::run`] — report to it and obey it without any initializer passing it along.
 //! Outside a manager (a unit test, an embedder's own task) there is no scope: panics are still
-//! caught and logged, and in-flight work is only dropped with its future.
+//! caught, logged and counted, and in-flight work is only dropped with its future.
 //!
 //! [`Controller::run`]: super::Controller::run
-//! [`run_periodically`]: super::run_periodically
+//! [`Periodic::run`]: super::Periodic::run
 
 use std::future::Future;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use prometheus_client::metrics::counter::Counter;
 use tokio_util::sync::CancellationToken;
 
 tokio::task_local! {
@@ -35,7 +34,6 @@ enum Health {
 struct Inner {
     name: String,
     health: Mutex<Health>,
-    panics: Counter,
     abandon: CancellationToken,
 }
 
@@ -55,14 +53,13 @@ impl std::fmt::Debug for ControllerScope {
 }
 
 impl ControllerScope {
-    /// A healthy scope for `name`; `panics` is its `controller_runtime_reconcile_panics_total`
-    /// child and `abandon` the token the manager cancels to drop in-flight work.
-    pub(crate) fn new(name: &str, panics: Counter, abandon: CancellationToken) -> Self {
+    /// A healthy scope for `name`; `abandon` is the token the manager cancels to drop in-flight
+    /// work.
+    pub(crate) fn new(name: &str, abandon: CancellationToken) -> Self {
         Self {
             inner: Arc::new(Inner {
                 name: name.to_owned(),
                 health: Mutex::new(Health::Running),
-                panics,
                 abandon,
             }),
         }
@@ -104,9 +101,9 @@ impl ControllerScope {
         &self.inner.abandon
     }
 
-    /// A periodic run panicked: counted, and the health check fails until a run completes.
+    /// A periodic run panicked (the reconcile metrics counted it): the health check fails until a
+    /// run completes.
     pub(crate) fn run_panicked(&self, message: &str) {
-        self.inner.panics.inc();
         let mut health = self.inner.health.lock();
         if !matches!(*health, Health::Exited(_)) {
             *health = Health::LastRunPanicked(message.to_owned());
@@ -133,8 +130,7 @@ mod tests {
 
     #[tokio::test]
     async fn health_follows_runs_and_exit_is_final() {
-        let panics = Counter::default();
-        let scope = ControllerScope::new("c", panics.clone(), CancellationToken::new());
+        let scope = ControllerScope::new("c", CancellationToken::new());
         assert_eq!(scope.check(), Ok(()));
         assert!(ControllerScope::current().is_none());
         let inner = scope.clone();
@@ -146,7 +142,6 @@ mod tests {
                 current.run_panicked("boom");
             })
             .await;
-        assert_eq!(panics.get(), 1);
         assert_eq!(
             inner.check(),
             Err("controller c: its last periodic run panicked: boom".into())

@@ -421,7 +421,7 @@ async fn abandoned_in_flight_reconciles_are_dropped_before_run_returns() {
         }
     });
     let abandon = CancellationToken::new();
-    let scope = ControllerScope::new("c", Default::default(), abandon.clone());
+    let scope = ControllerScope::new("c", abandon.clone());
     let stop = CancellationToken::new();
     let handle = tokio::spawn(scope.scope(Controller::new("c", q.clone(), svc).run(stop.clone())));
     q.add("stuck");

@@ -68,6 +68,7 @@ mod watch_throttle;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use backoff::with_backoff;
 pub use event::{Event, EventHandler, WithSource};
 pub use factory::{InformerStatus, SharedInformerFactory};
 pub use key::ObjectKey;

@@ -5,13 +5,16 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::admin::{
-    AdminOptions, AllowPaths, DelegatedAuthConfig, RequestHeaderFlags, ServingCert,
-};
+use crate::admin::{AdminOptions, DelegatedAuthConfig, RequestHeaderFlags};
 use crate::leader::{LeaderElectionConfig, default_identity};
 use crate::options::feature_gates::WATCH_LIST_CLIENT;
-use crate::options::{GenericOptions, ServingOptions};
+use crate::options::{AllowPaths, DebuggingOptions, GenericOptions, ServingOptions};
+use crate::profiling::Profiling;
+use crate::serving::{ServingCert, SocketSharing};
 use crate::shard::ShardAssignment;
+
+/// The default [`ManagerConfig::event_flush_timeout`].
+pub const DEFAULT_EVENT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Settings of a manager, usually filled from [`crate::options::GenericOptions`].
 #[derive(Clone, Debug)]
@@ -32,6 +35,11 @@ pub struct ManagerConfig {
     pub watch_list: bool,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
+    /// How long, once the controllers stopped, event recorders get to write what they still
+    /// hold (within what is left of [`Self::graceful_shutdown_timeout`]); the rest is counted in
+    /// `events_dropped_total`. Short by default: at 20 QPS a writer thousands of events behind
+    /// would hold the process for the whole graceful timeout, and upstream waits for none.
+    pub event_flush_timeout: Duration,
     /// Run controllers only while holding this Lease.
     pub leader_election: Option<LeaderElectionConfig>,
     /// With leader election, register every selected controller's informers and handlers and
@@ -58,7 +66,8 @@ pub struct ManagerConfig {
 }
 
 impl ManagerConfig {
-    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown.
+    /// Defaults in line with controller-runtime: 2 min cache sync, 30 s graceful shutdown; events
+    /// get 2 s of it to be written.
     pub fn new(name: impl Into<String>) -> Self {
         ManagerConfig {
             name: name.into(),
@@ -68,6 +77,7 @@ impl ManagerConfig {
             cache_sync_timeout: Duration::from_secs(120),
             watch_list: true,
             graceful_shutdown_timeout: Duration::from_secs(30),
+            event_flush_timeout: DEFAULT_EVENT_FLUSH_TIMEOUT,
             leader_election: None,
             warm_standby: false,
             sharded_controllers: Vec::new(),
@@ -104,7 +114,7 @@ impl ManagerConfig {
                 &config.name,
             ));
             config.admin = AdminOptions {
-                profiling: options.debugging.profiling(),
+                profiling: profiling(&options.debugging),
                 ..admin_options(serving, &config.name)
             };
         }
@@ -140,7 +150,7 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
     let list = crate::options::non_empty;
     AdminOptions {
         tls,
-        sharing: crate::admin::SocketSharing {
+        sharing: SocketSharing {
             reuse_port: serving.permit_port_sharing,
             reuse_address: serving.permit_address_sharing,
         },
@@ -167,6 +177,14 @@ fn admin_options(serving: &ServingOptions, name: &str) -> AdminOptions {
         }),
         configz: Default::default(),
         profiling: Default::default(),
+    }
+}
+
+/// What the admin server serves under `/debug/pprof` (`--profiling` and the heap profiler).
+fn profiling(debugging: &DebuggingOptions) -> Profiling {
+    Profiling {
+        enabled: debugging.profiling,
+        heap: debugging.heap_profiler.clone(),
     }
 }
 

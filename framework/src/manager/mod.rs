@@ -24,7 +24,7 @@ mod selection;
 mod signals;
 mod warm;
 
-pub use config::ManagerConfig;
+pub use config::{DEFAULT_EVENT_FLUSH_TIMEOUT, ManagerConfig};
 pub use context::InitContext;
 pub use initializers::{
     InitError, InitFn, InitOutcome, Initializer, Initializers, InitializersError, ValidateFn,

@@ -198,7 +198,6 @@ impl<C: Send + Sync + 'static> Manager<C> {
         lost: impl Fn() -> bool,
     ) -> Result<(), ManagerError> {
         let running = registered.running;
-        let shared = registered.shared;
         // A JoinSet, not detached tasks: when in-flight work is abandoned (or this future is
         // dropped) every controller still running is stopped, so no reconcile goes on acting after
         // the manager returned and the Lease was released.
@@ -224,13 +223,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 name: metric_name,
                 manager: self.config.name.clone(),
             };
-            // Panics, like the reconcile metrics and the health check, carry the canonical
-            // name; only running_managed_controllers keeps upstream's alias label.
-            let scope = ControllerScope::new(
-                &name,
-                shared.controller_metrics.panics(&name),
-                abandon.clone(),
-            );
+            // The health check carries the canonical name; only running_managed_controllers
+            // keeps upstream's alias label.
+            let scope = ControllerScope::new(&name, abandon.clone());
             let check = scope.clone();
             self.health.add_check(&name, move || check.check());
             let gauge = running.get_or_create_owned(&labels);

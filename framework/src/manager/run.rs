@@ -238,7 +238,9 @@ impl<C: Send + Sync + 'static> Manager<C> {
         if errors.is_empty() {
             Ok(names)
         } else {
-            Err(ManagerError::Sharding(errors.join("; ")))
+            Err(ManagerError::Sharding(super::selection::listed(
+                &errors, "; ",
+            )))
         }
     }
 
@@ -374,7 +376,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
         self.start_workers(registered, &stop, lost).await
     }
 
-    /// Writes what every recorder still holds, within what the drain left of
+    /// Writes what every recorder still holds, for at most
+    /// [`ManagerConfig::event_flush_timeout`] and within what the drain left of
     /// [`ManagerConfig::graceful_shutdown_timeout`] (counted from `stopping`); what is still
     /// unwritten then is counted in `events_dropped_total`.
     async fn flush_events(&self, stopping: JoinHandle<Instant>) {
@@ -382,7 +385,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let left = self
             .config
             .graceful_shutdown_timeout
-            .saturating_sub(since.elapsed());
+            .saturating_sub(since.elapsed())
+            .min(self.config.event_flush_timeout);
         let recorders = std::mem::take(&mut *self.recorders.lock());
         // Each recorder logs what it drops.
         futures::future::join_all(recorders.iter().map(|r| r.flush_within(left))).await;

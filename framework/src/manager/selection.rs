@@ -130,13 +130,31 @@ pub struct SelectionErrors {
     pub known: Vec<String>,
 }
 
+/// Problems named in one message at most; the rest are counted (a list of 99,000 typos made a
+/// 5 MB line).
+const SHOWN: usize = 10;
+
+/// The first [`SHOWN`] of `problems` joined by `separator`, then how many more there were.
+pub(super) fn listed(problems: &[String], separator: &str) -> String {
+    let mut text = problems
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(separator);
+    if problems.len() > SHOWN {
+        text.push_str(&format!("{separator}and {} more", problems.len() - SHOWN));
+    }
+    text
+}
+
 impl fmt::Display for SelectionErrors {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let errors: Vec<String> = self.unknown.iter().map(|e| e.to_string()).collect();
         write!(
             f,
             "{}; known controllers: {} (use '*' for all, '-NAME' to disable one)",
-            errors.join(", "),
+            listed(&errors, ", "),
             self.known.join(", ")
         )
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::{EndHelpHeading, GoBoolArg};
 use clap::Args;
 
-use crate::admin::{HeapProfiler, Profiling};
+use crate::profiling::HeapProfiler;
 
 /// `--profiling`, `--contention-profiling`, and the binary's heap profiler (not a flag).
 #[derive(Args, Clone, Default)]
@@ -38,14 +38,6 @@ impl std::fmt::Debug for DebuggingOptions {
 }
 
 impl DebuggingOptions {
-    /// What the admin server serves under `/debug/pprof`.
-    pub fn profiling(&self) -> Profiling {
-        Profiling {
-            enabled: self.profiling,
-            heap: self.heap_profiler.clone(),
-        }
-    }
-
     /// One message per flag whose value asks for something this build cannot do.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();

@@ -7,7 +7,7 @@
 //! k8s.io/controller-manager (`pkg/features`) and component-base (logging, metrics), plus
 //! client-go's `WatchListClient`, which kube's binaries register alongside.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 /// Enables the webhook server (`--webhooks`, `--webhook-*`).
@@ -129,41 +129,48 @@ impl Default for FeatureGates {
 }
 
 impl FeatureGates {
-    /// Parses the values of every `--feature-gates` occurrence, split on commas. The error reads
-    /// as pflag's: `invalid argument "<value>" for "--feature-gates" flag: <reason>`.
+    /// Parses the values of every `--feature-gates` occurrence, split on commas, in time linear
+    /// in their number (a later entry for a name replaces an earlier one without a search). The
+    /// error reads as pflag's, `invalid argument for "--feature-gates" flag: <reason>`, but
+    /// names the gate only, never the flag's value or an entry's value.
     pub fn parse(items: &[String]) -> Result<Self, String> {
-        let wrap = |reason: String| {
-            format!(
-                "invalid argument {:?} for \"--feature-gates\" flag: {reason}",
-                items.join(",")
-            )
-        };
-        let mut requested: Vec<(String, bool)> = Vec::new();
-        for item in items.iter().filter(|s| !s.is_empty()) {
-            let (key, value) = match item.split_once('=') {
-                Some((k, v)) => (k.trim(), v.trim()),
-                None => return Err(wrap(format!("missing bool value for {}", item.trim()))),
+        let wrap =
+            |reason: String| format!("invalid argument for \"--feature-gates\" flag: {reason}");
+        // Each name's value and the position of its last entry: the order a later entry for a
+        // name gives it, as when it was removed and appended again.
+        let mut requested: HashMap<&str, (usize, bool)> = HashMap::new();
+        for (at, item) in items.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
+            let Some((key, value)) = item.split_once('=') else {
+                return Err(wrap(format!(
+                    "missing bool value for {}",
+                    shown(item.trim())
+                )));
             };
-            let value = parse_go_bool(value).ok_or_else(|| {
+            let key = key.trim();
+            let value = parse_go_bool(value.trim()).ok_or_else(|| {
                 wrap(format!(
-                    "invalid value of {key}={value}, err: strconv.ParseBool: parsing {value:?}: invalid syntax"
+                    "invalid value of {}, err: strconv.ParseBool: invalid syntax",
+                    shown(key)
                 ))
             })?;
-            requested.retain(|(k, _)| k != key);
-            requested.push((key.to_string(), value));
+            requested.insert(key, (at, value));
         }
+        let mut ordered: Vec<(&str, usize, bool)> = requested
+            .iter()
+            .map(|(key, (at, value))| (*key, *at, *value))
+            .collect();
+        ordered.sort_unstable_by_key(|(_, at, _)| *at);
         let mut gates = FeatureGates::default();
-        let explicit = |name: &str| requested.iter().any(|(k, _)| k == name);
-        for (key, value) in &requested {
-            let stage = match key.as_str() {
+        for (key, _, value) in ordered {
+            let stage = match key {
                 ALL_ALPHA => Some(Stage::Alpha),
                 ALL_BETA => Some(Stage::Beta),
                 _ => None,
             };
             if let Some(stage) = stage {
                 for f in KNOWN_FEATURES.iter().filter(|f| f.stage == stage) {
-                    if !explicit(f.name) && !f.lock_to_default {
-                        gates.enabled.insert(f.name, *value);
+                    if !requested.contains_key(f.name) && !f.lock_to_default {
+                        gates.enabled.insert(f.name, value);
                     }
                 }
                 continue;
@@ -171,14 +178,14 @@ impl FeatureGates {
             let feature = KNOWN_FEATURES
                 .iter()
                 .find(|f| f.name == key)
-                .ok_or_else(|| wrap(format!("unrecognized feature gate: {key}")))?;
-            if feature.lock_to_default && feature.default != *value {
+                .ok_or_else(|| wrap(format!("unrecognized feature gate: {}", shown(key))))?;
+            if feature.lock_to_default && feature.default != value {
                 return Err(wrap(format!(
                     "cannot set feature gate {key} to {value}, feature is locked to {}",
                     feature.default
                 )));
             }
-            gates.enabled.insert(feature.name, *value);
+            gates.enabled.insert(feature.name, value);
         }
         Ok(gates)
     }
@@ -192,6 +199,12 @@ impl FeatureGates {
     pub fn set(&mut self, name: &'static str, value: bool) {
         self.enabled.insert(name, value);
     }
+}
+
+/// A gate name as an error shows it: escaped, and cut if it runs long (whatever was pasted
+/// into the flag is never printed whole).
+fn shown(name: &str) -> String {
+    crate::config_file::cut(name.escape_debug().to_string())
 }
 
 /// Go's `strconv.ParseBool`.
@@ -230,8 +243,8 @@ mod tests {
     #[test]
     fn errors_use_upstream_wording() {
         assert_eq!(
-            parse("Foo=true").unwrap_err(),
-            r#"invalid argument "Foo=true" for "--feature-gates" flag: unrecognized feature gate: Foo"#
+            parse("ContextualLogging=true,Foo=true").unwrap_err(),
+            r#"invalid argument for "--feature-gates" flag: unrecognized feature gate: Foo"#
         );
         assert!(
             parse("ContextualLogging")
@@ -239,8 +252,58 @@ mod tests {
                 .ends_with("missing bool value for ContextualLogging")
         );
         assert!(parse("ContextualLogging=yes").unwrap_err().ends_with(
-            r#"invalid value of ContextualLogging=yes, err: strconv.ParseBool: parsing "yes": invalid syntax"#
+            r#"invalid value of ContextualLogging, err: strconv.ParseBool: invalid syntax"#
         ));
+    }
+
+    /// A value never appears in an error, and neither does the rest of the flag; a runaway
+    /// name is cut.
+    #[test]
+    fn errors_never_quote_a_value_or_the_flag() {
+        let secret = "s3cr3t-hunter2";
+        for flag in [
+            format!("ContextualLogging={secret}"),
+            format!("ContextualLogging=true,Token={secret},Foo=true"),
+            format!("ContextualLogging=true,LoggingBetaOptions={secret}"),
+        ] {
+            let err = parse(&flag).unwrap_err();
+            assert!(!err.contains(secret), "{flag}: {err}");
+            assert!(!err.contains("ContextualLogging=true"), "{flag}: {err}");
+        }
+        let long = "N".repeat(100_000);
+        let err = parse(&format!("{long}=true")).unwrap_err();
+        assert!(err.len() < 400, "{}", err.len());
+    }
+
+    /// The issue's input: nine `--feature-gates` of 11,000 entries each (99,000 distinct names
+    /// and as many repeats of known ones) parse in linear time. Before, each entry searched the
+    /// names kept so far, and this was still running after 20 s; the bound leaves a loaded
+    /// debug build room.
+    #[test]
+    fn nine_flags_of_eleven_thousand_entries_parse_in_linear_time() {
+        let distinct: Vec<String> = (0..99_000).map(|i| format!("G{i:05}=true")).collect();
+        let mut repeated: Vec<String> = (0..99_000)
+            .map(|i| {
+                format!(
+                    "{}={}",
+                    KNOWN_FEATURES[i % KNOWN_FEATURES.len()].name,
+                    i % 2 == 0
+                )
+            })
+            .collect();
+        repeated.push("AllBeta=false".into());
+        let start = std::time::Instant::now();
+        let err = FeatureGates::parse(&distinct).unwrap_err();
+        assert!(err.ends_with("unrecognized feature gate: G00000"), "{err}");
+        let gates = FeatureGates::parse(&repeated).unwrap();
+        let took = start.elapsed();
+        // The last of 99,000 entries names KNOWN_FEATURES[98_999 % len] with 98_999 % 2 == 1.
+        let last = KNOWN_FEATURES[98_999 % KNOWN_FEATURES.len()].name;
+        assert!(!gates.enabled(last));
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "two parses of 99,000 entries took {took:?}"
+        );
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! plain structs (clap derive, flattenable into an embedder's own parser); `validate()` collects
 //! every error so the operator sees all of them at once, before anything is built.
 
+mod allow_paths;
 mod clap_support;
 mod compat;
 mod debugging;
@@ -12,6 +13,7 @@ pub mod feature_gates;
 mod generic;
 mod serving;
 
+pub use allow_paths::AllowPaths;
 pub use clap_support::{EndHelpHeading, GoBoolArg, group_command, parse_group};
 pub use compat::CompatOptions;
 pub use debugging::DebuggingOptions;

@@ -2,8 +2,9 @@
 //! (`--secure-port`, `--tls-*`, listener options), delegated authentication (`--authentication-*`,
 //! `--client-ca-file`, `--requestheader-*`) and delegated authorization (`--authorization-*`).
 //!
-//! They only parse and validate here; [`crate::manager::ManagerConfig::from_options`] turns them
-//! into the admin server's settings, and the admin server does the work.
+//! They only parse and validate here (the TLS values by [`TlsSettings`] of the serving layer, the
+//! always-allowed paths by [`AllowPaths`]); [`crate::manager::ManagerConfig::from_options`] turns
+//! them into the admin server's settings, and the admin server does the work.
 
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -11,8 +12,8 @@ use std::path::PathBuf;
 use super::{EndHelpHeading, GoBoolArg};
 use clap::{ArgAction, Args};
 
-use super::GoDuration;
-use crate::admin::{AllowPaths, TlsSettings};
+use super::{AllowPaths, GoDuration};
+use crate::serving::TlsSettings;
 
 /// Where and how `/healthz`, `/metrics`, `/configz` are served, and who may read them.
 #[derive(Args, Clone, Debug)]

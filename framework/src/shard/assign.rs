@@ -1,11 +1,17 @@
-//! Label mode, the moving part: the informers of a sharded controller's primary kind (this
-//! member's own label, and the unlabelled objects) and the loop that writes the labels under the
-//! settled view: claim the unlabelled objects this member owns, move the ones the view gives to
-//! another member, reclaim those of members that left the live set.
+//! Label mode, the moving part: the informer of a sharded controller's primary kind (this
+//! member's own label only) and the loop that writes the labels under the settled view: claim
+//! every object labelled to no live member, move the ones the view gives to another member.
+//!
+//! "Labelled to no live member" is one label selector, `<key> notin (<live values>)`: unlabelled
+//! objects, those of members that left, and those whose label anyone set to a value no member
+//! has (a typo, another cluster's member in a restored backup). Each member watches it while its
+//! view is settled (the watch starts again with each settled view, its first list covering what
+//! is there), so such an object is claimed by its owner as soon as the watch delivers it,
+//! however the label got there, and whether or not the view changed since.
 //!
 //! Every write is a merge patch of the label alone with the object's resourceVersion as a
 //! precondition, so of two members writing one object at once only one wins; a conflict is
-//! retried on the next event or pass. The labels only decide what each member caches: the ring
+//! retried on the object's next event. The labels only decide what each member caches: the ring
 //! gate in front of the reconciler still decides what it reconciles.
 
 use std::sync::Arc;
@@ -13,8 +19,9 @@ use std::sync::Arc;
 use futures::{StreamExt, stream};
 use kube::ResourceExt;
 use kube::api::{ListParams, Patch, PatchParams};
+use kube_runtime::watcher;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch as tokio_watch};
 use tokio::time::MissedTickBehavior;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -26,23 +33,20 @@ use super::presence::Presence;
 use super::ring::View;
 use crate::informer::{
     Event, Informer, InformerResource, InformerScope, ObjectKey, ScopedApi, SharedInformerFactory,
-    Store,
+    Store, with_backoff,
 };
 
 /// Label writes in flight at once.
 const WRITES_AT_ONCE: usize = 16;
-/// Page size of the reclaim list.
-const RECLAIM_PAGE: u32 = 500;
-/// Every this many retry periods the passes run again without a change: the claim and move
-/// passes (a safety net for an object labelled to this member by one that held another view,
-/// and for failed writes), and a reclaim list that had failed.
+/// Every this many retry periods the move pass runs again without a change (a safety net for
+/// failed writes), and the watch of unassigned objects starts again if a claim had failed.
 const SWEEP_EVERY: u32 = 10;
 
 /// The informer of a sharded controller's primary kind `K` in `scope`. In label mode (see
-/// [`Ring::label`]) it is narrowed to this member's label, and the informer of the unlabelled
-/// objects and the label loop start beside it (until `stop`), writing through `client`; with
-/// hash mode or no ring it is the shared informer of `scope`. Call it from the initializer,
-/// before the factory starts; later calls for the same ring start nothing more.
+/// [`Ring::label`]) it is narrowed to this member's label, and the label loop starts beside it
+/// (until `stop`), writing through `client`; with hash mode or no ring it is the shared informer
+/// of `scope`. Call it from the initializer, before the factory starts; later calls for the same
+/// ring start nothing more.
 pub fn sharded_informer<K: InformerResource>(
     ring: Option<&Ring>,
     factory: &SharedInformerFactory,
@@ -53,12 +57,13 @@ pub fn sharded_informer<K: InformerResource>(
     let Some((ring, label)) = ring.and_then(|r| r.label().map(|l| (r, l))) else {
         return factory.informer_for::<K>(scope);
     };
-    let narrowed = |also: &str| InformerScope {
-        label_selector: Some(ShardLabel::narrow(scope.label_selector.as_deref(), also)),
+    let own = factory.informer_for::<K>(InformerScope {
+        label_selector: Some(ShardLabel::narrow(
+            scope.label_selector.as_deref(),
+            &label.own_selector(),
+        )),
         ..scope.clone()
-    };
-    let own = factory.informer_for::<K>(narrowed(&label.own_selector()));
-    let unlabelled = factory.informer_for::<K>(narrowed(&label.unlabelled_selector()));
+    });
     let cached = own.store();
     let getter = client.clone();
     let first = ring.set_presence(Presence::new(
@@ -73,24 +78,27 @@ pub fn sharded_informer<K: InformerResource>(
     if !first {
         return own;
     }
-    let wake = Arc::new(Notify::new());
-    let woken = wake.clone();
-    unlabelled
-        .add_handler(move |event: &Event<K>| {
-            if !matches!(event, Event::Deleted(_)) {
-                woken.notify_one();
-            }
-        })
-        .detach();
+    // An object labelled here that this member does not own under its settled view (a label
+    // someone set to this member's value) is moved on at once, not at the next sweep.
+    let misplaced = Arc::new(Notify::new());
+    let (woken, owner) = (misplaced.clone(), ring.clone());
+    own.add_handler(move |event: &Event<K>| {
+        if !matches!(event, Event::Deleted(_))
+            && owner.settled_view().is_some()
+            && !owner.owns(&ObjectKey::from_object(&**event.object()))
+        {
+            woken.notify_one();
+        }
+    })
+    .detach();
     let labeler = Labeler {
         ring: ring.clone(),
         label,
         scope,
         client,
         own: own.store(),
-        unlabelled: unlabelled.store(),
     };
-    tokio::spawn(labeler.run(wake, stop));
+    tokio::spawn(labeler.run(misplaced, stop));
     own
 }
 
@@ -98,80 +106,125 @@ pub fn sharded_informer<K: InformerResource>(
 struct Labeler<K: InformerResource> {
     ring: Ring,
     label: ShardLabel,
-    /// The controller's own scope, which the reclaim list keeps to.
+    /// The controller's own scope, which the watch of unassigned objects keeps to.
     scope: InformerScope,
     client: kube::Client,
     own: Store<K>,
-    unlabelled: Store<K>,
 }
 
 impl<K: InformerResource> Labeler<K> {
-    /// Until `stop`, under each settled view: a claim pass on every change of the ring and new
-    /// unlabelled object, a move pass and a reclaim list once per view, and all of them again
-    /// every [`SWEEP_EVERY`] retry periods (the reclaim only if it had failed).
-    async fn run(self, wake: Arc<Notify>, stop: CancellationToken) {
+    /// Until `stop`: under each settled view, claims what is labelled to no live member and
+    /// moves what the view gives to others, until the view is no longer the settled one.
+    async fn run(self, misplaced: Arc<Notify>, stop: CancellationToken) {
         let mut changes = self.ring.changes();
-        let mut tick = tokio::time::interval(self.ring.retry_period());
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
-        // (view id, whether every write of the pass succeeded) of the last move and reclaim.
-        let mut moved: Option<(String, bool)> = None;
-        let mut reclaimed: Option<(String, bool)> = None;
-        let mut ticks = 0u32;
         loop {
-            let (woken, sweep) = tokio::select! {
+            let Some(view) = self.ring.settled_view() else {
+                tokio::select! {
+                    biased;
+                    () = stop.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                continue;
+            };
+            let settled = view.id();
+            let ended = until_unsettled(&self.ring, &mut changes, &settled);
+            tokio::select! {
                 biased;
                 () = stop.cancelled() => return,
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    (true, false)
-                }
-                () = wake.notified() => (true, false),
-                _ = tick.tick() => {
-                    ticks = ticks.wrapping_add(1);
-                    (false, ticks.is_multiple_of(SWEEP_EVERY))
-                }
-            };
-            let Some(view) = self.ring.settled_view() else {
-                continue;
-            };
-            let id = view.id();
-            let new_view = moved.as_ref().is_none_or(|(v, _)| *v != id);
-            if !new_view && !sweep && !woken {
-                continue;
-            }
-            self.claim(&view).await;
-            if new_view || sweep {
-                moved = Some((id.clone(), self.move_away(&view).await));
-            }
-            let retry = sweep && reclaimed.as_ref().is_some_and(|(v, ok)| *v == id && !ok);
-            if reclaimed.as_ref().is_none_or(|(v, _)| *v != id) || retry {
-                let ok = match self.reclaim(&view).await {
-                    Ok(ok) => ok,
-                    Err(e) => {
-                        warn!(ring = self.ring.name(), error = %e, "failed to list the objects of departed shard members");
-                        false
-                    }
-                };
-                reclaimed = Some((id, ok));
+                open = ended => if !open { return },
+                () = self.claim_unassigned(&view) => {}
+                () = self.keep_moving(&view, &misplaced) => {}
             }
         }
+    }
+
+    fn sweep_period(&self) -> std::time::Duration {
+        self.ring.retry_period() * SWEEP_EVERY
     }
 
     fn owned_here(&self, view: &View, obj: &K) -> bool {
         view.owner(&ObjectKey::from_object(obj)) == Some(self.ring.identity())
     }
 
-    /// Labels the unlabelled objects this member owns.
-    async fn claim(&self, view: &View) -> bool {
-        let mine = self.unlabelled.list().into_iter();
-        let mine = mine.filter(|o| self.owned_here(view, o));
-        self.write_all(
-            mine.map(|o| (o, self.label.value.clone())),
-            LabelWrite::Claim,
-        )
-        .await
+    /// Watches the objects labelled to no member of `view` (unlabelled ones included) and
+    /// labels those this member owns, as the watch delivers them. A watch whose claim failed
+    /// (not a conflict: the object's next event retries that) starts again, with a fresh list,
+    /// one sweep period later. Runs until dropped.
+    async fn claim_unassigned(&self, view: &View) {
+        let live: Vec<String> = view.members().iter().map(|m| member_value(m)).collect();
+        let unassigned = self
+            .label
+            .unassigned_selector(live.iter().map(String::as_str));
+        let mut config = watcher::Config::default().labels(&ShardLabel::narrow(
+            self.scope.label_selector.as_deref(),
+            &unassigned,
+        ));
+        if let Some(fields) = &self.scope.field_selector {
+            config = config.fields(fields);
+        }
+        loop {
+            let api = <K::Scope as ScopedApi>::api::<K>(
+                self.client.clone(),
+                self.scope.namespace.as_deref(),
+            );
+            let claims = with_backoff(watcher(api, config.clone()))
+                .filter_map(|event| {
+                    futures::future::ready(match event {
+                        Ok(watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)) => {
+                            self.owned_here(view, &obj).then_some(obj)
+                        }
+                        Ok(_) => None,
+                        Err(e) => {
+                            warn!(ring = self.ring.name(), error = %e, "failed to watch the objects labelled to no live shard member; retrying");
+                            None
+                        }
+                    })
+                })
+                .map(|obj| async move { self.claim(&obj).await })
+                .buffer_unordered(WRITES_AT_ONCE);
+            let mut claims = std::pin::pin!(claims);
+            let mut failed = false;
+            let mut retry = tokio::time::interval(self.sweep_period());
+            retry.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            retry.reset();
+            loop {
+                tokio::select! {
+                    written = claims.next() => match written {
+                        Some(ok) => failed |= !ok,
+                        None => break,
+                    },
+                    _ = retry.tick(), if failed => break,
+                }
+            }
+        }
+    }
+
+    /// Labels `obj`, labelled to no live member, to this member; whether it was written (or
+    /// is gone).
+    async fn claim(&self, obj: &K) -> bool {
+        let had = obj.labels().get(&self.label.key);
+        let why = match had {
+            None => LabelWrite::Claim,
+            Some(value) => {
+                info!(ring = self.ring.name(), key = %ObjectKey::from_object(obj), label = %value, "claiming an object labelled to no live shard member");
+                LabelWrite::Reclaim
+            }
+        };
+        self.write(obj, &self.label.value, why).await
+    }
+
+    /// The move pass on settling, on every sweep period and whenever an object labelled to
+    /// another's share arrives here. Runs until dropped.
+    async fn keep_moving(&self, view: &View, misplaced: &Notify) {
+        let mut sweep = tokio::time::interval(self.sweep_period());
+        sweep.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = sweep.tick() => {}
+                () = misplaced.notified() => {}
+            }
+            self.move_away(view).await;
+        }
     }
 
     /// Relabels this member's objects that `view` gives to another member: the write is the
@@ -182,52 +235,17 @@ impl<K: InformerResource> Labeler<K> {
             let owner = view.owner(&ObjectKey::from_object(&*o))?;
             (owner != self.ring.identity()).then(|| (o, member_value(owner)))
         });
-        self.write_all(leaving, LabelWrite::Move).await
-    }
-
-    /// Lists (in pages) the objects labelled to a member not in `view` and labels those this
-    /// member owns. `Ok(false)`: some write failed, list again.
-    async fn reclaim(&self, view: &View) -> Result<bool, kube::Error> {
-        let live: Vec<String> = view.members().iter().map(|m| member_value(m)).collect();
-        let orphaned = self
-            .label
-            .orphaned_selector(live.iter().map(String::as_str));
-        let selector = ShardLabel::narrow(self.scope.label_selector.as_deref(), &orphaned);
-        let api =
-            <K::Scope as ScopedApi>::api::<K>(self.client.clone(), self.scope.namespace.as_deref());
-        let mut lp = ListParams::default().labels(&selector).limit(RECLAIM_PAGE);
-        if let Some(fields) = &self.scope.field_selector {
-            lp = lp.fields(fields);
-        }
-        let mut done = true;
-        loop {
-            let page = api.list(&lp).await?;
-            let next = page.metadata.continue_.filter(|c| !c.is_empty());
-            let mine = page.items.into_iter().filter(|o| self.owned_here(view, o));
-            let mine = mine.map(|o| (Arc::new(o), self.label.value.clone()));
-            done &= self.write_all(mine, LabelWrite::Reclaim).await;
-            match next {
-                Some(token) => lp = lp.continue_token(&token),
-                None => break,
-            }
-        }
-        Ok(done)
-    }
-
-    /// Writes each `(object, value)`, a few at once; whether all succeeded.
-    async fn write_all(
-        &self,
-        writes: impl Iterator<Item = (Arc<K>, String)>,
-        why: LabelWrite,
-    ) -> bool {
-        let results: Vec<bool> = stream::iter(writes)
-            .map(|(obj, value)| async move { self.write(&obj, &value, why).await })
+        let results: Vec<bool> = stream::iter(leaving)
+            .map(|(obj, value)| async move { self.write(&obj, &value, LabelWrite::Move).await })
             .buffer_unordered(WRITES_AT_ONCE)
             .collect()
             .await;
         let written = results.iter().filter(|ok| **ok).count();
         if written > 0 {
-            info!(ring = self.ring.name(), reason = ?why, written, "wrote shard assignment labels");
+            info!(
+                ring = self.ring.name(),
+                written, "moved shard assignment labels to their owners"
+            );
         }
         written == results.len()
     }
@@ -254,13 +272,30 @@ impl<K: InformerResource> Labeler<K> {
             }
             Err(kube::Error::Api(s)) if s.code == 404 => true,
             Err(kube::Error::Api(s)) if s.code == 409 => {
-                debug!(ring = self.ring.name(), key = %ObjectKey::from_object(obj), "object changed before its label was written; retried");
-                false
+                debug!(ring = self.ring.name(), key = %ObjectKey::from_object(obj), "object changed before its label was written; retried on its next event");
+                true
             }
             Err(e) => {
                 warn!(ring = self.ring.name(), key = %ObjectKey::from_object(obj), error = %e, "failed to write a shard assignment label");
                 false
             }
+        }
+    }
+}
+
+/// Resolves once `settled` is no longer `ring`'s settled view: `true`, or `false` when the ring
+/// is gone.
+async fn until_unsettled(
+    ring: &Ring,
+    changes: &mut tokio_watch::Receiver<u64>,
+    settled: &str,
+) -> bool {
+    loop {
+        if changes.changed().await.is_err() {
+            return false;
+        }
+        if ring.settled_view().is_none_or(|v| v.id() != settled) {
+            return true;
         }
     }
 }

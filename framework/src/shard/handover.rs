@@ -89,7 +89,7 @@ struct Shared {
     /// Label mode: whether an admitted key is cached here or gone (set once the primary kind's
     /// informer exists).
     presence: OnceLock<Presence>,
-    /// Keys dropped for an event while not this replica's (see `missed.rs`).
+    /// Keys refused while not this replica's (see `missed.rs`).
     missed: Missed,
 }
 
@@ -196,20 +196,21 @@ impl Ring {
     /// flight until the returned guard drops. `None`: drop the key (it is re-enqueued through
     /// [`Ring::changes`] when it becomes this replica's), or it is already in flight here.
     pub fn admit(&self, key: &ObjectKey) -> Option<Admitted> {
-        self.try_admit(key, false)
+        self.try_admit(key, None)
     }
 
-    /// [`Ring::admit`]; with `note_refusal`, a key refused because it is not this replica's now
-    /// is recorded as missed, under the same lock as any change of ownership, so the requeue
-    /// after a change that gains it sees the refusal if it came first (see `missed.rs`).
-    fn try_admit(&self, key: &ObjectKey, note_refusal: bool) -> Option<Admitted> {
+    /// [`Ring::admit`]; with `refusal` (whether the hand-out carried an event), a key refused
+    /// because it is not this replica's now is recorded as missed, under the same lock as any
+    /// change of ownership, so the requeue after a change that gains it sees the refusal if it
+    /// came first (see `missed.rs`).
+    fn try_admit(&self, key: &ObjectKey, refusal: Option<bool>) -> Option<Admitted> {
         let mut gate = self.shared.gate.lock();
         let renewed = gate
             .last_renew
             .is_some_and(|t| t + self.shared.cfg.lease.renew_deadline > Instant::now());
         if !renewed || !gate.admissible(self.me(), key) {
-            if note_refusal {
-                self.shared.missed.note(key);
+            if let Some(fresh) = refusal {
+                self.shared.missed.note(key, fresh);
             }
             return None;
         }
@@ -227,15 +228,16 @@ impl Ring {
 
     /// Admits `key` as [`Ring::admit`] does, but while the key is this replica's and in flight
     /// here already (another lane of the same controller), waits for that reconcile to end
-    /// instead of refusing. `None` once the key is not this replica's; with `fresh` (the key
-    /// carries an event, not only a re-verification), that refusal is recorded as missed.
+    /// instead of refusing. `None` once the key is not this replica's, and that refusal is
+    /// recorded as missed, with `fresh`: the hand-out carried an event, not only a
+    /// re-verification.
     pub async fn admit_wait(&self, key: &ObjectKey, fresh: bool) -> Option<Admitted> {
         loop {
             // Registered before the check, so a drop between the check and the wait is seen.
             let dropped = self.shared.drained.notified();
             tokio::pin!(dropped);
             dropped.as_mut().enable();
-            if let Some(admitted) = self.try_admit(key, fresh) {
+            if let Some(admitted) = self.try_admit(key, Some(fresh)) {
                 return Some(admitted);
             }
             let busy_here = {
@@ -305,8 +307,8 @@ impl Ring {
         self.shared.presence.get()
     }
 
-    /// The keys refused lately with an event: if this replica gains one, nobody served it.
-    pub(crate) fn recently_missed(&self) -> std::collections::HashSet<ObjectKey> {
+    /// The keys refused lately, each with whether a refusal carried an event (see `missed.rs`).
+    pub(crate) fn recently_missed(&self) -> HashMap<ObjectKey, bool> {
         self.shared.missed.recent()
     }
 

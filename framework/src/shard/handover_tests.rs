@@ -190,8 +190,8 @@ fn start(world: &Arc<World>, id: &str, log: &Log) -> Member {
     start_with(world, id, log, Duration::ZERO)
 }
 
-/// A member whose reconciles take `extra` longer, to show they are dropped on lost membership.
-fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Member {
+/// Member `id`'s ring over `world` (lease 2 s, renew deadline 1 s, retry 200 ms), not running.
+fn ring_of(world: &Arc<World>, id: &str) -> (Ring, Arc<MemberStore>) {
     let mut cfg = RingConfig::new("web", "kube-system", id);
     cfg.lease.lease_duration = Duration::from_secs(2);
     cfg.lease.renew_deadline = Duration::from_secs(1);
@@ -202,7 +202,12 @@ fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Membe
         name: lease_name("web", id),
         cut: AtomicBool::new(false),
     });
-    let ring = Ring::with_store(store.clone(), cfg).unwrap();
+    (Ring::with_store(store.clone(), cfg).unwrap(), store)
+}
+
+/// A member whose reconciles take `extra` longer, to show they are dropped on lost membership.
+fn start_with(world: &Arc<World>, id: &str, log: &Log, extra: Duration) -> Member {
+    let (ring, store) = ring_of(world, id);
     let (stop, kill) = (CancellationToken::new(), CancellationToken::new());
     let run = tokio::spawn({
         let (ring, stop) = (ring.clone(), stop.clone());
@@ -416,4 +421,80 @@ fn a_peer_with_another_assignment_mode_is_warned_about_once_while_it_stays() {
     // c left, then came back: warned again.
     warn_mixed_modes(&cfg, &ring[..1], &mut warned);
     assert_eq!(warn_mixed_modes(&cfg, &ring, &mut warned), ["c"]);
+}
+
+/// A member of the ring with no workload: its ring and its run task.
+fn join_idle(world: &Arc<World>, id: &str) -> (Ring, JoinHandle<()>) {
+    let (ring, _) = ring_of(world, id);
+    let run = tokio::spawn({
+        let ring = ring.clone();
+        async move { ring.run(CancellationToken::new()).await }
+    });
+    (ring, run)
+}
+
+/// A re-verification refused just before the key became this replica's, whose worker had not yet
+/// finished with it when the requeue ran (so the key was still being processed), is handed out
+/// again: without the record of that refusal the requeue skipped it as covered by the running
+/// hand-out, which had only been refused, and the gained key was never re-verified here.
+#[tokio::test(start_paused = true)]
+async fn a_gained_key_whose_refused_re_verification_is_still_running_is_handed_out_again() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use crate::informer::Store;
+    use crate::workqueue::{ItemExponential, WorkQueue};
+
+    let world = Arc::new(World::default());
+    let (a, _a_run) = join_idle(&world, "a");
+    let (b, b_run) = join_idle(&world, "b");
+    settle().await;
+    let both = View::new(["a", "b"].map(String::from), VNODES);
+    let key = keys()
+        .into_iter()
+        .find(|k| both.owner(k) == Some("b"))
+        .unwrap();
+    assert!(a.settled_view().is_some() && b.owns(&key) && !a.owns(&key));
+
+    let store = Store::<ConfigMap>::new();
+    let mut cm = ConfigMap::default();
+    cm.metadata.namespace = key.namespace.clone();
+    cm.metadata.name = Some(key.name.clone());
+    store.upsert(key.clone(), Arc::new(cm));
+    let queue = WorkQueue::new("web", ItemExponential::default());
+    let stop = CancellationToken::new();
+    tokio::spawn(crate::shard::requeue_gained(
+        a.clone(),
+        store,
+        queue.clone(),
+        |cm: &ConfigMap| Some(ObjectKey::from_object(cm)),
+        stop.clone(),
+    ));
+
+    // A re-verification of b's key reaches a worker of a, and the gate refuses it.
+    queue.add_low_priority(key.clone());
+    let handed = queue.get().await.unwrap();
+    assert_eq!(handed, key);
+    assert!(a.admit_wait(&key, false).await.is_none());
+
+    // Before that worker is done with it, b dies and a takes the key over.
+    b_run.abort();
+    for _ in 0..100 {
+        if a.owns(&key) {
+            break;
+        }
+        sleep(Duration::from_millis(100)).await;
+    }
+    assert!(a.owns(&key), "a never took over b's key");
+    // Let the requeue run after the change.
+    sleep(Duration::from_millis(100)).await;
+    queue.done(&handed);
+
+    let again = tokio::time::timeout(Duration::from_secs(1), queue.get()).await;
+    assert_eq!(
+        again.ok().flatten(),
+        Some(key),
+        "the gained key was not re-verified"
+    );
+    assert!(a.admit(&handed).is_some());
+    stop.cancel();
 }

@@ -1,6 +1,6 @@
 //! Label-mode assignment, the pure part: how a ring is chosen to record its assignment on the
 //! objects ([`ShardAssignment`]), the label key of a ring and value of a member, and the label
-//! selectors a member's informers and its reclaim list use.
+//! selectors of a member's informer and of its watch of the unassigned objects.
 
 use std::fmt;
 use std::str::FromStr;
@@ -113,18 +113,14 @@ impl ShardLabel {
         format!("{}={}", self.key, self.value)
     }
 
-    /// Selects the objects assigned to no member yet: `!<key>`.
-    pub fn unlabelled_selector(&self) -> String {
-        format!("!{}", self.key)
-    }
-
-    /// Selects the objects assigned to a member not among `live` (label values): those of
-    /// members that left, to be reclaimed.
-    pub fn orphaned_selector<'a>(&self, live: impl IntoIterator<Item = &'a str>) -> String {
+    /// Selects the objects assigned to no member of `live` (label values): unlabelled ones, and
+    /// those whose label names anything else (a member that left, a typo, another cluster's
+    /// member), to be claimed. `notin` matches an object without the key, as upstream.
+    pub fn unassigned_selector<'a>(&self, live: impl IntoIterator<Item = &'a str>) -> String {
         let mut values: Vec<&str> = live.into_iter().collect();
         values.sort_unstable();
         values.dedup();
-        format!("{0},{0} notin ({1})", self.key, values.join(","))
+        format!("{} notin ({})", self.key, values.join(","))
     }
 
     /// `selector` (possibly empty) narrowed by the requirement `also`.
@@ -179,10 +175,9 @@ mod tests {
         let l = ShardLabel::new("m-mirror", "a");
         let (k, a) = (&l.key, &l.value);
         assert_eq!(l.own_selector(), format!("{k}={a}"));
-        assert_eq!(l.unlabelled_selector(), format!("!{k}"));
         assert_eq!(
-            l.orphaned_selector(["b", "a", "b"]),
-            format!("{k},{k} notin (a,b)")
+            l.unassigned_selector(["b", "a", "b"]),
+            format!("{k} notin (a,b)")
         );
         let own = l.own_selector();
         assert_eq!(ShardLabel::narrow(None, &own), own);

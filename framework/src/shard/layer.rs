@@ -4,9 +4,10 @@
 //! A key the ring does not admit is answered [`Action::Done`] without calling the service: the
 //! member that owns it reconciles it, and [`super::requeue_gained`] puts it back on this
 //! replica's queue if it ever becomes this replica's (ahead of mere re-verification when the
-//! drop was recent: its owner may have been dead, see `missed.rs`). A key that is this replica's but in flight
-//! in another lane of the same controller (the service controller's node sync beside its Service
-//! sync) waits for that reconcile, so one key never runs twice at once even within a replica.
+//! dropped hand-out carried an event: its owner may have been dead, see `missed.rs`). A key that
+//! is this replica's but in flight in another lane of the same controller (the service
+//! controller's node sync beside its Service sync) waits for that reconcile, so one key never
+//! runs twice at once even within a replica.
 //!
 //! In label mode an admitted key absent from the replica's cache is reconciled only once the API
 //! server confirms its object is gone (see `presence.rs`): absent here is not deleted.

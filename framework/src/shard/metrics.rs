@@ -28,7 +28,8 @@ pub enum LabelWrite {
     Claim,
     /// An object of this member that the settled view gives to another.
     Move,
-    /// An object of a member that left the live set, that hashes to this member.
+    /// An object labelled to no live member (one that left, or a value no member has), that
+    /// hashes to this member.
     Reclaim,
 }
 

@@ -6,9 +6,11 @@
 //! list's keys do after a takeover; except those refused lately with an event (see
 //! `missed.rs`): nobody may have served it, so they go ahead, as a fresh event would.
 //!
-//! A gained key already waiting or running is not added again. Its refusal, had it come before
-//! the change, would be in the missed record (noted under the lock that changes ownership); so a
-//! running one was, or will be, admitted after the change, and that reconcile verifies it.
+//! A gained key refused lately is queued again even if a worker still holds the refused
+//! hand-out. Any other gained key already waiting or running is not added again: a refusal
+//! before the change would be in the missed record (noted under the lock that changes
+//! ownership), so a running one was, or will be, admitted after the change, and that reconcile
+//! verifies it.
 
 use tokio_util::sync::CancellationToken;
 
@@ -47,11 +49,16 @@ pub async fn requeue_gained<T, K>(
             if now.gained_since(&before, &object_key)
                 && let Some(key) = select(&obj)
             {
-                if missed.contains(&object_key) {
-                    queue.add(key);
-                    fresh += 1;
-                } else {
-                    queue.add_low_priority_unless_pending(key);
+                match missed.get(&object_key) {
+                    Some(true) => {
+                        queue.add(key);
+                        fresh += 1;
+                    }
+                    // The refused hand-out may still be with a worker: queue it again anyway.
+                    Some(false) => queue.add_low_priority(key),
+                    None => {
+                        queue.add_low_priority_unless_pending(key);
+                    }
                 }
                 gained += 1;
             }

@@ -32,6 +32,8 @@ pub enum AddReason {
     /// `add_low_priority`: a re-verification of what the cache re-delivered (initial list,
     /// relist, resync), handed out after every normal key.
     LowPriority,
+    /// No queue operation: a pass of a periodic loop (`controller::Periodic`), on its schedule.
+    Periodic,
 }
 
 impl AddReason {
@@ -42,6 +44,7 @@ impl AddReason {
             AddReason::AddAfter => "add_after",
             AddReason::RateLimited => "rate_limited",
             AddReason::LowPriority => "low_priority",
+            AddReason::Periodic => "periodic",
         }
     }
 }

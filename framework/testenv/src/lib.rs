@@ -42,7 +42,7 @@ pub use http::faults::Faults;
 pub use http::shared::RequestRecord;
 pub use http::watch_list::WatchListSupport;
 
-use admission::AdmissionConfig;
+use api::cluster::AdmissionConfig;
 use http::shared::Shared;
 use http::{server, watch};
 use storage::store::{self, Store};

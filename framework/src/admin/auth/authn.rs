@@ -13,7 +13,7 @@ use tokio_rustls::rustls::pki_types::CertificateDer;
 
 use super::user::UserInfo;
 use super::webhook::{Extra, TokenReviewer};
-use crate::admin::x509::{CaBundle, cert_names};
+use crate::serving::x509::{CaBundle, cert_names};
 
 /// The front proxy's CA and the headers it asserts identities in (flags or the
 /// `extension-apiserver-authentication` ConfigMap).

@@ -8,12 +8,11 @@ use std::path::Path;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use super::authn::RequestHeaderConfig;
 use super::error::AuthSetupError;
-use crate::admin::x509::CaBundle;
 use crate::client::client_from_config;
+use crate::serving::x509::CaBundle;
 
 /// Namespace and name of the ConfigMap kube-apiserver keeps up to date.
 pub(crate) const CONFIGMAP_NAMESPACE: &str = "kube-system";
@@ -35,14 +34,9 @@ pub(crate) async fn delegated_client(
         message,
     };
     let config = match kubeconfig {
-        Some(path) => {
-            crate::files::read_bounded(path).map_err(|e| failed(e.to_string()))?;
-            let kubeconfig = Kubeconfig::read_from(path)
-                .map_err(|e| failed(format!("{}: {e}", path.display())))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-                .await
-                .map_err(|e| failed(format!("{}: {e}", path.display())))?
-        }
+        Some(path) => crate::client::config_from_kubeconfig(path)
+            .await
+            .map_err(|e| failed(e.to_string()))?,
         None => {
             // client-go's rest.ErrNotInCluster: quietly nothing.
             let in_cluster = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()

@@ -31,9 +31,7 @@ use std::time::Duration;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use tokio_rustls::rustls::pki_types::CertificateDer;
 
-pub use authz::AllowPaths;
 pub use error::AuthSetupError;
 pub use user::UserInfo;
 
@@ -42,7 +40,9 @@ use authz::Authorizer;
 use parking_lot::RwLock;
 use webhook::{AccessReviewer, Decision, TokenReviewer};
 
-use super::x509::CaBundle;
+use crate::options::AllowPaths;
+use crate::serving::PeerCertificates;
+use crate::serving::x509::CaBundle;
 
 /// The front-proxy flags (`--requestheader-*`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -88,10 +88,6 @@ pub struct DelegatedAuthConfig {
     /// User agent of the delegated clients.
     pub user_agent: String,
 }
-
-/// The client certificate chain a TLS connection presented, attached to each of its requests.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
 
 /// A ready authenticator and authorizer.
 pub struct DelegatedAuth {
@@ -297,12 +293,12 @@ pub(crate) async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let certs = req
-        .extensions()
-        .get::<PeerCertificates>()
-        .map(|p| p.0.clone())
-        .unwrap_or_default();
-    let user = match auth.authn.authenticate(req.headers_mut(), &certs).await {
+    let certs = PeerCertificates::of(&req);
+    let user = match auth
+        .authn
+        .authenticate(req.headers_mut(), certs.chain())
+        .await
+    {
         Ok(user) => user,
         Err(error) => {
             tracing::error!(%error, "Unable to authenticate the request");

@@ -10,7 +10,10 @@
 //!
 //! [`standard`] stacks all four in the order that makes each see what it should: the span
 //! encloses everything, metrics see panics and timeouts as errors, and the panic guard also
-//! covers the timeout's own future.
+//! covers the timeout's own future. It is the one place a layer is added for every controller:
+//! the builder, the cloud controllers' `wiring::reconcile_service`, the periodic loops
+//! ([`Periodic`](super::Periodic)) and hand-written controllers all stack their reconciler
+//! behind it.
 
 pub mod catch_panic;
 pub mod metrics;
@@ -30,8 +33,9 @@ pub use trace::TraceLayer;
 pub type StandardLayer =
     Stack<TimeoutLayer, Stack<CatchPanicLayer, Stack<MetricsLayer, Stack<TraceLayer, Identity>>>>;
 
-/// The stack every stock controller uses: trace → metrics → panic guard → timeout → reconciler.
-/// Apply it with `.service(reconciler)`; add more layers with `.layer(..)` before that.
+/// The stack every controller's reconciles run behind: trace → metrics → panic guard → timeout
+/// → reconciler. Apply it with `.service(reconciler)`; add more layers with `.layer(..)` before
+/// that.
 pub fn standard(
     controller: &str,
     metrics: &ControllerMetrics,

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
+use crate::api::kinds::TABLE;
 use crate::api::openapi::{self as builtin, KindSchema};
-use crate::api::resources::TABLE;
 use crate::api::status::{ApiError, go_quote};
 use crate::api::types::Served;
 
@@ -40,7 +40,7 @@ pub fn check_body(rt: &Served, obj: &Value) -> Result<(), ApiError> {
         let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
         let known = TABLE
             .iter()
-            .any(|t| t.group == group && t.version == version && t.kind == kind);
+            .any(|t| t.ty.group == group && t.ty.version == version && t.ty.kind == kind);
         if !known {
             return Err(cannot(format!(
                 "no kind {} is registered for version {} in scheme {}",
@@ -267,7 +267,9 @@ mod tests {
     use serde_json::json;
 
     fn served(kind: &str) -> Served {
-        let t = TABLE.iter().find(|t| t.kind == kind && t.group.is_empty());
+        let t = TABLE
+            .iter()
+            .find(|t| t.ty.kind == kind && t.ty.group.is_empty());
         Served::Builtin(t.unwrap())
     }
 

@@ -1,8 +1,10 @@
-//! Object-meta values the server makes up: the random suffixes upstream appends to generated
-//! names (`metadata.generateName`, the `kube-api-access-` volume of a Pod; five characters from
-//! an alphabet without vowels) and timestamps as `metav1.Time` writes them.
+//! Object metadata: the values the server makes up (the random suffixes upstream appends to
+//! generated names, `metadata.generateName` and the `kube-api-access-` volume of a Pod, five
+//! characters from an alphabet without vowels; timestamps as `metav1.Time` writes them), and
+//! the `metadata` object of a body.
 
 use rand::Rng;
+use serde_json::{Map, Value, json};
 
 const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -19,4 +21,15 @@ pub fn now() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
+}
+
+/// The `metadata` object of `obj`, made an object if it is not one.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.get("metadata").is_some_and(Value::is_object) {
+        obj["metadata"] = json!({});
+    }
+    match obj.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => unreachable!("metadata was just made an object"),
+    }
 }

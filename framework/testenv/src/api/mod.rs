@@ -1,15 +1,20 @@
-//! The Kubernetes API as data, below everything that serves it: the kinds served (the built-in
-//! table and the CRD-defined registry), their schemas (the built-ins' generated OpenAPI, a
-//! custom resource's structural schema), what decoding into a kind refuses, the `Status` errors,
-//! name and label rules, object-meta values the server makes up, request and object size
-//! limits, and the body formats (JSON, YAML).
+//! The Kubernetes API as data, below everything that serves it: the built-in kinds, one value
+//! each (`kind`, `kinds`), and the types CRDs define at run time (`types`); their schemas (the
+//! built-ins' generated OpenAPI, a custom resource's structural schema) and protobuf messages;
+//! what decoding into a kind refuses; the `Status` errors, name and label rules, object-meta
+//! values the server makes up, what kubectl's printers share, the cluster a kind's admission
+//! may consult, request and object size limits, and the body formats (JSON, YAML).
 
 pub mod body;
+pub mod cluster;
 pub mod decoding;
+pub mod kind;
+pub mod kinds;
 pub mod limits;
 pub mod meta;
 pub mod openapi;
-pub mod resources;
+pub mod printing;
+pub mod protobuf;
 pub mod status;
 pub mod structural;
 pub mod types;

@@ -1,5 +1,5 @@
-//! The served types at run time: [`Served`] is either a built-in entry of the static
-//! [`TABLE`](crate::api::resources::TABLE) or a type a CustomResourceDefinition registered, and
+//! The served types at run time: [`Served`] is either a built-in kind of the static
+//! [`TABLE`](crate::api::kinds::TABLE) or a type a CustomResourceDefinition registered, and
 //! [`Registry`] holds the CRD-defined ones, whose ids follow the built-ins'.
 //!
 //! # The one list-type lookup
@@ -10,7 +10,7 @@
 //! declares. Paths are dotted field names without indices (the items of a list share the list's
 //! path), e.g. `spec.ports` or `status.conditions`. (The custom-resource schema validator
 //! enforces `set` / `map` uniqueness from the same schema fields, in `api::structural`.)
-//! - built-ins: from the table's `patch_lists` (the Go `patchStrategy`/`patchMergeKey` tags) plus
+//! - built-ins: from the kind's `patch_lists` (the Go `patchStrategy`/`patchMergeKey` tags) plus
 //!   the ObjectMeta lists every type shares;
 //! - custom resources: from the structural schema's `x-kubernetes-list-type` and
 //!   `x-kubernetes-list-map-keys`.
@@ -21,7 +21,8 @@ use std::sync::Arc;
 
 use crate::api::structural::Schema;
 
-use crate::api::resources::{ListStrategy, NameRule, ResId, ResourceType, Strategy, TABLE};
+use crate::api::kind::{Kind, Lifecycle, ListStrategy, NameRule};
+use crate::api::kinds::{ResId, TABLE};
 pub use crate::api::structural::ListType;
 
 /// The `scale` subresource of a custom resource: where the replica counts live.
@@ -99,7 +100,7 @@ pub struct CustomType {
 #[derive(Debug, Clone)]
 pub enum Served {
     /// One of [`TABLE`].
-    Builtin(&'static ResourceType),
+    Builtin(&'static Kind),
     /// Registered by a CRD.
     Custom(Arc<CustomType>),
 }
@@ -114,7 +115,7 @@ impl Served {
     /// API group (empty for core).
     pub fn group(&self) -> &str {
         match self {
-            Served::Builtin(r) => r.group,
+            Served::Builtin(k) => k.ty.group,
             Served::Custom(c) => &c.group,
         }
     }
@@ -122,7 +123,7 @@ impl Served {
     /// API version.
     pub fn version(&self) -> &str {
         match self {
-            Served::Builtin(r) => r.version,
+            Served::Builtin(k) => k.ty.version,
             Served::Custom(c) => &c.version,
         }
     }
@@ -130,7 +131,7 @@ impl Served {
     /// Kind.
     pub fn kind(&self) -> &str {
         match self {
-            Served::Builtin(r) => r.kind,
+            Served::Builtin(k) => k.ty.kind,
             Served::Custom(c) => &c.kind,
         }
     }
@@ -138,7 +139,7 @@ impl Served {
     /// Kind of the list (`NodeList`, or the CRD's `listKind`).
     pub fn list_kind(&self) -> String {
         match self {
-            Served::Builtin(r) => format!("{}List", r.kind),
+            Served::Builtin(k) => format!("{}List", k.ty.kind),
             Served::Custom(c) => c.list_kind.clone(),
         }
     }
@@ -146,7 +147,7 @@ impl Served {
     /// Plural resource name.
     pub fn plural(&self) -> &str {
         match self {
-            Served::Builtin(r) => r.plural,
+            Served::Builtin(k) => k.ty.plural,
             Served::Custom(c) => &c.plural,
         }
     }
@@ -154,7 +155,7 @@ impl Served {
     /// Singular name.
     pub fn singular(&self) -> &str {
         match self {
-            Served::Builtin(r) => r.singular,
+            Served::Builtin(k) => k.names.singular,
             Served::Custom(c) => &c.singular,
         }
     }
@@ -162,7 +163,7 @@ impl Served {
     /// kubectl short names.
     pub fn short_names(&self) -> Vec<&str> {
         match self {
-            Served::Builtin(r) => r.short_names.to_vec(),
+            Served::Builtin(k) => k.names.short.to_vec(),
             Served::Custom(c) => c.short_names.iter().map(String::as_str).collect(),
         }
     }
@@ -170,10 +171,7 @@ impl Served {
     /// Discovery categories (`all` for the built-ins upstream puts there).
     pub fn categories(&self) -> Vec<&str> {
         match self {
-            Served::Builtin(r) if r.group.is_empty() && matches!(r.kind, "Service" | "Pod") => {
-                vec!["all"]
-            }
-            Served::Builtin(_) => Vec::new(),
+            Served::Builtin(k) => k.names.categories.to_vec(),
             Served::Custom(c) => c.categories.iter().map(String::as_str).collect(),
         }
     }
@@ -181,7 +179,7 @@ impl Served {
     /// Whether objects live in a namespace.
     pub fn namespaced(&self) -> bool {
         match self {
-            Served::Builtin(r) => r.namespaced,
+            Served::Builtin(k) => k.ty.namespaced,
             Served::Custom(c) => c.namespaced,
         }
     }
@@ -189,7 +187,7 @@ impl Served {
     /// Whether `/status` is a separate subresource.
     pub fn status_subresource(&self) -> bool {
         match self {
-            Served::Builtin(r) => r.status_subresource,
+            Served::Builtin(k) => k.rest.status,
             Served::Custom(c) => c.status,
         }
     }
@@ -205,23 +203,24 @@ impl Served {
     /// Whether PUT on a missing object creates it.
     pub fn create_on_update(&self) -> bool {
         match self {
-            Served::Builtin(r) => r.create_on_update,
+            Served::Builtin(k) => k.rest.create_on_update,
             Served::Custom(_) => false,
         }
     }
 
-    /// The built-in defaulting/validation hooks ([`Strategy::CustomResource`] for CRD types).
-    pub fn strategy(&self) -> Strategy {
+    /// What storing or deleting an object sets off beyond itself (custom resources: nothing;
+    /// their CRD follows them, see `crd::lifecycle`).
+    pub fn lifecycle(&self) -> Lifecycle {
         match self {
-            Served::Builtin(r) => r.strategy,
-            Served::Custom(_) => Strategy::CustomResource,
+            Served::Builtin(k) => k.lifecycle,
+            Served::Custom(_) => Lifecycle::Object,
         }
     }
 
     /// The `metadata.name` rule (custom resources: RFC 1123 subdomain, as upstream).
     pub fn name_rule(&self) -> NameRule {
         match self {
-            Served::Builtin(r) => r.name_rule,
+            Served::Builtin(k) => k.name_rule,
             Served::Custom(_) => NameRule::Subdomain,
         }
     }
@@ -231,21 +230,16 @@ impl Served {
     /// (CRDs, EndpointSlices, and Pods since 1.33); not Nodes, Services, ConfigMaps, ....
     pub fn keeps_generation(&self) -> bool {
         match self {
-            Served::Builtin(r) => matches!(
-                (r.group, r.kind),
-                ("apiextensions.k8s.io", "CustomResourceDefinition")
-                    | ("discovery.k8s.io", "EndpointSlice")
-                    | ("", "Pod")
-            ),
+            Served::Builtin(k) => k.rest.generation,
             Served::Custom(_) => true,
         }
     }
 
     /// The JSON path (dotted) a field selector label selects on, beyond `metadata.name` and
-    /// `metadata.namespace`: the table's field selectors, or a CRD's `selectableFields`.
+    /// `metadata.namespace`: the kind's field selectors, or a CRD's `selectableFields`.
     pub fn field_selector(&self, label: &str) -> Option<String> {
         match self {
-            Served::Builtin(r) => r
+            Served::Builtin(k) => k
                 .field_selectors
                 .iter()
                 .find(|(l, _)| *l == label)
@@ -257,9 +251,9 @@ impl Served {
     /// The list type at `path` (see the module doc); `None` = atomic.
     pub fn list_type(&self, path: &str) -> Option<ListType> {
         match self {
-            Served::Builtin(r) => COMMON_PATCH_LISTS
+            Served::Builtin(k) => COMMON_PATCH_LISTS
                 .iter()
-                .chain(r.patch_lists.iter())
+                .chain(k.patch_lists.iter())
                 .find(|(p, _)| *p == path)
                 .map(|(_, s)| match s {
                     ListStrategy::MergeByKey(k) => ListType::Map(vec![(*k).to_string()]),
@@ -284,6 +278,14 @@ impl Served {
             self.version().to_string()
         } else {
             format!("{}/{}", self.group(), self.version())
+        }
+    }
+
+    /// The built-in kind, if this is one.
+    pub fn builtin(&self) -> Option<&'static Kind> {
+        match self {
+            Served::Builtin(k) => Some(k),
+            Served::Custom(_) => None,
         }
     }
 
@@ -318,7 +320,7 @@ impl Registry {
 
     /// The id a request for group/version/plural addresses.
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<ResId> {
-        crate::api::resources::lookup(group, version, plural).or_else(|| {
+        crate::api::kinds::lookup(group, version, plural).or_else(|| {
             self.custom
                 .iter()
                 .position(|c| {

@@ -1,16 +1,16 @@
 //! Field validation kube-apiserver applies to every write that controllers can trip over: label
-//! keys and values, annotation keys, Node taints (effect, key, uniqueness by key and effect) and
-//! object names (subdomain, label, DNS-1035), with upstream's field paths and messages.
+//! keys and values, annotation keys and object names (subdomain, label, DNS-1035), with
+//! upstream's field paths and messages; the rules of one kind are in its `kinds` file.
 
 use serde_json::Value;
 
 use crate::api::status::{Cause, go_quote};
 
 const NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+pub(crate) const VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 const PREFIX_MSG: &str = "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
-fn is_name_part(s: &str) -> bool {
+pub(crate) fn is_name_part(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
@@ -120,149 +120,6 @@ pub fn object_meta(obj: &Value) -> Vec<Cause> {
     causes
 }
 
-const EFFECTS: &[&str] = &["NoExecute", "NoSchedule", "PreferNoSchedule"];
-
-/// Node `spec.taints`.
-pub fn taints(obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let Some(taints) = obj.pointer("/spec/taints").and_then(Value::as_array) else {
-        return causes;
-    };
-    let mut seen: Vec<(&str, &str)> = Vec::new();
-    for (i, t) in taints.iter().enumerate() {
-        let key = t.get("key").and_then(Value::as_str).unwrap_or("");
-        let value = t.get("value").and_then(Value::as_str).unwrap_or("");
-        let effect = t.get("effect").and_then(Value::as_str).unwrap_or("");
-        causes.extend(qualified_name(&format!("spec.taints[{i}].key"), key));
-        if !value.is_empty() && (!is_name_part(value) || value.len() > 63) {
-            causes.push(Cause::invalid(
-                format!("spec.taints[{i}].value"),
-                &go_quote(value),
-                VALUE_MSG,
-            ));
-        }
-        if effect.is_empty() {
-            causes.push(Cause::required(format!("spec.taints[{i}].effect"), ""));
-        } else if !EFFECTS.contains(&effect) {
-            causes.push(Cause::not_supported(
-                format!("spec.taints[{i}].effect"),
-                &go_quote(effect),
-                EFFECTS,
-            ));
-        }
-        if seen.contains(&(key, effect)) {
-            causes.push(Cause {
-                reason: "FieldValueDuplicate",
-                message: format!(
-                    "Duplicate value: core.Taint{{Key:{}, Value:{}, Effect:{}, TimeAdded:<nil>}}: taints must be unique by key and effect pair",
-                    go_quote(key),
-                    go_quote(value),
-                    go_quote(effect)
-                ),
-                field: format!("spec.taints[{i}]"),
-            });
-        }
-        seen.push((key, effect));
-    }
-    causes
-}
-
-/// Event rules (upstream `ValidateEventCreate`): an event's namespace must agree with the object
-/// it is about (events about cluster-scoped objects go to `default`, or `kube-system` for new-style
-/// events), new-style events (with `eventTime`) name their reporter, action and reason, and
-/// events.k8s.io/v1 events must be new-style with type Normal or Warning.
-pub fn event(group: &str, obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let text = |p: &str| obj.pointer(p).and_then(Value::as_str).unwrap_or("");
-    let v1 = group == "events.k8s.io";
-    let ns = text("/metadata/namespace");
-    let involved_ns = if v1 {
-        text("/regarding/namespace")
-    } else {
-        text("/involvedObject/namespace")
-    };
-    let new_style = obj.get("eventTime").is_some_and(|t| !t.is_null());
-    let mismatch = || {
-        Cause::invalid(
-            "involvedObject.namespace",
-            &go_quote(involved_ns),
-            "does not match event.namespace",
-        )
-    };
-    if v1 {
-        if !new_style {
-            causes.push(Cause::required("eventTime", ""));
-        }
-        let ty = text("/type");
-        if ty != "Normal" && ty != "Warning" {
-            causes.push(Cause::invalid(
-                "type",
-                "\"\"",
-                &format!("has invalid value: {ty}"),
-            ));
-        }
-    }
-    if !new_style {
-        if involved_ns.is_empty() {
-            if !ns.is_empty() && ns != "default" {
-                causes.push(mismatch());
-            }
-        } else if ns != involved_ns {
-            causes.push(mismatch());
-        }
-    } else {
-        if involved_ns.is_empty() && ns != "default" && ns != "kube-system" {
-            causes.push(mismatch());
-        }
-        let (controller_field, controller) = if v1 {
-            ("reportingController", text("/reportingController"))
-        } else {
-            ("reportingComponent", text("/reportingComponent"))
-        };
-        if controller.is_empty() {
-            causes.push(Cause::required(controller_field, ""));
-        }
-        for (field, value) in [
-            ("reportingInstance", text("/reportingInstance")),
-            ("action", text("/action")),
-            ("reason", text("/reason")),
-        ] {
-            if value.is_empty() {
-                causes.push(Cause::required(field, ""));
-            }
-        }
-    }
-    causes
-}
-
-/// Lease spec rules (upstream `ValidateLeaseSpec`): positive duration, non-negative transitions.
-pub fn lease(obj: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if let Some(d) = obj
-        .pointer("/spec/leaseDurationSeconds")
-        .and_then(Value::as_i64)
-        && d <= 0
-    {
-        causes.push(Cause::invalid(
-            "spec.leaseDurationSeconds",
-            &d.to_string(),
-            "must be greater than 0",
-        ));
-    }
-    if let Some(t) = obj
-        .pointer("/spec/leaseTransitions")
-        .and_then(Value::as_i64)
-        && t < 0
-    {
-        causes.push(Cause::invalid(
-            "spec.leaseTransitions",
-            &t.to_string(),
-            "must be greater than or equal to 0",
-        ));
-    }
-    causes
-}
-
 pub(crate) const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 pub(crate) const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 pub(crate) const DNS1035_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
@@ -310,67 +167,6 @@ mod tests {
             fields
                 .iter()
                 .any(|m| m.starts_with("Invalid value: \"bad value!\": a valid label must be"))
-        );
-    }
-
-    #[test]
-    fn event_namespace_and_reporter_rules() {
-        let old_style_node_event = json!({"metadata": {"namespace": "kube-system"}, "involvedObject": {"kind": "Node", "name": "n"}});
-        let causes = event("", &old_style_node_event);
-        assert_eq!(causes.len(), 1);
-        assert_eq!(
-            causes[0].message,
-            "Invalid value: \"\": does not match event.namespace"
-        );
-        let ok = json!({"metadata": {"namespace": "default"}, "involvedObject": {"kind": "Node", "name": "n"}});
-        assert!(event("", &ok).is_empty());
-        let v1 = json!({"metadata": {"namespace": "default"}, "eventTime": "2026-01-01T00:00:00.000000Z", "type": "Normal", "regarding": {"kind": "Node"}, "reportingController": "c", "reportingInstance": "i", "action": "A", "reason": "R"});
-        assert!(event("events.k8s.io", &v1).is_empty());
-        let fields: Vec<String> = event(
-            "events.k8s.io",
-            &json!({"metadata": {"namespace": "default"}, "type": "Bad"}),
-        )
-        .into_iter()
-        .map(|c| c.field)
-        .collect();
-        assert_eq!(fields, ["eventTime", "type"]);
-    }
-
-    #[test]
-    fn lease_rules() {
-        assert!(
-            lease(&json!({"spec": {"leaseDurationSeconds": 15, "leaseTransitions": 0}})).is_empty()
-        );
-        let fields: Vec<String> =
-            lease(&json!({"spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}}))
-                .into_iter()
-                .map(|c| c.field)
-                .collect();
-        assert_eq!(
-            fields,
-            ["spec.leaseDurationSeconds", "spec.leaseTransitions"]
-        );
-    }
-
-    #[test]
-    fn taint_rules() {
-        let node = json!({"spec": {"taints": [
-            {"key": "a", "effect": "NoSchedule"},
-            {"key": "a", "effect": "NoSchedule"},
-            {"key": "b", "effect": "Sometimes"},
-            {"key": "c"}
-        ]}});
-        let got: Vec<(String, &str)> = taints(&node)
-            .into_iter()
-            .map(|c| (c.field, c.reason))
-            .collect();
-        assert_eq!(
-            got,
-            [
-                ("spec.taints[1]".to_string(), "FieldValueDuplicate"),
-                ("spec.taints[2].effect".into(), "FieldValueNotSupported"),
-                ("spec.taints[3].effect".into(), "FieldValueRequired"),
-            ]
         );
     }
 }

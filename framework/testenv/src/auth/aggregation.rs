@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::api::resources::lookup;
+use crate::api::kinds::lookup;
 use crate::storage::selectors::LabelSelector;
 use crate::storage::store::{EventType, State};
 

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use crate::admission::AdmissionConfig;
+use crate::api::cluster::AdmissionConfig;
 use crate::handlers::{self, Target};
 use crate::storage::store::State;
 

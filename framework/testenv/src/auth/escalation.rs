@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::attributes::Attributes;
 use super::rbac::{self, GROUP};
 use super::tokens::UserInfo;
-use crate::api::resources::{TABLE, lookup};
+use crate::api::kinds::{TABLE, lookup};
 use crate::api::status::{ApiError, go_quote};
 use crate::api::types::Served;
 use crate::patch::{self, PatchKind};

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::attributes::Attributes;
 use super::tokens::UserInfo;
-use crate::api::resources::lookup;
+use crate::api::kinds::lookup;
 use crate::storage::store::State;
 
 pub(super) const GROUP: &str = "rbac.authorization.k8s.io";

@@ -9,7 +9,7 @@ use super::attributes::Attributes;
 use super::config::Auth;
 use super::rbac;
 use super::tokens::{API_AUDIENCE, UserInfo};
-use crate::api::resources::lookup;
+use crate::api::kinds::lookup;
 use crate::api::status::{ApiError, Cause};
 use crate::storage::store::Store;
 

@@ -10,7 +10,7 @@ use rand::Rng;
 use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
-use crate::api::resources::lookup;
+use crate::api::kinds::lookup;
 use crate::storage::store::Store;
 
 /// The audience kube-apiserver accepts and gives tokens by default

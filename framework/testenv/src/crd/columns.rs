@@ -1,10 +1,11 @@
 //! `additionalPrinterColumns`: the columns a CRD version declares (Age when it declares none), and
 //! each cell computed from the object with the simple JSONPath subset upstream allows (`.a.b`,
-//! `.a[0]`, `.a[*]`, `.a[?(@.k=="v")].b`), typed as upstream's table convertor types it; ages as
-//! Go's `HumanDuration` (also the Age column of every served type).
+//! `.a[0]`, `.a[*]`, `.a[?(@.k=="v")].b`), typed as upstream's table convertor types it; dates as
+//! ages (`api::printing::human_duration`).
 
 use serde_json::{Value, json};
 
+use crate::api::printing::human_duration;
 use crate::api::types::Column;
 
 /// `metadata.name`'s description, as upstream's Table column for it has it.
@@ -171,62 +172,9 @@ pub fn find<'a>(obj: &'a Value, path: &str) -> Vec<&'a Value> {
     cur
 }
 
-/// Go's `duration.HumanDuration`, as kubectl's AGE column shows it.
-pub fn human_duration(secs: i64) -> String {
-    let s = secs.max(0);
-    let (m, h, d) = (s / 60, s / 3600, s / 86400);
-    if s < 120 {
-        format!("{s}s")
-    } else if m < 10 {
-        if s % 60 == 0 {
-            format!("{m}m")
-        } else {
-            format!("{m}m{}s", s % 60)
-        }
-    } else if m < 180 {
-        format!("{m}m")
-    } else if h < 8 {
-        if m % 60 == 0 {
-            format!("{h}h")
-        } else {
-            format!("{h}h{}m", m % 60)
-        }
-    } else if h < 48 {
-        format!("{h}h")
-    } else if h < 24 * 8 {
-        if h % 24 == 0 {
-            format!("{d}d")
-        } else {
-            format!("{d}d{}h", h % 24)
-        }
-    } else if h < 24 * 365 * 2 {
-        format!("{d}d")
-    } else {
-        format!("{}y", d / 365)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn human_durations_match_go() {
-        let cases = [
-            (5, "5s"),
-            (119, "119s"),
-            (150, "2m30s"),
-            (600, "10m"),
-            (3 * 3600 + 60, "3h1m"),
-            (9 * 3600, "9h"),
-            (50 * 3600, "2d2h"),
-            (10 * 86400, "10d"),
-            (800 * 86400, "2y"),
-        ];
-        for (s, want) in cases {
-            assert_eq!(human_duration(s), want, "{s}");
-        }
-    }
 
     #[test]
     fn simple_json_paths() {

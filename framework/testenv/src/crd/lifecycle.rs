@@ -7,13 +7,13 @@
 use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::api::kind::Lifecycle;
+use crate::api::kinds::{ResId, lookup, storage_version};
 use crate::api::meta::now;
-use crate::api::resources::{ResId, lookup};
 use crate::api::status::ApiError;
 use crate::api::structural::Schema;
 use crate::api::types::{CustomType, ScaleSpec, Served};
 use crate::api::validation::string_list;
-use crate::crd::admit::storage_version;
 use crate::crd::columns;
 use crate::storage::store::{EventType, State, key_of};
 
@@ -371,7 +371,7 @@ pub fn instance_removed(state: &mut State, rt: &Served) {
             let crd = c.crd.clone();
             finish_if_empty(state, &crd);
         }
-        Served::Builtin(_) if rt.strategy() == crate::api::resources::Strategy::Crd => {
+        Served::Builtin(_) if rt.lifecycle() == Lifecycle::CustomResourceDefinition => {
             let live: Vec<String> = crd_id()
                 .map(|id| {
                     state

@@ -1,10 +1,10 @@
-//! CustomResourceDefinitions, as kube-apiserver's apiextensions-apiserver serves them: the CRD
-//! type's own defaulting and validation (`admit`, `validation`), what happens when one is
-//! created, changed or deleted (`lifecycle`: `NamesAccepted` / `Established`, the types it
-//! registers in `api::types::Registry`, the cleanup of its objects), and what the server does
-//! with the custom resources themselves: their structural schema applied (`admit`; the schema
-//! itself, pruning, defaulting and validation, is `api::structural`), the `scale` subresource
-//! (`scale`) and printer columns (`columns`).
+//! CustomResourceDefinitions, as kube-apiserver's apiextensions-apiserver serves them: what
+//! happens when one is created, changed or deleted (`lifecycle`: `NamesAccepted` /
+//! `Established`, the types it registers in `api::types::Registry`, the cleanup of its objects),
+//! and what the server does with the custom resources themselves: their structural schema
+//! applied (`admit`; the schema itself, pruning, defaulting and validation, is
+//! `api::structural`), the `scale` subresource (`scale`) and printer columns (`columns`). The
+//! CRD kind's own defaults and validation are its kind's (`api::kinds`).
 //!
 //! Everything runs synchronously under the store lock: a CRD is established in the write that
 //! creates it (its watchers see ADDED, then MODIFIED with the conditions), and a deleted CRD's
@@ -14,7 +14,6 @@ pub mod admit;
 pub mod columns;
 pub mod lifecycle;
 pub mod scale;
-pub mod validation;
 
 use serde_json::{Map, Value};
 

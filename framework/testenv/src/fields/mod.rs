@@ -5,7 +5,7 @@
 //! unless forced.
 //!
 //! - `set`: field paths and their FieldsV1 form;
-//! - `shape`: list and map kinds per type and path (from the resource table's list strategies);
+//! - `shape`: list and map kinds per type and path (from a kind's list strategies and shape);
 //! - `walk`: field sets, comparisons, merges and removals over JSON objects;
 //! - `managed`: the entries, and ownership after an update or an apply.
 

@@ -1,9 +1,9 @@
 //! The shape server-side apply needs of a type at a path: which lists are atomic, sets or maps
 //! keyed by which fields, which objects are granular maps, atomic maps or structs, and which
 //! fields nobody owns. List kinds come from [`Served::list_type`] (the one per-path lookup:
-//! the resource table's list strategies for built-ins, `x-kubernetes-list-type` for custom
-//! resources), with the few built-in lists whose OpenAPI map keys differ from the patch merge
-//! key listed here.
+//! a kind's list strategies for built-ins, `x-kubernetes-list-type` for custom resources),
+//! except the few built-in lists whose OpenAPI map keys differ from the patch merge key; those,
+//! and a built-in kind's maps, atomic objects and value structs, are its `Shape`.
 
 use crate::api::types::{ListType, Served};
 
@@ -30,55 +30,17 @@ pub enum ObjectKind {
     Atomic,
 }
 
-/// Lists whose OpenAPI `x-kubernetes-list-map-keys` are not just the patch merge key.
-const LIST_KEYS: &[(&str, &str, &[&str])] = &[
-    ("Service", "spec.ports", &["port", "protocol"]),
-    (
-        "Pod",
-        "spec.containers.ports",
-        &["containerPort", "protocol"],
-    ),
-    (
-        "Pod",
-        "spec.initContainers.ports",
-        &["containerPort", "protocol"],
-    ),
-];
-
-/// Granular maps (`map[string]T`) of the built-in types; every other object is a struct.
-const MAPS: &[(&str, &str)] = &[
-    ("*", "metadata.labels"),
-    ("*", "metadata.annotations"),
-    ("ConfigMap", "data"),
-    ("ConfigMap", "binaryData"),
-    ("Secret", "data"),
-    ("Secret", "stringData"),
-    ("Node", "status.capacity"),
-    ("Node", "status.allocatable"),
-];
-
-/// Maps replaced whole (`+mapType=atomic`).
-/// Also the structs upstream marks `+structType=atomic` (ObjectReference, RoleRef:
-/// defaults-event-core-node.txt, defaults-clusterrolebinding.txt).
-const ATOMIC_MAPS: &[(&str, &str)] = &[
-    ("Service", "spec.selector"),
-    ("Pod", "spec.nodeSelector"),
-    ("Event", "involvedObject"),
-    ("Event", "regarding"),
-    ("Event", "related"),
-    ("ClusterRoleBinding", "roleRef"),
-    ("RoleBinding", "roleRef"),
-];
-
 /// Key fields that default when an item leaves them out, so `k:` steps name them anyway.
 pub const KEY_DEFAULTS: &[(&str, &str)] = &[("protocol", "TCP")];
 
+/// Granular maps every object has (ObjectMeta's); a kind's own are in its `Shape`.
+const META_MAPS: &[&str] = &["metadata.labels", "metadata.annotations"];
+
 /// The kind of the list at `path` (dotted, without list positions).
 pub fn list_kind(rt: &Served, path: &str) -> ListKind {
-    let builtin = rt.custom().is_none();
-    if let Some((_, _, keys)) = LIST_KEYS
-        .iter()
-        .find(|(k, p, _)| builtin && *k == rt.kind() && *p == path)
+    if let Some((_, keys)) = rt
+        .builtin()
+        .and_then(|k| k.apply.list_keys.iter().find(|(p, _)| *p == path))
     {
         return ListKind::Map(keys.iter().map(|k| (*k).to_string()).collect());
     }
@@ -89,52 +51,35 @@ pub fn list_kind(rt: &Served, path: &str) -> ListKind {
     }
 }
 
-/// The kind of the object at `path`: for built-ins from the tables above, for custom resources
+/// The kind of the object at `path`: for built-ins from their `Shape`, for custom resources
 /// from their schema (`additionalProperties` makes a map).
 pub fn object_kind(rt: &Served, path: &str) -> ObjectKind {
-    let builtin = rt.custom().is_none();
-    let is = |table: &[(&str, &str)]| {
-        table
-            .iter()
-            .any(|(k, p)| (*k == "*" || (builtin && *k == rt.kind())) && *p == path)
-    };
+    let shape = rt.builtin().map(|k| &k.apply);
+    let is = |paths: &[&str]| paths.contains(&path);
     let custom_map = rt
         .custom()
         .and_then(|c| c.schema.as_ref())
         .is_some_and(|s| s.is_map(path));
-    if is(ATOMIC_MAPS) {
+    if shape.is_some_and(|s| is(s.atomic)) {
         ObjectKind::Atomic
-    } else if is(MAPS) || custom_map {
+    } else if is(META_MAPS) || shape.is_some_and(|s| is(s.maps)) || custom_map {
         ObjectKind::Map
     } else {
         ObjectKind::Struct
     }
 }
 
-/// Nested structs of the built-in types that Go holds by value (not behind a pointer), so they
-/// are in every object even when empty. A write that fills one in owns its fields but not the
-/// struct itself; a struct behind a pointer (crd-create.txt: `spec.conversion`), or any object
-/// of a custom resource (cr-create-defaulted-pruned.txt: `spec`), is owned itself too.
-const VALUE_STRUCTS: &[(&str, &str)] = &[
-    ("CustomResourceDefinition", "spec.names"),
-    ("CustomResourceDefinition", "status.acceptedNames"),
-    ("Service", "status.loadBalancer"),
-    ("Node", "status.daemonEndpoints"),
-    ("Node", "status.daemonEndpoints.kubeletEndpoint"),
-    ("Node", "status.nodeInfo"),
-    ("Event", "involvedObject"),
-    ("Event", "source"),
-];
-
 /// Whether an object at `path` exists in every object of the type (a value struct of a
 /// built-in type, `metadata`, `spec`, `status`): adding fields under it does not add it.
+/// Nested structs Go holds by value (not behind a pointer) are in every object even when empty:
+/// a write that fills one in owns its fields but not the struct itself; a struct behind a
+/// pointer (crd-create.txt: `spec.conversion`), or any object of a custom resource
+/// (cr-create-defaulted-pruned.txt: `spec`), is owned itself too.
 pub fn always_present(rt: &Served, path: &str) -> bool {
     path == "metadata"
-        || (rt.custom().is_none()
-            && (!path.contains('.')
-                || VALUE_STRUCTS
-                    .iter()
-                    .any(|(k, p)| *k == rt.kind() && *p == path)))
+        || rt
+            .builtin()
+            .is_some_and(|k| !path.contains('.') || k.apply.value_structs.contains(&path))
 }
 /// Top-level and metadata fields the server sets and nobody owns.
 pub fn unowned(path: &str) -> bool {
@@ -159,17 +104,8 @@ pub fn unowned(path: &str) -> bool {
 /// Fields the registry allocates after the field manager has run on a create, so the creator
 /// does not own them (svc-create-lb.txt: no clusterIP, ipFamilies or nodePort in its entry).
 pub fn allocated_on_create(rt: &Served, path: &str) -> bool {
-    rt.custom().is_none()
-        && rt.kind() == "Service"
-        && matches!(
-            path,
-            "spec.clusterIP"
-                | "spec.clusterIPs"
-                | "spec.ipFamilies"
-                | "spec.ipFamilyPolicy"
-                | "spec.ports.nodePort"
-                | "spec.healthCheckNodePort"
-        )
+    rt.builtin()
+        .is_some_and(|k| k.apply.allocated_on_create.contains(&path))
 }
 
 /// Which top-level part of the object a write through `subresource` may own: a type with a

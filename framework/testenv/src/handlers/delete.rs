@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 
 use super::read::{ListParams, list};
 use super::target::Target;
-use crate::admission::IMMORTAL_NAMESPACES;
-use crate::api::resources::{ResId, Strategy};
+use crate::api::kind::Lifecycle;
+use crate::api::kinds::{IMMORTAL_NAMESPACES, ResId};
 use crate::api::status::{self, ApiError};
 use crate::api::types::Served;
 use crate::crd;
@@ -80,21 +80,24 @@ pub fn delete(
             return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
         }
     }
-    if rt.strategy() == Strategy::Crd {
-        return Ok((200, delete_crd(state, t, &old, opts.dry_run)));
-    }
-    if rt.strategy() == Strategy::Namespace {
-        if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
-            return Err(ApiError::forbidden(
-                rt.group(),
-                rt.plural(),
-                &name,
-                "this namespace may not be deleted",
-            ));
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => {
+            return Ok((200, delete_crd(state, t, &old, opts.dry_run)));
         }
-        if !opts.dry_run {
-            delete_namespace_content(state, &name);
+        Lifecycle::Namespace => {
+            if IMMORTAL_NAMESPACES.contains(&name.as_str()) {
+                return Err(ApiError::forbidden(
+                    rt.group(),
+                    rt.plural(),
+                    &name,
+                    "this namespace may not be deleted",
+                ));
+            }
+            if !opts.dry_run {
+                delete_namespace_content(state, &name);
+            }
         }
+        Lifecycle::Object => {}
     }
     let has_finalizers = old
         .pointer("/metadata/finalizers")

@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::admission::Endpoint;
-use crate::api::resources::{ResId, TABLE, lookup};
+use crate::api::kinds::{ResId, TABLE, lookup};
 use crate::api::status::ApiError;
 use crate::api::types::Served;
 use crate::fields::{self, Ctx, Writer, set_managed_fields};
@@ -145,7 +145,8 @@ pub(super) fn record_update(
     record_update_of(t, old, requested, new, None, opts)
 }
 
-/// `record_update`, with ownership computed on `tracked` when given (see `defaults`).
+/// `record_update`, with ownership computed on `tracked` when given (see
+/// `admission::tracked_on_create`).
 pub(super) fn record_update_of(
     t: &Target,
     old: Option<&Value>,

@@ -9,9 +9,10 @@ use super::target::{
     Target, WriteOptions, record_update, record_update_of, requested_managed_fields,
 };
 use crate::admission::write_checks;
-use crate::admission::{self, AdmissionConfig, Endpoint};
+use crate::admission::{self, Endpoint};
+use crate::api::cluster::AdmissionConfig;
+use crate::api::kind::Lifecycle;
 use crate::api::limits;
-use crate::api::resources::Strategy;
 use crate::api::status::{self, ApiError};
 use crate::crd;
 use crate::fields::{self, set_managed_fields};
@@ -32,7 +33,7 @@ pub fn create(
     let requested = requested_managed_fields(&body);
     let sent = body.clone();
     let mut obj = admission::prepare_create(rt, t.res, t.ns.as_deref(), body, state, cfg)?;
-    let tracked = crate::admission::defaults::tracked_on_create(rt, &sent, &obj);
+    let tracked = admission::tracked_on_create(rt, &sent, &obj);
     record_update_of(t, None, requested, &mut obj, tracked.as_ref(), opts);
     store_created(state, t, obj, opts)
 }
@@ -50,7 +51,7 @@ fn store_created(
     let rt = &t.rt;
     limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
-    if rt.strategy() == Strategy::Crd {
+    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
         crd::lifecycle::created(state, &stored);
     }
     Ok((201, crd::to_version(rt, stored)))
@@ -79,7 +80,7 @@ fn commit(state: &mut State, t: &Target, old: &Arc<Value>, new: Value, dry_run: 
         return crd::to_version(rt, new);
     }
     let stored = (*state.put(res, new, EventType::Modified)).clone();
-    if rt.strategy() == Strategy::Crd {
+    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
         crd::lifecycle::updated(state, &stored);
     }
     crd::to_version(rt, stored)

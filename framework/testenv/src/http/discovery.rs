@@ -113,17 +113,6 @@ pub fn api_group(types: &Registry, group: &str) -> Option<Value> {
     Some(doc)
 }
 
-const VERBS: &[&str] = &[
-    "create",
-    "delete",
-    "deletecollection",
-    "get",
-    "list",
-    "patch",
-    "update",
-    "watch",
-];
-
 /// The order apiextensions-apiserver lists a custom resource's verbs in.
 const CUSTOM_VERBS: &[&str] = &[
     "delete",
@@ -137,14 +126,10 @@ const CUSTOM_VERBS: &[&str] = &[
 ];
 
 fn resource(r: &Served) -> Vec<Value> {
-    let verbs: &[&str] = match r {
+    let verbs = match r {
         Served::Custom(_) => CUSTOM_VERBS,
-        Served::Builtin(b) if b.plural == "namespaces" && b.group.is_empty() => &[
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ],
-        Served::Builtin(_) => VERBS,
+        Served::Builtin(k) => k.rest.verbs,
     };
-    let verbs = auth_api_verbs(r.group(), r.plural()).unwrap_or(verbs);
     let mut main = json!({
         "name": r.plural(), "singularName": r.singular(), "namespaced": r.namespaced(), "kind": r.kind(), "verbs": verbs,
     });
@@ -194,15 +179,6 @@ pub fn resource_list(types: &Registry, group: &str, version: &str) -> Option<Val
     Some(
         json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
     )
-}
-
-/// Discovery verbs of the create-only auth APIs (`None`: the type is stored, with every verb).
-fn auth_api_verbs(group: &str, plural: &str) -> Option<&'static [&'static str]> {
-    let create_only = matches!(
-        (group, plural),
-        ("authentication.k8s.io", "tokenreviews") | ("authorization.k8s.io", _)
-    );
-    create_only.then_some(&["create"][..])
 }
 
 /// Discovery entries of the auth subresources of a type (`serviceaccounts/token`).

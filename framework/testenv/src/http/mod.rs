@@ -1,13 +1,12 @@
 //! The wire: the accept loop and connections (`server`), one request from arrival to response
 //! (`router`: URL, verb, faults, authentication, dispatch), content negotiation and protobuf,
-//! server-side printing (`table`, `printers`), watch streams, discovery and OpenAPI documents,
+//! server-side printing (`table`), watch streams, discovery and OpenAPI documents,
 //! query parameters and `fieldValidation`, and the state every connection shares.
 
 pub mod discovery;
 pub mod faults;
 pub mod fieldcheck;
 pub mod openapi;
-pub mod printers;
 pub mod protobuf;
 pub mod query;
 pub mod router;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::admission::AdmissionConfig;
+use crate::api::cluster::AdmissionConfig;
 use crate::auth::{Auth, Tls};
 use crate::http::faults::Faults;
 use crate::http::watch;

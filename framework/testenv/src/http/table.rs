@@ -1,11 +1,33 @@
 //! Server-side printing: the `meta.k8s.io/v1` Table that kubectl asks for (`Accept: ...;as=Table`)
-//! on get, list and watch, with each type's columns from `printers`. Rows carry the object's
-//! metadata as PartialObjectMetadata, as with `includeObject=Metadata`.
+//! on get, list and watch, with a built-in kind's columns from its printer and a custom
+//! resource's from its CRD version (`crd::columns`). Rows carry the object's metadata as
+//! PartialObjectMetadata, as with `includeObject=Metadata`.
 
 use serde_json::{Value, json};
 
+use crate::api::printing::text;
 use crate::api::types::Served;
-use crate::http::printers::{cells, columns, text};
+use crate::crd::columns as custom;
+
+/// The `columnDefinitions` of a type.
+fn columns(rt: &Served) -> Vec<Value> {
+    match rt {
+        Served::Builtin(k) => k.printer.columns.iter().map(|c| c.definition()).collect(),
+        Served::Custom(c) => custom::definitions(&c.columns),
+    }
+}
+
+/// One object's cells, a cell per column.
+fn cells(rt: &Served, obj: &Value) -> Vec<Value> {
+    match rt {
+        Served::Builtin(k) => (k.printer.cells)(obj),
+        Served::Custom(c) => {
+            let mut out = vec![Value::from(text(obj, "/metadata/name"))];
+            out.extend(custom::cells(&c.columns, obj));
+            out
+        }
+    }
+}
 
 /// Whether the Accept header asks for a Table.
 pub fn wanted(accept: &str) -> bool {
@@ -51,8 +73,7 @@ mod tests {
     #[test]
     fn a_row_carries_the_metadata_and_the_table_the_resource_version() {
         let cms = &Served::Builtin(
-            &crate::api::resources::TABLE
-                [crate::api::resources::lookup("", "v1", "configmaps").unwrap()],
+            &crate::api::kinds::TABLE[crate::api::kinds::lookup("", "v1", "configmaps").unwrap()],
         );
         let cm = json!({"metadata": {"name": "c", "resourceVersion": "7"}, "data": {"a": "1"}});
         let t = single(cms, &cm);

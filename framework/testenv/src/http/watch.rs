@@ -11,7 +11,7 @@ use bytes::{Bytes, BytesMut};
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::api::resources::ResId;
+use crate::api::kinds::ResId;
 use crate::api::status::ApiError;
 use crate::api::types::Served;
 use crate::storage::selectors::Filter;

@@ -1,6 +1,6 @@
 //! Strategic merge patch, the subset kubectl and controllers use: maps merge recursively and
-//! `null` deletes; a list is replaced whole unless the resource table gives it a strategy (merge by
-//! key, or set-union of scalars); directives `$patch: replace|delete|merge`, `$retainKeys`,
+//! `null` deletes; a list is replaced whole unless its kind gives it a strategy (merge by key, or
+//! set-union of scalars); directives `$patch: replace|delete|merge`, `$retainKeys`,
 //! `$deleteFromPrimitiveList/<f>` and `$setElementOrder/<f>` are honoured, with upstream's errors
 //! (a bad `$patch` is a 500, an unlisted `$retainKeys` field a 400).
 
@@ -268,7 +268,7 @@ fn upstream_order(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::resources::{TABLE, lookup};
+    use crate::api::kinds::{TABLE, lookup};
     use serde_json::json;
 
     fn nodes() -> Served {

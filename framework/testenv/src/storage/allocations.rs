@@ -1,6 +1,6 @@
-//! The ranges Services get cluster IPs and node ports from ([`AdmissionConfig`]), and the ones
-//! stored Services hold, kept up to date by the store on every write so that allocating or
-//! checking one is constant time instead of a scan of every Service.
+//! The cluster IPs and node ports stored Services hold, kept up to date by the store on every
+//! write so that allocating or checking one is constant time instead of a scan of every Service
+//! (the ranges they come from are `api::cluster::AdmissionConfig`).
 //!
 //! Like kube-apiserver's IP and port allocators it is derived from the stored Services, but here
 //! it is updated in the same step as the object map (under the store lock), so it cannot drift:
@@ -11,38 +11,10 @@
 //! Service holds clusterIP "None"; a Service may repeat a nodePort across protocols).
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
-use std::ops::RangeInclusive;
 
 use serde_json::Value;
 
-/// Server-wide settings the admission rules depend on.
-#[derive(Debug, Clone)]
-pub struct AdmissionConfig {
-    /// Service ClusterIP range: first address and size.
-    pub service_net: (u32, u32),
-    /// NodePort range.
-    pub node_ports: RangeInclusive<u16>,
-}
-
-impl AdmissionConfig {
-    /// Parses a CIDR like `10.96.0.0/12`.
-    pub fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
-        let (ip, bits) = cidr.split_once('/')?;
-        let ip: Ipv4Addr = ip.parse().ok()?;
-        let bits: u32 = bits.parse().ok()?;
-        if !(8..=30).contains(&bits) {
-            return None;
-        }
-        let size = 1u32 << (32 - bits);
-        Some((u32::from(ip) & !(size - 1), size))
-    }
-
-    /// The address the `kubernetes` Service gets (first usable in the range).
-    pub fn kubernetes_ip(&self) -> String {
-        Ipv4Addr::from(self.service_net.0 + 1).to_string()
-    }
-}
+use crate::api::cluster::Allocated;
 
 /// Reference counts of the cluster IPs and node ports (including healthCheckNodePorts) that
 /// stored Services hold; exists so Service admission need not scan the store.
@@ -52,17 +24,17 @@ pub struct Allocations {
     ports: HashMap<i64, u32>,
 }
 
-impl Allocations {
-    /// Whether a stored Service holds `ip` as its clusterIP.
-    pub fn has_ip(&self, ip: &str) -> bool {
+impl Allocated for Allocations {
+    fn has_ip(&self, ip: &str) -> bool {
         self.ips.contains_key(ip)
     }
 
-    /// Whether a stored Service holds `port` as a nodePort or healthCheckNodePort.
-    pub fn has_port(&self, port: i64) -> bool {
+    fn has_port(&self, port: i64) -> bool {
         self.ports.contains_key(&port)
     }
+}
 
+impl Allocations {
     /// Counts what `service` holds; called when it enters the store.
     pub fn add(&mut self, service: &Value) {
         if let Some(ip) = cluster_ip(service) {

@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::api::resources::{ResId, TABLE, lookup};
+use crate::api::kinds::{ResId, TABLE, lookup};
 use crate::api::types::{Registry, Served};
 use crate::storage::allocations::Allocations;
 use crate::storage::selectors::Filter;

@@ -10,7 +10,7 @@ fn cm(name: &str, v: &str) -> Value {
 #[test]
 fn a_slow_watch_is_closed_instead_of_blocking_writers() {
     let store = Store::new(100, 2);
-    let res = crate::api::resources::lookup("", "v1", "configmaps").unwrap();
+    let res = crate::api::kinds::lookup("", "v1", "configmaps").unwrap();
     let mut slow = store
         .with(|s| s.subscribe(res, Filter::default(), WatchStart::From(0)))
         .unwrap();
@@ -33,7 +33,7 @@ fn a_slow_watch_is_closed_instead_of_blocking_writers() {
 #[test]
 fn selector_transitions_become_added_and_deleted() {
     let store = Store::new(100, 100);
-    let res = crate::api::resources::lookup("", "v1", "configmaps").unwrap();
+    let res = crate::api::kinds::lookup("", "v1", "configmaps").unwrap();
     let filter = Filter {
         labels: crate::storage::selectors::LabelSelector::parse("v=a").unwrap(),
         ..Default::default()
@@ -61,7 +61,7 @@ fn selector_transitions_become_added_and_deleted() {
 #[test]
 fn snapshot_at_undoes_newer_history() {
     let store = Store::new(100, 100);
-    let res = crate::api::resources::lookup("", "v1", "configmaps").unwrap();
+    let res = crate::api::kinds::lookup("", "v1", "configmaps").unwrap();
     store.with(|s| {
         s.put(res, cm("a", "1"), EventType::Added);
         s.put(res, cm("b", "1"), EventType::Added);
@@ -80,7 +80,7 @@ fn snapshot_at_undoes_newer_history() {
 #[test]
 fn history_is_bounded_in_bytes_and_older_watches_get_gone() {
     let store = Store::new(10_000, 100).history_bytes(10_000);
-    let res = crate::api::resources::lookup("", "v1", "configmaps").unwrap();
+    let res = crate::api::kinds::lookup("", "v1", "configmaps").unwrap();
     let big = |name: &str| json!({"metadata": {"name": name, "namespace": "default"}, "data": {"k": "x".repeat(1_000)}});
     let start = store.with(|s| s.rv);
     for i in 0..30 {

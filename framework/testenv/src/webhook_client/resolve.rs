@@ -12,7 +12,7 @@ use tokio_rustls::rustls;
 
 use super::error::CallError;
 use super::{ClientConfig, ServiceRef, tls};
-use crate::api::resources::lookup;
+use crate::api::kinds::lookup;
 use crate::api::status::go_quote;
 use crate::storage::store::State;
 

@@ -1,6 +1,7 @@
 //! Turns a panicking reconcile into an error, so one bad object cannot take down a worker pool or
 //! the process (unless the binary is built with `panic = "abort"`): the key is requeued with backoff like any
-//! failure, and the panic is logged and counted as controller-runtime's `reconcile_panics_total`.
+//! failure (a periodic pass waits for the next), and the panic is logged and counted as
+//! controller-runtime's `reconcile_panics_total`.
 
 mod future;
 mod layer;
@@ -13,6 +14,6 @@ pub use service::CatchPanic;
 
 /// Logs a caught panic once, where it is caught.
 pub(super) fn caught(panicked: Panicked) -> Panicked {
-    tracing::error!(panic = %panicked.message, "reconcile panicked; it will be retried with backoff");
+    tracing::error!(panic = %panicked.message, "reconcile panicked");
     panicked
 }

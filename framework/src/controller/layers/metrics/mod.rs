@@ -88,14 +88,6 @@ impl ControllerMetrics {
         }
     }
 
-    /// One controller's `controller_runtime_reconcile_panics_total` child, for panics caught
-    /// outside the reconcile layer (periodic runs).
-    pub(crate) fn panics(&self, controller: &str) -> Counter {
-        self.panics.get_or_create_owned(&ControllerLabel {
-            controller: controller.to_owned(),
-        })
-    }
-
     /// Resolves (and zero-initialises, as controller-runtime does) one controller's children.
     fn for_controller(&self, controller: &str) -> ReconcileMetrics {
         let label = ControllerLabel {

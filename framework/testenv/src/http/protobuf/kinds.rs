@@ -1,93 +1,78 @@
-//! Which k8s-pb message each served apiVersion and kind is, and the conversions through it.
+//! Which k8s-pb message an apiVersion and kind is: a served kind's or its list's (the kind's
+//! `protobuf`), or one of the few messages the server speaks that are not kinds of the table.
 
 use k8s_pb::api::authentication::v1 as authn;
-use k8s_pb::api::authorization::v1 as authz;
 use k8s_pb::api::autoscaling::v1 as autoscaling;
-use k8s_pb::api::coordination::v1 as coordination;
 use k8s_pb::api::core::v1 as core;
-use k8s_pb::api::discovery::v1 as discovery;
-use k8s_pb::api::events::v1 as events;
-use k8s_pb::api::rbac::v1 as rbac;
-use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as ext;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
-use prost::Message;
 use serde_json::Value;
 
-use super::convert::Json;
+use crate::api::kind::{Decode, Encode};
+use crate::api::kinds::TABLE;
+use crate::api::protobuf::{decode, encode};
 
-fn encode<T: Json + Message>(json: &Value) -> Result<Vec<u8>, String> {
-    T::from_json(json).map(|m| m.encode_to_vec())
+/// The messages that are no kind's: (apiVersion, kind, message). Clients send DeleteOptions in
+/// the group-version of the resource they delete, so it is found by kind alone.
+const OTHERS: &[(&str, &str, Encode, Decode)] = &[
+    (
+        "v1",
+        "Status",
+        encode::<meta::Status>,
+        decode::<meta::Status>,
+    ),
+    (
+        "v1",
+        "Binding",
+        encode::<core::Binding>,
+        decode::<core::Binding>,
+    ),
+    (
+        "autoscaling/v1",
+        "Scale",
+        encode::<autoscaling::Scale>,
+        decode::<autoscaling::Scale>,
+    ),
+    (
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        encode::<authn::TokenRequest>,
+        decode::<authn::TokenRequest>,
+    ),
+];
+
+/// The message of an apiVersion and kind, if it has a protobuf form here.
+fn message(api_version: &str, kind: &str) -> Option<(Encode, Decode)> {
+    if kind == "DeleteOptions" {
+        return Some((encode::<meta::DeleteOptions>, decode::<meta::DeleteOptions>));
+    }
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let served = TABLE
+        .iter()
+        .filter(|k| k.ty.group == group && k.ty.version == version)
+        .find_map(|k| match kind.strip_suffix("List") {
+            _ if kind == k.ty.kind => Some(k.protobuf.kind),
+            Some(item) if item == k.ty.kind => k.protobuf.list,
+            _ => None,
+        });
+    served.or_else(|| {
+        OTHERS
+            .iter()
+            .find(|(v, k, _, _)| *v == api_version && *k == kind)
+            .map(|(_, _, e, d)| (*e, *d))
+    })
 }
 
-fn decode<T: Json + Message + Default>(raw: &[u8]) -> Result<Value, String> {
-    let m = T::decode(raw).map_err(|e| e.to_string())?;
-    Ok(m.to_json().unwrap_or(Value::Object(Default::default())))
+/// The protobuf bytes of a JSON object of this kind; `None` for a kind without a protobuf form
+/// here.
+pub(super) fn from_json(
+    api_version: &str,
+    kind: &str,
+    json: &Value,
+) -> Option<Result<Vec<u8>, String>> {
+    message(api_version, kind).map(|(encode, _)| encode(json))
 }
 
-macro_rules! kinds {
-    ($($api_version:literal : $($kind:ident => $ty:ty),*;)*) => {
-        /// The protobuf bytes of a JSON object of this kind; `None` for a kind without a
-        /// protobuf form here.
-        pub(super) fn from_json(
-            api_version: &str,
-            kind: &str,
-            json: &Value,
-        ) -> Option<Result<Vec<u8>, String>> {
-            match (api_version, kind) {
-                // Clients send DeleteOptions in the group-version of the resource they delete.
-                (_, "DeleteOptions") => Some(encode::<meta::DeleteOptions>(json)),
-                $($(($api_version, stringify!($kind)) => Some(encode::<$ty>(json)),)*)*
-                _ => None,
-            }
-        }
-
-        /// The JSON form (without apiVersion and kind) of an object's protobuf bytes.
-        pub(super) fn to_json(
-            api_version: &str,
-            kind: &str,
-            raw: &[u8],
-        ) -> Option<Result<Value, String>> {
-            match (api_version, kind) {
-                (_, "DeleteOptions") => Some(decode::<meta::DeleteOptions>(raw)),
-                $($(($api_version, stringify!($kind)) => Some(decode::<$ty>(raw)),)*)*
-                _ => None,
-            }
-        }
-    };
-}
-
-kinds! {
-    "v1":
-        Status => meta::Status,
-        ConfigMap => core::ConfigMap, ConfigMapList => core::ConfigMapList,
-        Secret => core::Secret, SecretList => core::SecretList,
-        Namespace => core::Namespace, NamespaceList => core::NamespaceList,
-        Service => core::Service, ServiceList => core::ServiceList,
-        Node => core::Node, NodeList => core::NodeList,
-        Endpoints => core::Endpoints, EndpointsList => core::EndpointsList,
-        Event => core::Event, EventList => core::EventList,
-        Pod => core::Pod, PodList => core::PodList,
-        ServiceAccount => core::ServiceAccount, ServiceAccountList => core::ServiceAccountList,
-        Binding => core::Binding;
-    "coordination.k8s.io/v1": Lease => coordination::Lease, LeaseList => coordination::LeaseList;
-    "events.k8s.io/v1": Event => events::Event, EventList => events::EventList;
-    "discovery.k8s.io/v1":
-        EndpointSlice => discovery::EndpointSlice, EndpointSliceList => discovery::EndpointSliceList;
-    "autoscaling/v1": Scale => autoscaling::Scale;
-    "authentication.k8s.io/v1":
-        TokenReview => authn::TokenReview, TokenRequest => authn::TokenRequest;
-    "authorization.k8s.io/v1":
-        SubjectAccessReview => authz::SubjectAccessReview,
-        SelfSubjectAccessReview => authz::SelfSubjectAccessReview,
-        LocalSubjectAccessReview => authz::LocalSubjectAccessReview,
-        SelfSubjectRulesReview => authz::SelfSubjectRulesReview;
-    "rbac.authorization.k8s.io/v1":
-        ClusterRole => rbac::ClusterRole, ClusterRoleList => rbac::ClusterRoleList,
-        ClusterRoleBinding => rbac::ClusterRoleBinding,
-        ClusterRoleBindingList => rbac::ClusterRoleBindingList,
-        Role => rbac::Role, RoleList => rbac::RoleList,
-        RoleBinding => rbac::RoleBinding, RoleBindingList => rbac::RoleBindingList;
-    "apiextensions.k8s.io/v1":
-        CustomResourceDefinition => ext::CustomResourceDefinition,
-        CustomResourceDefinitionList => ext::CustomResourceDefinitionList;
+/// The JSON form (without apiVersion and kind) of an object's protobuf bytes.
+pub(super) fn to_json(api_version: &str, kind: &str, raw: &[u8]) -> Option<Result<Value, String>> {
+    message(api_version, kind).map(|(_, decode)| decode(raw))
 }

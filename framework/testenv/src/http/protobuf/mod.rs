@@ -2,12 +2,9 @@
 //! envelope (a `runtime.Unknown` naming the object's apiVersion and kind around its protobuf
 //! bytes) for request bodies, responses and watch frames. The server keeps JSON: a protobuf body
 //! is decoded into JSON once on arrival and a response is encoded once on the way out, through
-//! k8s-pb's messages and their JSON names (convert.rs, messages.rs).
+//! k8s-pb's messages and their JSON names (`api::protobuf`), the message found by `kinds`.
 
-mod convert;
 mod kinds;
-#[rustfmt::skip]
-mod messages;
 
 use bytes::{Bytes, BytesMut};
 use k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent;

@@ -577,7 +577,7 @@ mod tests {
 
     #[test]
     fn field_selector_rejects_unknown_labels_like_upstream() {
-        let nodes = &Served::Builtin(&crate::api::resources::TABLE[0]);
+        let nodes = &Served::Builtin(&crate::api::kinds::TABLE[0]);
         let err = FieldSelector::parse("spec.bogus=x", nodes).unwrap_err();
         assert_eq!(err.code, 400);
         assert_eq!(err.message, "field label not supported: spec.bogus");
