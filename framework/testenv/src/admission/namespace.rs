@@ -8,7 +8,7 @@ use crate::api::status::ApiError;
 use crate::storage::store::State;
 
 /// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
-pub(super) fn check_open(state: &State, ns: &str) -> Result<(), ApiError> {
+pub fn check_open(state: &State, ns: &str) -> Result<(), ApiError> {
     let Some(nsid) = lookup("", "v1", "namespaces") else {
         return Ok(());
     };

@@ -26,7 +26,7 @@
 mod connect;
 mod decode;
 mod error;
-mod gojson;
+pub mod gojson;
 mod resolve;
 mod tls;
 

@@ -14,11 +14,13 @@ use super::respond::{
     Body, error_response, full, json_headers, json_response, pretty, table_response, with_warnings,
 };
 use super::route::{Route, filter_from, parse_query, route};
+use crate::admission::chain::Outcome;
+use crate::admission::webhooks::Requester;
 use crate::api::decoding;
 use crate::api::status::ApiError;
 use crate::auth;
 use crate::fields;
-use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
+use crate::handlers::{self, DeleteOptions, ListParams, Target, Verb, WriteOptions};
 use crate::http::fieldcheck::{self, Directive};
 use crate::http::protobuf::Format;
 use crate::http::shared::{RequestRecord, Shared};
@@ -90,6 +92,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
             };
             let req = Req {
+                user: user.as_ref().ok(),
                 query: &query,
                 user_agent: record.user_agent.as_deref(),
                 content_type: &content_type,
@@ -110,7 +113,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(Some((code, v))) => json_response(code, &v, pretty),
                 Ok(None) => match &format {
                     Err(e) => error_response(e, pretty),
-                    Ok(_) => dispatch(&shared, route, &req),
+                    Ok(_) => dispatch(&shared, route, &req).await,
                 },
             }
         }
@@ -142,6 +145,7 @@ pub(super) fn finish(
 
 /// What a handler needs from the request besides the route.
 pub(super) struct Req<'a> {
+    user: Option<&'a auth::UserInfo>,
     query: &'a HashMap<String, String>,
     user_agent: Option<&'a str>,
     content_type: &'a str,
@@ -150,7 +154,7 @@ pub(super) struct Req<'a> {
     as_table: bool,
 }
 
-pub(super) fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
+pub(super) async fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
     let pretty = req.pretty;
     let result: Result<Response<Body>, ApiError> = match route {
         Route::NonResource("version") => Ok(json_response(200, &discovery::version(), pretty)),
@@ -200,12 +204,12 @@ pub(super) fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Res
             Ok(r)
         }
         Route::NotFound => Err(ApiError::no_route()),
-        Route::Resource { target, verb } => resource(shared, &target, verb, req),
+        Route::Resource { target, verb } => resource(shared, &target, verb, req).await,
     };
     result.unwrap_or_else(|e| error_response(&e, pretty))
 }
 
-pub(super) fn resource(
+pub(super) async fn resource(
     shared: &Arc<Shared>,
     t: &Target,
     verb: &str,
@@ -222,6 +226,7 @@ pub(super) fn resource(
         manager: q("fieldManager").unwrap_or_else(|| fields::default_manager(req.user_agent)),
         force: query.get("force").is_some_and(|v| v == "true"),
     };
+    let who = requester(req.user);
     match verb {
         "get" => {
             let obj = shared.store.with(|s| handlers::get(s, t))?;
@@ -271,10 +276,9 @@ pub(super) fn resource(
             Ok(resp)
         }
         "create" | "update" => {
-            let (options, write_fn): (_, fn(&mut _, _, _, _, _) -> _) = if verb == "create" {
-                ("CreateOptions", handlers::create)
-            } else {
-                ("UpdateOptions", handlers::update)
+            let options = match verb {
+                "create" => "CreateOptions",
+                _ => "UpdateOptions",
             };
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
@@ -283,8 +287,12 @@ pub(super) fn resource(
                 decoding::check_body(rt, &obj)?;
             }
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
-            let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
-            Ok(with_warnings(json_response(code, &v, pretty), &warnings))
+            let v = match verb {
+                "create" => Verb::Create(&obj),
+                _ => Verb::Update(&obj),
+            };
+            let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+            Ok(answered(out, warnings, pretty))
         }
         "patch" => {
             let kind = PatchKind::from_content_type(content_type);
@@ -300,10 +308,9 @@ pub(super) fn resource(
             }
             let kind = kind.ok_or_else(ApiError::unsupported_media_type)?;
             if kind == PatchKind::Apply {
-                let (code, v) = shared
-                    .store
-                    .with(|s| handlers::apply(s, cfg, t, body, &write))?;
-                return Ok(json_response(code, &v, pretty));
+                let v = Verb::Apply(body);
+                let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+                return Ok(answered(out, Vec::new(), pretty));
             }
             let fv = Directive::of_request(
                 q("fieldValidation").as_deref(),
@@ -311,15 +318,14 @@ pub(super) fn resource(
                 t.sub.as_deref(),
             )?;
             let warnings = fieldcheck::check_patch(rt, fv, kind, body)?;
-            let v = shared
-                .store
-                .with(|s| handlers::patch(s, cfg, t, kind, body, &write))?;
-            Ok(with_warnings(json_response(200, &v, pretty), &warnings))
+            let v = Verb::Patch(kind, body);
+            let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+            Ok(answered(out, warnings, pretty))
         }
         "delete" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
-            let (code, v) = shared.store.with(|s| handlers::delete(s, t, &opts))?;
-            Ok(json_response(code, &v, pretty))
+            let out = handlers::delete_object(&shared.store, t, &opts, body, &who).await;
+            Ok(answered(out, Vec::new(), pretty))
         }
         "deletecollection" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
@@ -334,4 +340,25 @@ pub(super) fn resource(
         }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// A write's answer, with the request's own warnings then its webhooks' as `Warning` headers
+/// (a refusal carries them too).
+fn answered(out: Outcome, mut warnings: Vec<String>, pretty: bool) -> Response<Body> {
+    warnings.extend(out.warnings);
+    let resp = match out.result {
+        Ok((code, v)) => json_response(code, &v, pretty),
+        Err(e) => error_response(&e, pretty),
+    };
+    with_warnings(resp, &warnings)
+}
+
+/// The user a write's webhooks are told about.
+fn requester(user: Option<&auth::UserInfo>) -> Requester {
+    user.map(|u| Requester {
+        username: u.name.clone(),
+        uid: u.uid.clone(),
+        groups: u.groups.clone(),
+    })
+    .unwrap_or_default()
 }
