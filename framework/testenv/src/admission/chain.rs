@@ -204,13 +204,13 @@ pub struct Outcome {
 /// What the first hold of the lock left to do.
 enum First<W: Write> {
     Prepared(Next<W>),
-    Mutate(W::Staged, Request, Objects, Vec<config::Hook>),
+    Mutate(Box<(W::Staged, Request, Objects, Vec<config::Hook>)>),
 }
 
 /// What preparing left to do.
 enum Next<W: Write> {
     Done(Option<(u16, Value)>),
-    Validate(W::Prepared, Request, Objects, Vec<matching::Invocation>),
+    Validate(Box<(W::Prepared, Request, Objects, Vec<matching::Invocation>)>),
 }
 
 /// Runs `w` through the steps against `store`.
@@ -246,10 +246,11 @@ async fn attempt<W: Write>(
         if matching::invocations(s, &hooks, &req, &objects)?.is_empty() {
             return prepare(s, w, staged, req, None).map(First::Prepared);
         }
-        Ok(First::Mutate(staged, req, objects, hooks))
+        Ok(First::Mutate(Box::new((staged, req, objects, hooks))))
     })?;
     let next = match first {
-        First::Mutate(staged, req, objects, hooks) => {
+        First::Mutate(first) => {
+            let (staged, req, objects, hooks) = *first;
             let redefault = |o: &mut Value| w.redefault(o);
             let m = mutation::run(store, &hooks, &req, objects, &redefault).await;
             warnings.extend(m.warnings);
@@ -262,7 +263,8 @@ async fn attempt<W: Write>(
     };
     match next {
         Next::Done(answer) => Ok(answer),
-        Next::Validate(prepared, req, objects, invocations) => {
+        Next::Validate(next) => {
+            let (prepared, req, objects, invocations) = *next;
             let said = validation::run(&invocations, &req, &objects).await;
             warnings.extend(said.warnings);
             if let Some(e) = said.refusal {
@@ -290,5 +292,10 @@ fn prepare<W: Write>(
     if invocations.is_empty() {
         return Ok(Next::Done(w.commit(s, prepared)?));
     }
-    Ok(Next::Validate(prepared, req, objects, invocations))
+    Ok(Next::Validate(Box::new((
+        prepared,
+        req,
+        objects,
+        invocations,
+    ))))
 }

@@ -25,7 +25,7 @@ pub enum Failure {
 impl Failure {
     /// The write's error for this failure of webhook `name`, or `None` when the policy lets
     /// the write through.
-    pub fn to_error(self, name: &str, fail_open: bool) -> Option<ApiError> {
+    pub fn into_error(self, name: &str, fail_open: bool) -> Option<ApiError> {
         match self {
             Failure::Calling(why) => {
                 if fail_open {
@@ -128,12 +128,12 @@ mod tests {
     #[test]
     fn a_failed_call_fails_closed_or_open() {
         let f = || Failure::Calling("failed to call webhook: boom".into());
-        let e = f().to_error("a.example.com", false).unwrap();
+        let e = f().into_error("a.example.com", false).unwrap();
         assert_eq!(e.code, 500);
         assert_eq!(
             e.message,
             "Internal error occurred: failed calling webhook \"a.example.com\": failed to call webhook: boom"
         );
-        assert_eq!(f().to_error("a.example.com", true), None);
+        assert_eq!(f().into_error("a.example.com", true), None);
     }
 }

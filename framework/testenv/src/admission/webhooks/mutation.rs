@@ -68,7 +68,7 @@ pub async fn run(
             }
             let (changed, error) = match one(&inv, req, &mut m, redefault).await {
                 Ok(changed) => (changed, None),
-                Err(f) => (false, f.to_error(&hook.name, hook.fail_open)),
+                Err(f) => (false, f.into_error(&hook.name, hook.fail_open)),
             };
             if changed {
                 reinvoke.extend(invoked_reinvocable.drain());

@@ -52,7 +52,7 @@ async fn one(
             (v.warnings, Some(refusal))
         }
         Err(f @ (Failure::Calling(_) | Failure::Refused(_))) => {
-            (Vec::new(), f.to_error(&hook.name, hook.fail_open))
+            (Vec::new(), f.into_error(&hook.name, hook.fail_open))
         }
     }
 }
