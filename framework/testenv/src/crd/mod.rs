@@ -12,6 +12,7 @@
 
 pub mod admit;
 pub mod columns;
+pub mod conversion;
 pub mod lifecycle;
 pub mod scale;
 

@@ -5,13 +5,16 @@
 //! admission chain (`admitted`), which releases the lock while webhooks are called.
 
 mod admitted;
+mod converted;
 mod delete;
+mod object_write;
 mod read;
 mod target;
 mod write;
 
-pub use admitted::{Verb, delete_object, write_object};
+pub use admitted::{delete_object, write_object};
 pub use delete::{DeleteOptions, delete_collection};
+pub use object_write::Verb;
 pub use read::{ListParams, get, list};
 pub use target::{Target, WriteOptions};
 pub use write::create;

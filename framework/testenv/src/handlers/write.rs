@@ -101,6 +101,7 @@ pub(super) fn stage_update(
     t: &Target,
     body: Value,
     opts: &WriteOptions,
+    view: Option<&Arc<Value>>,
 ) -> Result<Staged, ApiError> {
     t.check_served(state)?;
     let rt = &t.rt;
@@ -123,7 +124,7 @@ pub(super) fn stage_update(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
     }
-    let Some(old) = state.get(t.res, t.ns_key(), t.name()).cloned() else {
+    let Some(old) = stored(state, t, view) else {
         if rt.create_on_update() && t.sub.is_none() {
             return stage_create(state, t, body, opts, None);
         }
@@ -154,13 +155,11 @@ pub(super) fn stage_patch(
     kind: PatchKind,
     body: &[u8],
     opts: &WriteOptions,
+    view: Option<&Arc<Value>>,
 ) -> Result<Staged, ApiError> {
     t.check_served(state)?;
     let rt = &t.rt;
-    let old = state
-        .get(t.res, t.ns_key(), t.name())
-        .cloned()
-        .ok_or_else(|| t.not_found())?;
+    let old = stored(state, t, view).ok_or_else(|| t.not_found())?;
     if t.sub.as_deref() == Some("scale") {
         let patched = patch::apply(rt, kind, &crd::scale::of(rt, &old), body)?;
         return Ok(staged(
@@ -199,6 +198,7 @@ pub(super) fn stage_apply(
     t: &Target,
     body: &[u8],
     opts: &WriteOptions,
+    view: Option<&Arc<Value>>,
 ) -> Result<Staged, ApiError> {
     t.check_served(state)?;
     let rt = &t.rt;
@@ -218,7 +218,7 @@ pub(super) fn stage_apply(
     }
     let config = patch::decode_apply(body)?;
     patch::check_apply_config(rt, &config, t.name())?;
-    let old = state.get(t.res, t.ns_key(), t.name()).cloned();
+    let old = stored(state, t, view);
     let (api_version, now) = (rt.api_version(), crate::api::meta::now());
     let w = t.writer(opts, &api_version, &now);
     let ctx = t.fields_ctx(old.is_none());
@@ -241,6 +241,13 @@ pub(super) fn stage_apply(
             ))
         }
     }
+}
+
+/// The stored object, or `view`: the stored object as the request's version shows it, when a
+/// conversion webhook converted it (`crd::conversion`).
+fn stored(state: &State, t: &Target, view: Option<&Arc<Value>>) -> Option<Arc<Value>> {
+    view.cloned()
+        .or_else(|| state.get(t.res, t.ns_key(), t.name()).cloned())
 }
 
 fn staged(
@@ -380,6 +387,34 @@ pub(super) fn commit(
                 _ => Ok(Some((200, stored))),
             }
         }
+    }
+}
+
+/// Stores `obj`, already converted to the storage version by a conversion webhook, as `s`
+/// staged it (`None` when the stored object changed since); the stored object at the request's
+/// `apiVersion`.
+pub(super) fn store_converted(
+    state: &mut State,
+    s: &Staged,
+    obj: Value,
+) -> Result<Option<Value>, ApiError> {
+    let t = &s.t;
+    let current = state.get(t.res, t.ns_key(), t.name()).cloned();
+    match (&s.mode, &s.old) {
+        (Mode::Create { .. }, _) | (_, None) => {
+            let name = obj.pointer("/metadata/name").and_then(Value::as_str);
+            let name = name.unwrap_or("").to_string();
+            if state.get(t.res, t.ns_key(), &name).is_some() {
+                return Err(ApiError::already_exists(t.rt.group(), t.rt.plural(), &name));
+            }
+            store_created(state, t, obj, false).map(|(_, v)| Some(v))
+        }
+        (_, Some(old)) => match current {
+            Some(current) if rv_of(&current) == rv_of(old) => {
+                Ok(Some(commit_update(state, t, &current, obj, false)))
+            }
+            _ => Ok(None),
+        },
     }
 }
 

@@ -7,29 +7,24 @@
 use serde_json::Value;
 
 use super::Objects;
-use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
+use crate::crd::conversion::{self, Converter};
 use crate::storage::store::State;
 
 /// How a CRD's objects change version.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Conversion {
     /// `strategy: None`: only `apiVersion` changes.
     None,
-    /// `strategy: Webhook`: the CRD's conversion webhook converts (the CRD's name).
-    Webhook(String),
+    /// `strategy: Webhook`: the CRD's conversion webhook converts.
+    Webhook(Converter),
 }
 
 /// How the CRD named `crd` converts (read under the store lock).
 pub fn of(state: &State, crd: &str) -> Conversion {
-    let strategy = lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        .and_then(|res| state.get(res, "", crd))
-        .and_then(|c| c.pointer("/spec/conversion/strategy"))
-        .and_then(Value::as_str)
-        .unwrap_or("None");
-    match strategy {
-        "Webhook" => Conversion::Webhook(crd.to_string()),
-        _ => Conversion::None,
+    match conversion::of_crd(state, crd) {
+        Some(converter) => Conversion::Webhook(converter),
+        None => Conversion::None,
     }
 }
 
@@ -45,12 +40,20 @@ pub async fn convert(
             object: one(objects.object),
             old: one(objects.old),
         }),
-        // The CRD conversion webhook (issue 33, crd/conversion) fills this arm: one
-        // ConversionReview for both objects through crate::webhook_client, with its failure as
-        // upstream's 500 (`NewInternalError`) for the write.
-        Conversion::Webhook(crd) => Err(ApiError::internal(&format!(
-            "converting {crd} objects to {api_version} for an admission webhook: conversion webhooks are not supported yet"
-        ))),
+        // One review per object, as the server converts each.
+        Conversion::Webhook(converter) => {
+            let one = async |o: Option<Value>| match o {
+                None => Ok(None),
+                Some(o) => {
+                    let converted = conversion::convert(converter, vec![o], api_version).await?;
+                    Ok::<_, ApiError>(converted.into_iter().next())
+                }
+            };
+            Ok(Objects {
+                object: one(objects.object).await?,
+                old: one(objects.old).await?,
+            })
+        }
     }
 }
 

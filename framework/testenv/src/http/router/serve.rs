@@ -19,6 +19,7 @@ use crate::admission::webhooks::Requester;
 use crate::api::decoding;
 use crate::api::status::ApiError;
 use crate::auth;
+use crate::crd::conversion;
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, Verb, WriteOptions};
 use crate::http::fieldcheck::{self, Directive};
@@ -229,7 +230,12 @@ pub(super) async fn resource(
     let who = requester(req.user);
     match verb {
         "get" => {
-            let obj = shared.store.with(|s| handlers::get(s, t))?;
+            let (obj, converter) = shared.store.with(|s| {
+                let converter = converter_of(s, t);
+                handlers::get(s, t).map(|obj| (obj, converter))
+            })?;
+            let obj = conversion::read(converter.as_ref(), rt, vec![obj]).await?;
+            let obj = obj.into_iter().next().unwrap_or_default();
             if req.as_table {
                 return Ok(table_response(&table::single(rt, &obj), pretty));
             }
@@ -245,7 +251,15 @@ pub(super) async fn resource(
                 resource_version: q("resourceVersion"),
                 rv_match: q("resourceVersionMatch"),
             };
-            let list = shared.store.with(|s| handlers::list(s, t, &params))?;
+            let (mut list, converter) = shared.store.with(|s| {
+                let converter = converter_of(s, t);
+                handlers::list(s, t, &params).map(|list| (list, converter))
+            })?;
+            if converter.is_some() {
+                let items = list.items().iter().map(|o| (**o).clone()).collect();
+                let items = conversion::read(converter.as_ref(), rt, items).await?;
+                list.set_converted_items(items.into_iter().map(Arc::new).collect());
+            }
             if req.as_table {
                 let rv = list.resource_version().to_string();
                 let items = list.items().iter().map(|o| o.as_ref());
@@ -339,6 +353,14 @@ pub(super) async fn resource(
             Ok(json_response(200, &v, pretty))
         }
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// The conversion webhook a read of `t` needs (none for `/scale`, an `autoscaling/v1` Scale).
+fn converter_of(s: &crate::storage::store::State, t: &Target) -> Option<conversion::Converter> {
+    match t.sub.as_deref() {
+        Some("scale") => None,
+        _ => conversion::needed(s, &t.rt),
     }
 }
 
