@@ -85,7 +85,7 @@ fn parse(name: &str, addr: SocketAddr, ca_bundle: &str) -> WebhookCapture {
     }
     let mut sections = sections.into_iter();
     let (_, answer) = sections.next().unwrap();
-    cap.response = serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{name}: {e}"));
+    cap.response = json_or_lines(answer.as_bytes());
     while let (Some((call, review)), Some((_, answered))) = (sections.next(), sections.next()) {
         let path = call.split_whitespace().nth(3).unwrap().to_string();
         let review = serde_json::from_str(&review).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -420,11 +420,19 @@ async fn send(
         .map(|v| v.to_str().unwrap().to_string())
         .collect();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    (
-        code,
-        warnings,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    (code, warnings, json_or_lines(&bytes))
+}
+
+/// A JSON answer, or a watch's events (one JSON document a line) as an array.
+fn json_or_lines(text: &[u8]) -> Value {
+    serde_json::from_slice(text).unwrap_or_else(|_| {
+        let lines = text
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.iter().all(u8::is_ascii_whitespace));
+        lines
+            .map(|l| serde_json::from_slice(l).unwrap_or(Value::Null))
+            .collect()
+    })
 }
 
 /// A cluster with namespace `wh-cap` (and `wh-cap-on`, labelled `wh-ns=on`), the webhook, the
@@ -497,6 +505,11 @@ async fn replay(env: &TestEnv, wh: &Webhook, name: &str) {
             normalize_review(&mut got);
             // A patch converts the stored object first, which the real server took from its
             // watch cache, already converted.
+            // A watch's objects came from the real server's watch cache, converted for the
+            // earlier requests (conv-watch-old-version.txt lists no review).
+            if cap.path.contains("watch=true") {
+                continue;
+            }
             let old_for_patch = cap.method == "PATCH"
                 && got.pointer("/request/objects/0/apiVersion")
                     == Some(&json!("wh.example.com/v1"));
@@ -736,6 +749,7 @@ const CONVERSION_SEQUENCE: &[(&str, Option<&str>)] = &[
     ("conv-list-old-version", None),
     ("conv-patch-old-version", None),
     ("conv-table-old-version", None),
+    ("conv-watch-old-version", None),
     ("conv-webhook-changes-labels", Some("/convert-label")),
     ("conv-webhook-failure-get", Some("/convert-fail")),
     ("conv-webhook-failure-list", None),
@@ -788,10 +802,7 @@ async fn conversion_webhooks_match_a_real_apiserver() {
 }
 
 /// Captures not replayed, with why.
-const NOT_REPLAYED: &[(&str, &str)] = &[(
-    "conv-watch-old-version",
-    "a watch through a converted version is not converted yet (kube-testenv's watch streams the stored objects with only apiVersion changed)",
-)];
+const NOT_REPLAYED: &[(&str, &str)] = &[];
 
 #[test]
 fn every_webhook_capture_is_replayed_or_excused() {

@@ -145,6 +145,38 @@ pub async fn read(
     Ok(out)
 }
 
+/// A chunk of a JSON watch through `rt` (whole `{"type", "object"}` lines) with each event's
+/// object converted; a conversion that fails ends in an `ERROR` event with its Status, and
+/// anything else (bookmarks, other formats) passes through.
+pub async fn watch_chunk(converter: &Converter, rt: &Served, chunk: bytes::Bytes) -> bytes::Bytes {
+    let Ok(text) = std::str::from_utf8(&chunk) else {
+        return chunk;
+    };
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let event: Option<Value> = serde_json::from_str(line).ok();
+        let converted = match event {
+            Some(mut e) if matches!(e["type"].as_str(), Some("ADDED" | "MODIFIED" | "DELETED")) => {
+                let object = e["object"].take();
+                match read(Some(converter), rt, vec![object]).await {
+                    Ok(mut o) => e["object"] = o.pop().unwrap_or_default(),
+                    Err(err) => e = json!({"type": "ERROR", "object": err.to_status()}),
+                }
+                Some(e)
+            }
+            _ => None,
+        };
+        match converted {
+            Some(e) => {
+                out.push_str(&e.to_string());
+                out.push('\n');
+            }
+            None => out.push_str(line),
+        }
+    }
+    bytes::Bytes::from(out)
+}
+
 /// The write's or read's error: a bare 500, as upstream's (conv-webhook-failure-get.txt).
 fn error(message: String) -> ApiError {
     ApiError {

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use http::{HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -280,11 +281,26 @@ pub(super) async fn resource(
                 timeout: query::watch_timeout(query)?,
                 table: req.as_table,
             };
+            let table = params.table;
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
-            let stream = futures::stream::poll_fn(move |cx| {
-                rx.poll_recv(cx)
-                    .map(|o| o.map(|b| Ok::<_, Infallible>(Frame::data(b))))
-            });
+            let converter = match table {
+                true => None,
+                false => shared.store.with(|s| converter_of(s, t)),
+            };
+            let chunks = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            let stream = match converter {
+                None => chunks.boxed(),
+                Some(c) => {
+                    let rt = rt.clone();
+                    chunks
+                        .then(move |b| {
+                            let (c, rt) = (c.clone(), rt.clone());
+                            async move { conversion::watch_chunk(&c, &rt, b).await }
+                        })
+                        .boxed()
+                }
+            };
+            let stream = stream.map(|b| Ok::<_, Infallible>(Frame::data(b)));
             let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
             json_headers(resp.headers_mut());
             Ok(resp)
