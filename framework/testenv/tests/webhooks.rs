@@ -140,7 +140,9 @@ async fn webhook() -> Webhook {
     let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
     let issuer = Issuer::new(ca, ca_key);
     let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
+    // Its name as a Service `wh-svc` in `wh-cap` too, for `clientConfig.service`.
+    let names = vec!["127.0.0.1".to_string(), "wh-svc.wh-cap.svc".to_string()];
+    let leaf = CertificateParams::new(names)
         .unwrap()
         .signed_by(&key, &issuer)
         .unwrap();
@@ -190,6 +192,9 @@ async fn answer(
     let path = req.uri().to_string();
     let body = req.into_body().collect().await.unwrap().to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap();
+    if let Some(answer) = own_answer(&path, &review).await {
+        return Ok(reply(200, answer.to_string()));
+    }
     if path.starts_with("/convert") {
         script
             .lock()
@@ -224,6 +229,24 @@ async fn answer(
         out["response"]["uid"] = review["request"]["uid"].clone();
     }
     Ok(reply(200, out.to_string()))
+}
+
+/// The answers of the tests that replay no capture: `/own-deny` refuses, `/own-slow` allows after
+/// 5 s.
+async fn own_answer(path: &str, review: &Value) -> Option<Value> {
+    let uid = review["request"]["uid"].clone();
+    let response = match path.split('?').next().unwrap() {
+        "/own-deny" => json!({"uid": uid, "allowed": false,
+            "status": {"code": 403, "message": "refused through a Service"}}),
+        "/own-slow" => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            json!({"uid": uid, "allowed": true})
+        }
+        _ => return None,
+    };
+    Some(
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
+    )
 }
 
 /// The conversion webhook of the captures: `spec.size` (v1alpha1) is `spec.replicas` (v1);
@@ -827,4 +850,118 @@ fn every_webhook_capture_is_replayed_or_excused() {
             "{dir}/{file} is neither replayed nor excused"
         );
     }
+}
+
+/// A configuration written for a cluster, `clientConfig.service`, reaches the webhook through
+/// the Service's endpoints, with TLS checking the name `<service>.<namespace>.svc`.
+#[tokio::test]
+async fn a_service_reference_reaches_the_webhook_through_its_endpoints() {
+    let (env, wh) = cluster(&[], &[]).await;
+    let client = env.client();
+    let port = wh.addr.port();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "wh-svc"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}});
+    let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "wh-svc-1", "labels": {"kubernetes.io/service-name": "wh-svc"}},
+        "addressType": "IPv4", "endpoints": [{"addresses": ["127.0.0.1"]}],
+        "ports": [{"name": "https", "port": port}]});
+    let hook = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "svc.wh.example.com"},
+        "webhooks": [{"name": "svc.wh.example.com",
+            "clientConfig": {"service": {"namespace": "wh-cap", "name": "wh-svc", "path": "/own-deny"},
+                "caBundle": wh.ca_bundle},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "objectSelector": {"matchLabels": {"wh": "svc"}}}]});
+    for (path, body) in [
+        ("/api/v1/namespaces/wh-cap/services", svc),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/wh-cap/endpointslices",
+            slice,
+        ),
+        (
+            "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+            hook,
+        ),
+    ] {
+        let (code, _, got) = send(
+            &client,
+            "POST",
+            path,
+            Some("application/json"),
+            Some(body.to_string()),
+            false,
+        )
+        .await;
+        assert_eq!(code, 201, "{path}: {got:#}");
+    }
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "labels": {"wh": "svc"}}});
+    let path = "/api/v1/namespaces/wh-cap/configmaps";
+    let (code, _, got) = send(
+        &client,
+        "POST",
+        path,
+        Some("application/json"),
+        Some(cm.to_string()),
+        false,
+    )
+    .await;
+    assert_eq!(code, 403, "{got:#}");
+    assert_eq!(
+        got["message"],
+        "admission webhook \"svc.wh.example.com\" denied the request: refused through a Service"
+    );
+}
+
+/// A webhook that answers late costs its own write its timeout and holds no other request:
+/// the store lock is not held while it is called.
+#[tokio::test]
+async fn a_slow_webhook_holds_no_other_request() {
+    let slow = hook(
+        "Validating",
+        "own-slow",
+        "/own-slow",
+        json!({"timeoutSeconds": 2, "failurePolicy": "Ignore"}),
+    );
+    let (env, wh) = cluster(&[slow], &[]).await;
+    let client = env.client();
+    let path = "/api/v1/namespaces/wh-cap/configmaps";
+    let cm = |name: &str, label: &str| {
+        let v = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": {"wh": label}}});
+        Some(v.to_string())
+    };
+    let started = std::time::Instant::now();
+    let slow_write = {
+        let client = client.clone();
+        let body = cm("slow", "own-slow");
+        tokio::spawn(async move {
+            send(&client, "POST", path, Some("application/json"), body, false).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (code, _, got) = send(
+        &client,
+        "POST",
+        path,
+        Some("application/json"),
+        cm("quick", "other"),
+        false,
+    )
+    .await;
+    assert_eq!(code, 201, "{got:#}");
+    let (code, _, _) = send(&client, "GET", path, None, None, false).await;
+    assert_eq!(code, 200);
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "other requests waited: {:?}",
+        started.elapsed()
+    );
+    let (code, _, got) = slow_write.await.unwrap();
+    assert_eq!(code, 201, "{got:#}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(4),
+        "the slow write took {took:?}"
+    );
+    drop(wh);
 }
