@@ -375,6 +375,18 @@ mod tests {
     }
 
     #[test]
+    fn a_configuration_round_trips_through_protobuf() {
+        // A rule's fields sit inline in JSON (Go embeds `Rule` in `RuleWithOperations`).
+        let mut m = json!({"metadata": {"name": "m"}, "webhooks": [hook(json!({
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "clientConfig": {"url": "https://127.0.0.1:1/x", "caBundle": "QUJD"}}))]});
+        default_mutating(&mut m);
+        let (encode, decode) = MUTATING.protobuf.kind;
+        let back = encode(&m).and_then(|raw| decode(&raw)).unwrap();
+        assert_eq!(back["webhooks"], m["webhooks"]);
+    }
+
+    #[test]
     fn defaults_are_the_servers() {
         // wh-config-defaults-mutating.txt
         let mut m = json!({"webhooks": [hook(json!({"rules": [{"operations": ["CREATE"]}]}))]});

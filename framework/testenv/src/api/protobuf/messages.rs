@@ -8,7 +8,7 @@ message!(k8s_pb::api::admissionregistration::v1::MutatingWebhook { name: "name",
 message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
 message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfigurationList { metadata: "metadata", items: "items" });
 message!(k8s_pb::api::admissionregistration::v1::Rule { api_groups: "apiGroups", api_versions: "apiVersions", resources: "resources", scope: "scope" });
-message!(k8s_pb::api::admissionregistration::v1::RuleWithOperations { operations: "operations", rule: "rule" });
+message!(k8s_pb::api::admissionregistration::v1::RuleWithOperations { operations: "operations", rule: inline });
 message!(k8s_pb::api::admissionregistration::v1::ServiceReference { namespace: "namespace", name: "name", path: "path", port: "port" });
 message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhook { name: "name", client_config: "clientConfig", rules: "rules", failure_policy: "failurePolicy", match_policy: "matchPolicy", namespace_selector: "namespaceSelector", object_selector: "objectSelector", side_effects: "sideEffects", timeout_seconds: "timeoutSeconds", admission_review_versions: "admissionReviewVersions", match_conditions: "matchConditions" });
 message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
