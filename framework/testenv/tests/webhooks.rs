@@ -231,13 +231,14 @@ async fn answer(
     Ok(reply(200, out.to_string()))
 }
 
-/// The answers of the tests that replay no capture: `/own-deny` refuses, `/own-slow` allows after
-/// 5 s.
+/// The answers of the tests that replay no capture: `/own-deny` refuses, `/own-warn` allows
+/// with a warning, `/own-slow` allows after 5 s.
 async fn own_answer(path: &str, review: &Value) -> Option<Value> {
     let uid = review["request"]["uid"].clone();
     let response = match path.split('?').next().unwrap() {
         "/own-deny" => json!({"uid": uid, "allowed": false,
-            "status": {"code": 403, "message": "refused through a Service"}}),
+            "status": {"code": 403, "message": "refused by the test webhook"}}),
+        "/own-warn" => json!({"uid": uid, "allowed": true, "warnings": ["from the test webhook"]}),
         "/own-slow" => {
             tokio::time::sleep(Duration::from_secs(5)).await;
             json!({"uid": uid, "allowed": true})
@@ -909,7 +910,7 @@ async fn a_service_reference_reaches_the_webhook_through_its_endpoints() {
     assert_eq!(code, 403, "{got:#}");
     assert_eq!(
         got["message"],
-        "admission webhook \"svc.wh.example.com\" denied the request: refused through a Service"
+        "admission webhook \"svc.wh.example.com\" denied the request: refused by the test webhook"
     );
 }
 
@@ -964,4 +965,36 @@ async fn a_slow_webhook_holds_no_other_request() {
         "the slow write took {took:?}"
     );
     drop(wh);
+}
+
+/// kubectl, an independent client, sees a webhook's refusal and warnings as on a cluster.
+#[tokio::test]
+async fn kubectl_shows_a_webhooks_refusal_and_warnings() {
+    let hooks = [
+        validating("own-deny", "/own-deny"),
+        validating("own-warn", "/own-warn"),
+    ];
+    let (env, _wh) = cluster(&hooks, &[]).await;
+    let kubectl = support::kubectl::Kubectl::new(&env);
+    let manifest = |label: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {label}\n  namespace: wh-cap\n  labels:\n    wh: {label}\n"
+        )
+    };
+    let denied = kubectl.write("denied.yaml", &manifest("own-deny"));
+    let (ok, _, err) = kubectl
+        .try_run(&["apply", "-f", denied.to_str().unwrap()])
+        .await;
+    assert!(!ok);
+    assert!(
+        err.contains("admission webhook \"own-deny.wh.example.com\" denied the request: refused by the test webhook"),
+        "{err}"
+    );
+    let warned = kubectl.write("warned.yaml", &manifest("own-warn"));
+    let (ok, out, err) = kubectl
+        .try_run(&["apply", "-f", warned.to_str().unwrap()])
+        .await;
+    assert!(ok, "{err}");
+    assert!(out.contains("configmap/own-warn created"), "{out}");
+    assert!(err.contains("Warning: from the test webhook"), "{err}");
 }
