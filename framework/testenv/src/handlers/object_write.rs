@@ -16,7 +16,7 @@ use crate::api::status::ApiError;
 use crate::crd;
 use crate::fields::set_managed_fields;
 use crate::patch::PatchKind;
-use crate::storage::store::State;
+use crate::storage::store::{State, rv_of};
 
 /// What a write asks for.
 #[derive(Debug, Clone, Copy)]
@@ -52,6 +52,14 @@ impl Write for ObjectWrite<'_> {
 
     fn stage(&self, state: &mut State) -> Result<(Self::Staged, Request, Objects), ApiError> {
         let (t, opts, view) = (self.t, self.opts, self.view.as_ref());
+        if let Some(view) = view {
+            // The stored object changed since it was converted for this write: a conflict, as
+            // the write cannot start again from a view it has not got.
+            let stored = state.get(t.res, t.ns_key(), t.name());
+            if stored.map(|o| rv_of(o)) != Some(rv_of(view)) {
+                return Err(ApiError::stale(t.rt.group(), t.rt.plural(), t.name()));
+            }
+        }
         let s = match self.verb {
             Verb::Create(body) => write::stage_create(state, t, body.clone(), opts, None),
             Verb::Update(body) => write::stage_update(state, t, body.clone(), opts, view),
