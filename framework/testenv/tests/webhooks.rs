@@ -192,6 +192,14 @@ async fn answer(
     let path = req.uri().to_string();
     let body = req.into_body().collect().await.unwrap().to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap();
+    if let Some(text) = broken_answer(&path, &review) {
+        let code = if path.starts_with("/own-500") {
+            500
+        } else {
+            200
+        };
+        return Ok(reply(code, text));
+    }
     if let Some(answer) = own_answer(&path, &review).await {
         return Ok(reply(200, answer.to_string()));
     }
@@ -248,6 +256,35 @@ async fn own_answer(path: &str, review: &Value) -> Option<Value> {
     Some(
         json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}),
     )
+}
+
+/// A broken answer for the failure-policy test: bad JSON, an HTTP 500, another uid, another
+/// kind, a patch without `patchType`, a patch that does not apply.
+fn broken_answer(path: &str, review: &Value) -> Option<String> {
+    let uid = review["request"]["uid"].clone();
+    let review = |kind: &str, response: Value| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": kind, "response": response}).to_string()
+    };
+    // `[{"op": "replace", "path": "/spec/nothing/here", "value": 1}]` and `[]`, base64.
+    let (bad_path, empty) = (
+        "W3sib3AiOiAicmVwbGFjZSIsICJwYXRoIjogIi9zcGVjL25vdGhpbmcvaGVyZSIsICJ2YWx1ZSI6IDF9XQ==",
+        "W10=",
+    );
+    Some(match path.split('?').next().unwrap() {
+        "/own-bad-json" => "{not json".into(),
+        "/own-500" => "boom".into(),
+        "/own-wrong-uid" => review("AdmissionReview", json!({"uid": "other", "allowed": true})),
+        "/own-wrong-kind" => review("Nope", json!({"uid": uid, "allowed": true})),
+        "/own-no-patchtype" => review(
+            "AdmissionReview",
+            json!({"uid": uid, "allowed": true, "patch": empty}),
+        ),
+        "/own-bad-path" => review(
+            "AdmissionReview",
+            json!({"uid": uid, "allowed": true, "patch": bad_path, "patchType": "JSONPatch"}),
+        ),
+        _ => return None,
+    })
 }
 
 /// The conversion webhook of the captures: `spec.size` (v1alpha1) is `spec.replicas` (v1);
@@ -997,4 +1034,43 @@ async fn kubectl_shows_a_webhooks_refusal_and_warnings() {
     assert!(ok, "{err}");
     assert!(out.contains("configmap/own-warn created"), "{out}");
     assert!(err.contains("Warning: from the test webhook"), "{err}");
+}
+
+/// Under `failurePolicy: Ignore` a failed call lets the write through, whatever the failure;
+/// a patch that does not apply fails it all the same (upstream's internal error, not a failed
+/// call), as under `Fail` (wh-mutating-bad-path.txt).
+#[tokio::test]
+async fn failure_policy_ignore_lets_every_failed_call_through() {
+    let ignore = json!({"failurePolicy": "Ignore"});
+    let mut hooks: Vec<Hook> = ["own-bad-json", "own-500", "own-wrong-uid", "own-wrong-kind"]
+        .into_iter()
+        .map(|label| {
+            let path: &'static str = Box::leak(format!("/{label}").into_boxed_str());
+            hook("Validating", label, path, ignore.clone())
+        })
+        .collect();
+    for label in ["own-no-patchtype", "own-bad-path"] {
+        let path: &'static str = Box::leak(format!("/{label}").into_boxed_str());
+        hooks.push(hook("Mutating", label, path, ignore.clone()));
+    }
+    let (env, _wh) = cluster(&hooks, &[]).await;
+    let client = env.client();
+    let path = "/api/v1/namespaces/wh-cap/configmaps";
+    for h in &hooks {
+        let label = h.name.trim_end_matches(".wh.example.com");
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": label, "labels": {"wh": label}}});
+        let body = Some(cm.to_string());
+        let (code, _, got) =
+            send(&client, "POST", path, Some("application/json"), body, false).await;
+        if label == "own-bad-path" {
+            assert_eq!(code, 500, "{label}: {got:#}");
+            assert_eq!(
+                got["message"],
+                "Internal error occurred: replace operation does not apply: doc is missing path: /spec/nothing/here: missing value"
+            );
+        } else {
+            assert_eq!(code, 201, "{label}: {got:#}");
+        }
+    }
 }
