@@ -247,6 +247,15 @@ async fn own_answer(path: &str, review: &Value) -> Option<Value> {
         "/own-deny" => json!({"uid": uid, "allowed": false,
             "status": {"code": 403, "message": "refused by the test webhook"}}),
         "/own-warn" => json!({"uid": uid, "allowed": true, "warnings": ["from the test webhook"]}),
+        // Refuses, saying what it got: the object's spec, its kind's and the request's version.
+        "/own-echo" => {
+            let r = &review["request"];
+            let said = format!(
+                "{} as {} for {}",
+                r["object"]["spec"], r["kind"]["version"], r["requestKind"]["version"]
+            );
+            json!({"uid": uid, "allowed": false, "status": {"message": said}})
+        }
         "/own-slow" => {
             tokio::time::sleep(Duration::from_secs(5)).await;
             json!({"uid": uid, "allowed": true})
@@ -1073,4 +1082,84 @@ async fn failure_policy_ignore_lets_every_failed_call_through() {
             assert_eq!(code, 201, "{label}: {got:#}");
         }
     }
+}
+
+/// `matchPolicy: Equivalent`: a rule naming `v1` of a custom resource matches a write through
+/// `v1alpha1`, and the webhook gets the object converted to `v1` by the CRD's conversion webhook
+/// (its `kind` v1, its `requestKind` v1alpha1); `Exact` does not match it.
+#[tokio::test]
+async fn an_equivalent_rule_gets_the_object_in_the_version_it_names() {
+    let v1_rule = |policy: &str| {
+        json!({"matchPolicy": policy, "objectSelector": {},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["wh.example.com"], "apiVersions": ["v1"], "resources": ["widgets"]}]})
+    };
+    let (env, wh) = cluster(&[], &[]).await;
+    let client = env.client();
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties":
+        {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}});
+    let versions: Vec<Value> = ["v1alpha1", "v1"]
+        .iter()
+        .map(|v| json!({"name": v, "served": true, "storage": *v == "v1", "schema": schema}))
+        .collect();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.wh.example.com"},
+        "spec": {"group": "wh.example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": versions,
+            "conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"],
+                "clientConfig": {"url": format!("https://{}/convert", wh.addr), "caBundle": wh.ca_bundle}}}}});
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let ct = Some("application/json");
+    let (code, _, got) = send(&client, "POST", crds, ct, Some(crd.to_string()), false).await;
+    assert_eq!(code, 201, "{got:#}");
+    let exact = configuration(
+        &hook("Validating", "exact", "/own-echo", v1_rule("Exact")),
+        &wh,
+    );
+    let (code, _, got) = send(
+        &client,
+        "POST",
+        &exact.0,
+        ct,
+        Some(exact.1.to_string()),
+        false,
+    )
+    .await;
+    assert_eq!(code, 201, "{got:#}");
+    let widgets = "/apis/wh.example.com/v1alpha1/namespaces/wh-cap/widgets";
+    let widget = |name: &str| {
+        let w = json!({"apiVersion": "wh.example.com/v1alpha1", "kind": "Widget",
+            "metadata": {"name": name}, "spec": {"size": 2}});
+        Some(w.to_string())
+    };
+    let (code, _, got) = send(&client, "POST", widgets, ct, widget("w1"), false).await;
+    assert_eq!(
+        code, 201,
+        "an Exact v1 rule matched a v1alpha1 write: {got:#}"
+    );
+    let equivalent = configuration(
+        &hook(
+            "Validating",
+            "equivalent",
+            "/own-echo",
+            v1_rule("Equivalent"),
+        ),
+        &wh,
+    );
+    let (code, _, got) = send(
+        &client,
+        "POST",
+        &equivalent.0,
+        ct,
+        Some(equivalent.1.to_string()),
+        false,
+    )
+    .await;
+    assert_eq!(code, 201, "{got:#}");
+    let (code, _, got) = send(&client, "POST", widgets, ct, widget("w2"), false).await;
+    assert_eq!(code, 400, "{got:#}");
+    assert_eq!(
+        got["message"],
+        "admission webhook \"equivalent.wh.example.com\" denied the request: {\"replicas\":2} as \"v1\" for \"v1alpha1\""
+    );
 }
