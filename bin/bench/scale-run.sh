@@ -8,7 +8,8 @@
 # UpdateLoadBalancer calls, its dropped events, the top of a CPU profile of PROFILE_SECONDS taken
 # from PROFILE_AT seconds into the join (/debug/pprof/profile) and of a heap profile taken at the
 # end (/debug/pprof/heap), both decoded by pprof_top.py, and how long the binary took to exit
-# after SIGTERM. Needs kubectl, curl and python3; builds nothing itself:
+# after SIGTERM. PROFILE_SECONDS=0 takes no CPU profile (the profiler's buffers add to RSS).
+# Needs kubectl, curl and python3; builds nothing itself:
 #   cargo build --release -p cloud-controller-manager -p kube-testenv
 #   bin/bench/scale-run.sh            # NODES=3000 SERVICES=1000 JOIN_SECONDS=300 by default
 set -euo pipefail
@@ -67,13 +68,14 @@ echo "provisioned $SERVICES load balancers; RSS now $(grep VmRSS /proc/$ccm/stat
 if [ -n "${SIGTERM_AT:-}" ]; then
   (sleep "$SIGTERM_AT"; sent=$(date +%s.%N); kill "$ccm"; while kill -0 "$ccm" 2>/dev/null; do sleep 0.1; done
    echo "SIGTERM at ${SIGTERM_AT} s into the join: exited $(python3 -c "print(round($(date +%s.%N) - $sent, 1))") s after it"
-   tail -5 "$dir/ccm.log") &
+   tail -5 "$dir/ccm.log"; kill $$) &
+  trap 'exit 0' TERM
 fi
 cpu() { awk '{print ($14 + $15) / 100}' "/proc/$ccm/stat"; }
 : >"$dir/calls.jsonl"
 cpu0=$(cpu)
 start=$(date +%s.%N)
-(sleep "$PROFILE_AT"; curl -sk "https://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=$PROFILE_SECONDS" -o "$dir/cpu.pb.gz") &
+[ "$PROFILE_SECONDS" -gt 0 ] && (sleep "$PROFILE_AT"; curl -sk "https://127.0.0.1:$ADMIN/debug/pprof/profile?seconds=$PROFILE_SECONDS" -o "$dir/cpu.pb.gz") &
 # Batches of 10 at RATE Nodes per second, each create on time whatever the last one took.
 per=$(python3 -c "print(10 / $RATE)")
 for f in "$dir"/nodes-*.json; do kubectl create -f "$f" >/dev/null & sleep "$per"; done
@@ -126,7 +128,7 @@ grep -E 'VmHWM|VmRSS' /proc/$ccm/status
 curl -sk "https://127.0.0.1:$ADMIN/debug/pprof/heap" -o "$dir/heap.pb.gz"
 python3 bin/bench/pprof_top.py "$dir/heap.pb.gz" 30
 wait_profile=0
-until [ -s "$dir/cpu.pb.gz" ] || [ $wait_profile -ge 300 ]; do sleep 1; wait_profile=$((wait_profile + 1)); done
+until [ "$PROFILE_SECONDS" -eq 0 ] || [ -s "$dir/cpu.pb.gz" ] || [ $wait_profile -ge 300 ]; do sleep 1; wait_profile=$((wait_profile + 1)); done
 [ -s "$dir/cpu.pb.gz" ] && python3 bin/bench/pprof_top.py "$dir/cpu.pb.gz" 30
 echo "logs and profiles in $dir"
 trap - EXIT

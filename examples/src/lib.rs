@@ -6,9 +6,13 @@
 //!   ([`address_pool`]) whose `AddressPool` resources the provider's load balancers allocate from.
 //! - `ready-labeler` (`src/bin/ready-labeler.rs`, [`ready_labeler`]): a minimal controller on the
 //!   framework alone, wired with the controller builder.
+//! - `label-copier` (`src/bin/label-copier.rs`, [`label_copier`]): controllers over kinds named
+//!   at run time (`--kinds`), caching only their metadata, copying a label onto each object's
+//!   owner.
 
 pub mod address_pool;
 pub mod ip_balancer;
+pub mod label_copier;
 pub mod node_inventory;
 pub mod ready_labeler;
 pub mod static_inventory;

@@ -331,14 +331,14 @@ mod tests {
         assert_eq!(at_secs(&answered), [2.0, 4.0, 6.0, 8.0, 10.0]);
     }
 
+    /// The answers the task gave: when, and the first change each answered.
+    type Answers = Arc<Mutex<Vec<(Instant, Instant)>>>;
+
     /// Spawns the answering task; returns the answers (when, first change) as they come.
     fn spawn_task(
         changes: &NodeChanges,
         stop: &CancellationToken,
-    ) -> (
-        Arc<Mutex<Vec<(Instant, Instant)>>>,
-        tokio::task::JoinHandle<()>,
-    ) {
+    ) -> (Answers, tokio::task::JoinHandle<()>) {
         let answers = Arc::new(Mutex::new(Vec::new()));
         let task = {
             let (changes, answers, stop) = (changes.clone(), answers.clone(), stop.clone());

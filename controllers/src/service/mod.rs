@@ -17,8 +17,8 @@
 //!   one load balancer per key, retried per key with backoff ([`run_node_sync`]).
 //!
 //! Submodules: [`predicates`] (pure rules), `patch` (finalizer and status writes),
-//! `sync` (one Service), `node_sync` (backend updates), `coalesce` (when node changes are
-//! answered), [`metrics`], `error`.
+//! `sync` (one Service), `node_sync` (backend updates), `node_set` (the eligible set, shared),
+//! `coalesce` (when node changes are answered), [`metrics`], `error`.
 //!
 //! # Differences from upstream (deliberate, safe)
 //! - A Service with a `deletionTimestamp` is always taken down the cleanup path, never the ensure
@@ -28,11 +28,16 @@
 //!   `ImplementedElsewhere` (another controller owns the load balancer, as upstream), or
 //!   `GetLoadBalancer` reported no load balancer; any error keeps it (as upstream).
 //! - Node syncs are throttled (`--node-sync-batch-period`, default 2 s; `0s` answers every
-//!   change at once, as upstream): a node change is answered one period after it, and the changes
-//!   until then are folded into that answer, so a burst costs each load balancer at most one call
-//!   per period and its first change is never held longer. Each load balancer is its own key on
-//!   the `node` queue, updated with the node set of the moment its turn comes, and one slow or
-//!   failing load balancer holds no other. Upstream queues the
+//!   change at once, as upstream): the first change of a burst is answered one period after it,
+//!   and the changes until then are folded into that answer; while changes keep coming each next
+//!   answer waits twice as long, up to `--node-sync-max-batch-period` (default 60 s), and once the
+//!   set has been still for one period what is pending is answered and the period resets. So the
+//!   first change of a burst is never held longer than the period, and a burst of any length
+//!   costs each load balancer a few calls (a steady 300 s scale-up: nine). Each load balancer is
+//!   its own key on the `node` queue, updated with the node set of the moment its turn comes, and
+//!   one slow or failing load balancer holds no other. The eligible set is built once per change
+//!   of the Node cache and shared, so deciding that a load balancer is in step costs O(1), not a
+//!   filter and comparison of every Node (`node_set`). Upstream queues the
 //!   changed Node's name for one worker whose every item is a pass over all load balancers (the
 //!   bench `node_churn` runs that algorithm beside this one). A failed update is retried on that queue with the
 //!   5 s → 300 s backoff (upstream hands the Service to the service queue for a full sync), and
@@ -51,7 +56,7 @@
 //! | needsUpdate, all 11 rules and ignored fields | `predicates::tests::update_cause_table` |
 //! | exclusion label (ParseBool, unparsable ⇒ excluded), autoscaler taint, readiness ignored | `predicates::tests::{exclusion_label_table, stable_node_predicate_table}` |
 //! | shouldSyncUpdatedNode | `predicates::tests::should_sync_updated_node_table`, `node_sync::tests::node_event_triggers_table` |
-//! | nodes sufficiently equal | `predicates::tests::nodes_sufficiently_equal_table` |
+//! | nodes sufficiently equal | `predicates::tests::nodes_sufficiently_equal_table`; the shared set agrees with it: `node_set::tests::sameness_is_upstreams_sufficiently_equal` |
 //! | two-way SMP bodies for finalizer and status | `patch::tests::{finalizers_patch_table, status_patch_table}` |
 //! | RetryError stays detectable | `error::tests::retry_after_survives_wrapping` |
 //! | UpdateLoadBalancerFailed lists ≤ 20 names | `node_sync::tests::node_names_are_limited` |
@@ -79,11 +84,14 @@
 //! | manager with leader election on: one failing LB retried with backoff, others not held | `manager_with_leader_election_retries_a_failed_node_sync` |
 //!
 //! Node-sync bounds on the paused clock (`tests/service_node_sync_bounds.rs`, production
-//! [`run_node_sync`]): `a_burst_costs_each_load_balancer_at_most_two_updates`,
+//! [`run_node_sync`]): `a_burst_costs_each_load_balancer_a_few_updates_whatever_its_length`,
+//! `a_300_s_scale_up_costs_each_load_balancer_at_most_ten_updates`,
+//! `a_cap_equal_to_the_period_costs_one_update_per_period`,
 //! `without_coalescing_a_burst_updates_each_load_balancer_per_round`,
 //! `a_single_change_reaches_every_load_balancer_within_the_period`,
-//! `a_failing_or_hung_load_balancer_holds_no_other`; the coalescer's rules in
-//! `coalesce::tests`.
+//! `a_failing_or_hung_load_balancer_holds_no_other`; the coalescer's schedule in
+//! `coalesce::tests`; SIGTERM during a pass with the real binary in
+//! `bin/tests/sigterm_mid_pass.rs`.
 //! | update error with LB gone is success | `node_sync_ignores_update_errors_when_lb_is_gone` |
 //! | not started without the LoadBalancer facet | `not_started_without_load_balancer_facet` |
 //! | API conflict on the finalizer patch: error before any cloud call | `api_conflict_on_finalizer_patch_stops_before_the_cloud` |

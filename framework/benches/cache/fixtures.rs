@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Secret, Service};
 use kube::Api;
 use kube::api::PostParams;
 use serde_json::{Value, json};
@@ -166,6 +166,45 @@ pub fn service(i: usize) -> Value {
                  "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"},
                            {"name": "metrics", "port": 9090, "targetPort": 9090, "protocol": "TCP"}]}
     })
+}
+
+/// Namespace of the Secrets of table 4c.
+pub const SECRET_NAMESPACE: &str = "bench-secrets";
+
+/// An Opaque Secret with `kb` KB of data (one key) and the labels and annotations a Helm chart
+/// or cert-manager puts on one: what an operator that lists every Secret caches.
+pub fn secret(i: usize, kb: usize) -> Value {
+    let name = format!("secret-{i:05}");
+    // Base64 of `kb` KB of varied bytes, so the payload is 1,024 × kb bytes once decoded.
+    let payload: Vec<u8> = (0..kb * 1024).map(|b| (b * 31 + i) as u8).collect();
+    let encoded = k8s_openapi::ByteString(payload);
+    json!({
+        "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+        "metadata": {"name": name, "namespace": SECRET_NAMESPACE,
+                     "labels": {"app.kubernetes.io/name": format!("app-{}", i % 100),
+                                "app.kubernetes.io/managed-by": "helm", "owner": "bench"},
+                     "annotations": {"meta.helm.sh/release-name": format!("app-{}", i % 100),
+                                     "meta.helm.sh/release-namespace": SECRET_NAMESPACE}},
+        "data": {"payload": encoded}
+    })
+}
+
+/// Loads `secrets` Secrets of `kb` KB into [`SECRET_NAMESPACE`]; returns how long it took.
+pub async fn seed_secrets(
+    client: kube::Client,
+    secrets: usize,
+    kb: usize,
+) -> anyhow::Result<Duration> {
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let ns =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SECRET_NAMESPACE}});
+    create_all(vec![(namespaces, ns)], 1).await?;
+    let api: Api<Secret> = Api::namespaced(client, SECRET_NAMESPACE);
+    create_all(
+        (0..secrets).map(|i| (api.clone(), secret(i, kb))).collect(),
+        16,
+    )
+    .await
 }
 
 /// A small ConfigMap the latency benchmark patches.

@@ -1,7 +1,8 @@
 //! The macro benchmark: our shared cache against K independent kube-runtime controllers, watch →
-//! reconcile latency, and memory per cached object, all against kube-testenv over HTTP.
+//! reconcile latency, memory per cached object, and metadata-only caching, all against
+//! kube-testenv over HTTP.
 //!
-//! `cargo bench -p controller-manager --bench cache [-- shared latency memory --nodes N ...]`
+//! `cargo bench -p controller-manager --bench cache [-- shared latency memory views --nodes N ...]`
 //!
 //! The parent process serves kube-testenv and re-executes this binary once per scenario with
 //! `--child <scenario> ...`, so each scenario's RSS, heap and CPU figures are its own and never
@@ -16,6 +17,7 @@ mod procfs;
 mod progress;
 mod report;
 mod shared_cache;
+mod views;
 
 #[global_allocator]
 static HEAP: alloc::Counting = alloc::Counting;
@@ -63,6 +65,7 @@ async fn child(args: &[String]) -> anyhow::Result<()> {
         ("lists", mode) => memory::lists(client()?, mode).await?,
         ("transform", mode) => memory::transform(arg(2).parse()?, mode == "drop")?,
         ("wire-transform", mode) => memory::wire_transform(client()?, mode == "drop").await?,
+        ("views", mode) => views::views(client()?, mode).await?,
         (scenario, variant) => anyhow::bail!("unknown scenario {scenario} {variant}"),
     };
     figures.emit()

@@ -24,7 +24,6 @@ use kube::{Api, Client};
 use kube_runtime::{reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
-use crate::alloc;
 use crate::fixtures;
 use crate::report::{Figures, secs};
 use crate::shared_cache::SETTLE;
@@ -40,11 +39,7 @@ pub const LIST_MODES: [&str; 5] = [
 
 /// Syncs every Service with list strategy `mode` and reports heap and RSS.
 pub async fn lists(client: Client, mode: &str) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
     let start = Instant::now();
     let shutdown = CancellationToken::new();
     match mode {
@@ -92,12 +87,8 @@ pub async fn lists(client: Client, mode: &str) -> anyhow::Result<Figures> {
 
 /// Heap per cached Node decoded from JSON with managedFields, dropping them (`drop`) or not.
 pub fn transform(objects: usize, drop: bool) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        objects,
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
+    figures.objects = objects;
     let mut wire = 0;
     let mut store: HashMap<ObjectKey, Arc<Node>> = HashMap::new();
     for i in 0..objects {
@@ -118,11 +109,7 @@ pub fn transform(objects: usize, drop: bool) -> anyhow::Result<Figures> {
 /// Heap per Node cached by one informer over the wire, with the default transform (`drop`) or
 /// with one that keeps managedFields.
 pub async fn wire_transform(client: Client, drop: bool) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
     let start = Instant::now();
     let shutdown = CancellationToken::new();
     let factory = SharedInformerFactory::new(client);

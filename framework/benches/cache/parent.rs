@@ -33,11 +33,16 @@ pub struct Options {
     pub seconds: u64,
     /// Nodes decoded for table 4b.
     pub transform_objects: usize,
+    /// Secrets cached for table 4c.
+    pub secrets: usize,
+    /// KB of data per Secret in table 4c.
+    pub secret_kb: usize,
 }
 
 impl Options {
-    /// `[shared] [latency] [memory]` (default: all) and `--nodes N --services N --ks 1,2,4,8
-    /// --rate N --seconds N --config-maps N --transform-objects N`.
+    /// `[shared] [latency] [memory] [views]` (default: all) and `--nodes N --services N --ks
+    /// 1,2,4,8 --rate N --seconds N --config-maps N --transform-objects N --secrets N
+    /// --secret-kb N`.
     pub fn parse(args: &[String]) -> anyhow::Result<Self> {
         let mut o = Options {
             sections: Vec::new(),
@@ -48,6 +53,8 @@ impl Options {
             rate: 1_000,
             seconds: 20,
             transform_objects: 10_000,
+            secrets: 10_000,
+            secret_kb: 10,
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -64,18 +71,22 @@ impl Options {
                 "--rate" => o.rate = u32::try_from(num()?)?,
                 "--seconds" => o.seconds = num()? as u64,
                 "--transform-objects" => o.transform_objects = num()?,
+                "--secrets" => o.secrets = num()?,
+                "--secret-kb" => o.secret_kb = num()?,
                 "--ks" => {
                     let v = it
                         .next()
                         .ok_or_else(|| anyhow::anyhow!("--ks needs a value"))?;
                     o.ks = v.split(',').map(str::parse).collect::<Result<_, _>>()?;
                 }
-                s @ ("shared" | "latency" | "memory") => o.sections.push(s.to_string()),
+                s @ ("shared" | "latency" | "memory" | "views") => o.sections.push(s.to_string()),
                 other => anyhow::bail!("unknown argument {other}"),
             }
         }
         if o.sections.is_empty() {
-            o.sections = vec!["shared".into(), "latency".into(), "memory".into()];
+            o.sections = ["shared", "latency", "memory", "views"]
+                .map(String::from)
+                .to_vec();
         }
         Ok(o)
     }
@@ -155,7 +166,10 @@ impl Child {
 fn list_watch(env: &TestEnv) -> (usize, usize) {
     let requests = env.requests();
     let ours = |r: &&kube_testenv::RequestRecord| {
-        matches!(r.resource.as_str(), "nodes" | "services" | "configmaps")
+        matches!(
+            r.resource.as_str(),
+            "nodes" | "services" | "configmaps" | "secrets"
+        )
     };
     let lists = requests
         .iter()
@@ -210,6 +224,9 @@ pub async fn run(o: Options) -> anyhow::Result<()> {
     }
     if o.wants("memory") {
         memory_tables(&env, &o).await?;
+    }
+    if o.wants("views") {
+        views_table(&o).await?;
     }
     env.shutdown().await;
     Ok(())
@@ -371,5 +388,40 @@ async fn memory_tables(env: &TestEnv, o: &Options) -> anyhow::Result<()> {
     }
     println!();
     managed.shutdown().await;
+    Ok(())
+}
+
+/// Table 4c: metadata-only and mixed controllers over large Secrets, on a server of their own.
+async fn views_table(o: &Options) -> anyhow::Result<()> {
+    let env = TestEnv::builder()
+        .history_window(1_000_000)
+        .watch_buffer(1_000_000)
+        .start()
+        .await?;
+    let took = fixtures::seed_secrets(env.client(), o.secrets, o.secret_kb).await?;
+    println!(
+        "## 4c. Metadata-only caching ({} Secrets of {} KB, seeded in {:.1} s)\n",
+        o.secrets,
+        o.secret_kb,
+        took.as_secs_f64()
+    );
+    println!(
+        "| mode | LISTs | WATCHes | objects | sync s | steady heap B/object | peak heap MB | peak RSS MB | steady RSS MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for mode in crate::views::MODES {
+        let (f, (lists, watches)) = run_child(&env, &[s("views"), s(mode), env.url()]).await?;
+        println!(
+            "| {mode} | {lists} | {watches} | {} | {:.2} | {:.0} | {} | {} | {} |",
+            f.objects,
+            f.sync_s.unwrap_or_default(),
+            (f.heap_steady.saturating_sub(f.heap_base)) as f64 / f.objects.max(1) as f64,
+            mb(f.heap_peak as u64),
+            mb(f.rss_peak),
+            mb(f.rss_steady),
+        );
+    }
+    println!();
+    env.shutdown().await;
     Ok(())
 }

@@ -39,6 +39,17 @@ pub struct Figures {
 }
 
 impl Figures {
+    /// The figures of a measured phase starting now: the heap base is what is live now, and the
+    /// heap peak starts from it.
+    pub fn begin() -> Self {
+        let figures = Figures {
+            heap_base: alloc::live(),
+            ..Figures::default()
+        };
+        alloc::reset_peak();
+        figures
+    }
+
     /// Fills the process-wide figures (heap, RSS, CPU) as of now.
     pub fn settle(&mut self) {
         self.heap_steady = alloc::live();

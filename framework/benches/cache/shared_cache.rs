@@ -17,7 +17,6 @@ use kube_runtime::controller::Action as KubeAction;
 use kube_runtime::watcher;
 use tokio_util::sync::CancellationToken;
 
-use crate::alloc;
 use crate::progress::Progress;
 use crate::report::{Figures, secs};
 
@@ -34,11 +33,7 @@ enum Key {
 
 /// (a): one shared informer per kind feeding `k` controllers.
 pub async fn ours(client: Client, k: usize) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
     let start = Instant::now();
     let factory = SharedInformerFactory::new(client);
     let nodes = factory.informer::<Node>();
@@ -95,12 +90,8 @@ pub async fn queue_retained(n: usize) -> anyhow::Result<Figures> {
             ))
         })
         .collect();
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        objects: n,
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
+    figures.objects = n;
     let queue: WorkQueue<Key> = WorkQueue::new("retained", ItemExponential::default());
     for key in &keys {
         queue.add(key.clone());
@@ -148,11 +139,7 @@ fn error_policy<K>(_obj: Arc<K>, _err: &Infallible, _progress: Arc<Progress>) ->
 
 /// (b): `k` independent kube-runtime controllers per kind, default `watcher::Config`.
 pub async fn kube_runtime(client: Client, k: usize) -> anyhow::Result<Figures> {
-    let mut figures = Figures {
-        heap_base: alloc::live(),
-        ..Figures::default()
-    };
-    alloc::reset_peak();
+    let mut figures = Figures::begin();
     let start = Instant::now();
     let progress = Arc::new(Progress::default());
     let mut node_stores = Vec::with_capacity(k);

@@ -5,7 +5,7 @@
 
 use kube::Resource;
 
-use crate::informer::{InformerResource, InformerScope, ObjectKey};
+use crate::informer::{CacheResource, InformerResource, InformerScope, ObjectKey};
 
 use super::ControllerBuilder;
 
@@ -16,7 +16,7 @@ pub fn annotated_owner(obj: &impl Resource, annotation: &str) -> Option<ObjectKe
     (!value.is_empty() && !value.ends_with('/')).then(|| ObjectKey::parse(value))
 }
 
-impl<K: InformerResource> ControllerBuilder<K> {
+impl<K: CacheResource> ControllerBuilder<K> {
     /// Also reconciles the primary a `W` names in its annotation `annotation` (see
     /// [`annotated_owner`]) when that `W` changes, both the old and the new one on an update:
     /// `.owns` for objects in other namespaces, e.g. the copies a mirror controller writes into

@@ -2,11 +2,11 @@
 //! kind's or a watched kind's shared informer, and the stores mappers and reconcilers query
 //! with [`Store::by_index`].
 
-use crate::informer::{InformerError, InformerResource, InformerScope, Store};
+use crate::informer::{CacheResource, InformerError, InformerResource, InformerScope, Store};
 
 use super::ControllerBuilder;
 
-impl<K: InformerResource> ControllerBuilder<K> {
+impl<K: CacheResource> ControllerBuilder<K> {
     /// Files every primary object (of the scope set so far: call [`scoped`](Self::scoped)
     /// first) under the values `f` returns, in the index `name` of its shared informer; query it
     /// with `builder.store().by_index(name, value)`, e.g. from a watched kind's mapper: "which
@@ -29,7 +29,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
         f: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
     ) -> Result<Self, InformerError> {
         self.factory
-            .informer_for::<K>(self.scope.clone())
+            .informer_with::<K>(&self.kind, self.scope.clone())
             .add_index(name, f)?;
         Ok(self)
     }

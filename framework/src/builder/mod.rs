@@ -19,13 +19,18 @@
 //!
 //! Every kind comes from the process's [`SharedInformerFactory`],
 //! so a builder-made controller adds no LIST or WATCH for a kind another controller already
-//! watches in the same scope. Which informer each call uses:
+//! watches in the same scope, whichever view it asks for: the primary, owned and watched kinds
+//! can be compile-time types, their metadata only (`ControllerBuilder::<PartialObjectMeta<Secret>>`,
+//! `owns::<PartialObjectMeta<ConfigMap>>()`), or kinds given at run time
+//! ([`ControllerBuilder::dynamic`], [`owns_kind`](ControllerBuilder::owns_kind),
+//! [`watches_kind`](ControllerBuilder::watches_kind) with `DynamicObject` or
+//! `PartialObjectMeta<DynamicObject>`). Which informer each call uses:
 //!
 //! | call | informer (kind, scope) |
 //! |---|---|
-//! | `new`, `scoped(s)`, `store()`, `index(..)` | the primary `K` in the builder's scope (default: all) |
+//! | `new`, `dynamic(..)`, `scoped(s)`, `store()`, `index(..)` | the primary `K` in the builder's scope (default: all) |
 //! | `owns::<O>()`, `watches::<W, _>(..)`, `watches_with_predicate(..)` | every `O`/`W` in the cluster |
-//! | `owns_scoped::<O>(s)`, `watches_scoped(s, ..)`, `watches_scoped_with_predicate(s, ..)`, `watches_annotated::<W>(s, ..)` | the `O`s/`W`s in `s` only |
+//! | `owns_scoped::<O>(s)`, `owns_kind::<O>(k, s)`, `watches_scoped(s, ..)`, `watches_scoped_with_predicate(s, ..)`, `watches_kind::<W, _>(k, s, ..)`, `watches_annotated::<W>(s, ..)` | the `O`s/`W`s in `s` only |
 //! | `index_watched::<W>(s, ..)`, `watched_store::<W>(s)` | the `W`s in `s` (the same scope as the `watches*` call) |
 //!
 //! Indexes ([`index`](ControllerBuilder::index), [`index_watched`](ControllerBuilder::index_watched))
@@ -42,11 +47,13 @@
 //! [`ShardLayer`] over the ring of [`InitContext::shard`] in front of the standard layers and
 //! re-enqueues the keys the replica gains ([`crate::shard::requeue_gained`]). With
 //! `--shard-assignment=label` its primary informer also caches only the objects labelled to this
-//! replica ([`sharded_informer`]).
+//! replica ([`sharded_informer`]). A primary kind given at run time cannot be sharded (the ring
+//! re-enqueues gained keys from a compile-time kind's store).
 
 mod cross_namespace;
 mod index;
 pub mod predicates;
+mod sources;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -63,12 +70,13 @@ pub use cross_namespace::annotated_owner;
 use crate::controller::layers::{self, ControllerMetrics, StandardLayer};
 use crate::controller::{Action, Controller, Request};
 use crate::informer::{
-    Event, Informer, InformerResource, InformerScope, ObjectKey, SharedInformerFactory, Store,
-    WithSource,
+    CacheResource, Event, Informer, InformerResource, InformerScope, KindError, ObjectKey,
+    SharedInformerFactory, Store, WithSource, dynamic_type,
 };
 use crate::manager::{InitContext, InitOutcome};
 use crate::shard::{Ring, ShardLayer, ShardService, requeue_gained, sharded_informer};
 use crate::workqueue::{RateLimiter, WorkQueue};
+use kube::core::ApiResource;
 
 /// How long one reconcile may run before it is cancelled and retried with backoff, unless
 /// [`ControllerBuilder::reconcile_timeout`] says otherwise.
@@ -78,25 +86,49 @@ type Predicate<K> = Box<dyn Fn(&Event<K>) -> bool + Send + Sync>;
 type Limiter = Box<dyn RateLimiter<ObjectKey>>;
 /// Makes the controller's lane (with the process's queue metrics) once its limiter is known.
 type MakeQueue = Box<dyn FnOnce(&str, Option<Limiter>) -> WorkQueue<ObjectKey> + Send>;
-/// Registers one event source (an owned or watched kind) once the lane exists.
-type Source = Box<dyn FnOnce(&SharedInformerFactory, &WorkQueue<ObjectKey>) + Send>;
+/// Registers one event source (an owned or watched kind) once the lane and the primary
+/// informer exist.
+type Source<K> =
+    Box<dyn FnOnce(&SharedInformerFactory, &WorkQueue<ObjectKey>, &Informer<K>) + Send>;
+/// The primary kind's informer of a scope.
+type Primary<K> = Arc<dyn Fn(InformerScope) -> Informer<K> + Send + Sync>;
+/// Re-enqueues the keys a sharded replica gains (compile-time primary kinds only).
+type Requeue<K> = Box<dyn FnOnce(Ring, Store<K>, WorkQueue<ObjectKey>, CancellationToken) + Send>;
+
+/// Why a controller over a kind given at run time cannot be built.
+#[derive(Debug, thiserror::Error)]
+pub enum BuilderError {
+    /// The kind is not written as `apiVersion/Kind`.
+    #[error(transparent)]
+    Kind(#[from] KindError),
+    /// A sharded controller's ring re-enqueues keys from a compile-time kind's store.
+    #[error(
+        "controller {controller} runs sharded, which needs a compile-time primary kind: take it out of --sharded-controllers"
+    )]
+    Sharded {
+        /// The controller's name.
+        controller: String,
+    },
+}
 
 /// Builds a controller reconciling objects of kind `K`; see the [module docs](self).
-pub struct ControllerBuilder<K> {
+pub struct ControllerBuilder<K: CacheResource> {
     name: String,
+    /// The primary kind's dynamic type: `()`, or the `ApiResource` of a kind given at run time.
+    kind: K::DynamicType,
+    primary: Primary<K>,
+    requeue: Option<Requeue<K>>,
     factory: SharedInformerFactory,
     shutdown: CancellationToken,
     metrics: ControllerMetrics,
     queue: MakeQueue,
     scope: InformerScope,
     predicates: Vec<Predicate<K>>,
-    sources: Vec<Source>,
+    sources: Vec<Source<K>>,
     workers: usize,
     limiter: Option<Limiter>,
     timeout: Duration,
     shard: Option<Ring>,
-    /// Writes label mode's assignment labels.
-    client: kube::Client,
 }
 
 /// The service a built controller runs: the standard layers over the reconciler, behind the
@@ -106,7 +138,7 @@ pub type BuiltService<S> = Either<
     <StandardLayer as Layer<S>>::Service,
 >;
 
-impl<K> std::fmt::Debug for ControllerBuilder<K> {
+impl<K: CacheResource> std::fmt::Debug for ControllerBuilder<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ControllerBuilder")
             .field("name", &self.name)
@@ -122,10 +154,71 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// A controller for `K` named after the initializer (`ctx.name`: logs, spans, the
     /// `workqueue_*` and `controller_runtime_*` metrics), with one worker, the process's default
     /// rate limiter (client-go's, sharing the retry bucket) and a 60 s reconcile timeout.
+    /// `K` may be `PartialObjectMeta<T>`: the controller then caches and reads only metadata.
     pub fn new<C: Send + Sync + 'static>(ctx: &InitContext<C>) -> Self {
+        let (shard, factory) = (ctx.shard().cloned(), ctx.factory.clone());
+        // Label mode's assignment labels are written with the manager's client.
+        let (client, stop) = (ctx.client.clone(), ctx.shutdown.clone());
+        let primary: Primary<K> = Arc::new(move |scope| {
+            sharded_informer(
+                shard.as_ref(),
+                &factory,
+                client.clone(),
+                scope,
+                stop.clone(),
+            )
+        });
+        let requeue: Requeue<K> = Box::new(|ring, store, queue, stop| {
+            // Ends with the controller's shutdown; it waits for the ring's first settle, which
+            // comes only once the workers run.
+            tokio::spawn(requeue_gained(
+                ring,
+                store,
+                queue,
+                |obj: &K| Some(ObjectKey::from_object(obj)),
+                stop,
+            ));
+        });
+        Self::with_primary(ctx, (), primary, Some(requeue))
+    }
+}
+
+impl<K: CacheResource<DynamicType = ApiResource>> ControllerBuilder<K> {
+    /// A controller for the kind named `apiVersion/Kind` (e.g. from a flag), as
+    /// `DynamicObject`, or as `PartialObjectMeta<DynamicObject>` for its metadata only. The
+    /// kind is resolved through discovery when the informers start: while it is not served
+    /// (its CRD not yet Established) the controller waits for it and /readyz says so; an
+    /// unknown kind fails the manager's cache sync with the reason.
+    pub fn dynamic<C: Send + Sync + 'static>(
+        ctx: &InitContext<C>,
+        kind: &str,
+    ) -> Result<Self, BuilderError> {
+        let dyntype = dynamic_type(kind)?;
+        if ctx.shard().is_some() {
+            return Err(BuilderError::Sharded {
+                controller: ctx.name.clone(),
+            });
+        }
+        let (factory, primary_type) = (ctx.factory.clone(), dyntype.clone());
+        let primary: Primary<K> =
+            Arc::new(move |scope| factory.informer_with::<K>(&primary_type, scope));
+        Ok(Self::with_primary(ctx, dyntype, primary, None))
+    }
+}
+
+impl<K: CacheResource> ControllerBuilder<K> {
+    fn with_primary<C: Send + Sync + 'static>(
+        ctx: &InitContext<C>,
+        kind: K::DynamicType,
+        primary: Primary<K>,
+        requeue: Option<Requeue<K>>,
+    ) -> Self {
         let queue_ctx = ctx.clone();
         Self {
             name: ctx.name.clone(),
+            kind,
+            primary,
+            requeue,
             factory: ctx.factory.clone(),
             shutdown: ctx.shutdown.clone(),
             metrics: ctx.controller_metrics(),
@@ -140,7 +233,6 @@ impl<K: InformerResource> ControllerBuilder<K> {
             limiter: None,
             timeout: DEFAULT_RECONCILE_TIMEOUT,
             shard: ctx.shard().cloned(),
-            client: ctx.client.clone(),
         }
     }
 
@@ -155,100 +247,6 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// [`store`](Self::store) and [`index`](Self::index), which use the primary's informer.
     pub fn scoped(mut self, scope: InformerScope) -> Self {
         self.scope = scope;
-        self
-    }
-
-    /// Also reconciles the owner when an object of kind `O` changes: every event of an `O` whose
-    /// controlling owner reference (`controller: true`) names a `K` enqueues that `K`, both the
-    /// old and the new owner on an update (controller-runtime's `Owns`, kube-runtime's `owns`).
-    /// Uses the process's informer of every `O` ([`owns_scoped`](Self::owns_scoped) for part).
-    pub fn owns<O: InformerResource>(self) -> Self {
-        self.owns_scoped::<O>(InformerScope::all())
-    }
-
-    /// [`owns`](Self::owns) over the informer of the `O`s in `scope` only (a namespace,
-    /// selectors), so the process caches no other `O`. Owner references never cross namespaces;
-    /// for copies in other namespaces see [`watches_annotated`](Self::watches_annotated).
-    pub fn owns_scoped<O: InformerResource>(self, scope: InformerScope) -> Self {
-        self.watches_scoped::<O, _>(scope, |obj: &O| controller_owner::<K>(obj))
-    }
-
-    /// Also reconciles the keys `mapper` derives from each event of an object of kind `W`: on an
-    /// update, those of the old and of the new object (controller-runtime's `Watches` with
-    /// `EnqueueRequestsFromMapFunc`, kube-runtime's `watches`). Uses the process's informer of
-    /// every `W`, which caches them all: [`watches_scoped`](Self::watches_scoped) caches part.
-    pub fn watches<W, I>(self, mapper: impl Fn(&W) -> I + Send + Sync + 'static) -> Self
-    where
-        W: InformerResource,
-        I: IntoIterator<Item = ObjectKey>,
-    {
-        self.watches_with_predicate(|_: &Event<W>| true, mapper)
-    }
-
-    /// [`watches`](Self::watches) over the informer of the `W`s in `scope` only, e.g.
-    /// `InformerScope::all().in_namespace("sources")` or `.with_labels("example.com/mirror")`:
-    /// the process lists, watches and caches no other `W` for this controller (the informer is
-    /// shared with every user of the same kind and equal scope; another scope is another watch).
-    pub fn watches_scoped<W, I>(
-        self,
-        scope: InformerScope,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-    ) -> Self
-    where
-        W: InformerResource,
-        I: IntoIterator<Item = ObjectKey>,
-    {
-        self.watches_scoped_with_predicate(scope, |_: &Event<W>| true, mapper)
-    }
-
-    /// [`watches`](Self::watches), mapping only the events `predicate` passes (controller-runtime's
-    /// `Watches(.., builder.WithPredicates(..))`), e.g. "every pool, when any pool's spec changes":
-    /// `.watches_with_predicate(generation_changed, move |_: &Pool| pools.keys())`.
-    pub fn watches_with_predicate<W, I>(
-        self,
-        predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-    ) -> Self
-    where
-        W: InformerResource,
-        I: IntoIterator<Item = ObjectKey>,
-    {
-        self.watches_scoped_with_predicate(InformerScope::all(), predicate, mapper)
-    }
-
-    /// [`watches_with_predicate`](Self::watches_with_predicate) over the informer of the `W`s in
-    /// `scope` only; every other `watches*`/`owns*` call is this one.
-    pub fn watches_scoped_with_predicate<W, I>(
-        mut self,
-        scope: InformerScope,
-        predicate: impl Fn(&Event<W>) -> bool + Send + Sync + 'static,
-        mapper: impl Fn(&W) -> I + Send + Sync + 'static,
-    ) -> Self
-    where
-        W: InformerResource,
-        I: IntoIterator<Item = ObjectKey>,
-    {
-        self.sources.push(Box::new(move |factory, queue| {
-            let queue = queue.clone();
-            factory
-                .informer_for::<W>(scope)
-                .add_handler(WithSource(move |event: &Event<W>, source| {
-                    if !predicate(event) {
-                        return;
-                    }
-                    if let Event::Updated { old, new } = event
-                        && !Arc::ptr_eq(old, new)
-                    {
-                        mapper(old)
-                            .into_iter()
-                            .for_each(|k| queue.add_from(k, source));
-                    }
-                    mapper(event.object())
-                        .into_iter()
-                        .for_each(|k| queue.add_from(k, source));
-                }))
-                .detach();
-        }));
         self
     }
 
@@ -291,8 +289,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
     /// The primary kind's informer of `scope`: in label mode only the objects labelled to this
     /// replica ([`sharded_informer`]).
     fn primary(&self, scope: InformerScope) -> Informer<K> {
-        let (client, stop) = (self.client.clone(), self.shutdown.clone());
-        sharded_informer(self.shard.as_ref(), &self.factory, client, scope, stop)
+        (self.primary)(scope)
     }
 
     /// Registers every event source on the shared informers and returns the controller with the
@@ -308,16 +305,13 @@ impl<K: InformerResource> ControllerBuilder<K> {
         let queue = (self.queue)(&self.name, self.limiter);
         let primary = queue.clone();
         let predicates = self.predicates;
-        if let Some(ring) = &self.shard {
-            // Ends with the controller's shutdown; it waits for the ring's first settle, which
-            // comes only once the workers run.
-            tokio::spawn(requeue_gained(
+        if let (Some(ring), Some(requeue)) = (&self.shard, self.requeue) {
+            requeue(
                 ring.clone(),
                 informer.store(),
                 queue.clone(),
-                |obj: &K| Some(ObjectKey::from_object(obj)),
                 self.shutdown.clone(),
-            ));
+            );
         }
         informer
             .add_handler(WithSource(move |event: &Event<K>, source| {
@@ -327,7 +321,7 @@ impl<K: InformerResource> ControllerBuilder<K> {
             }))
             .detach();
         for source in self.sources {
-            source(&self.factory, &queue);
+            source(&self.factory, &queue, &informer);
         }
         let gate = self
             .shard

@@ -8,7 +8,7 @@ use super::source::EventSource;
 /// What happened to one cached object; the unit every handler receives, mirroring client-go's
 /// `OnAdd` / `OnUpdate` / `OnDelete` so upstream controller logic ports one to one.
 #[derive(Debug)]
-pub enum Event<K> {
+pub enum Event<K: ?Sized> {
     /// The object appeared: initial list, a watch ADDED, a relist that found it, or the replay
     /// a late handler receives.
     Added(Arc<K>),
@@ -25,7 +25,7 @@ pub enum Event<K> {
     Deleted(Arc<K>),
 }
 
-impl<K> Clone for Event<K> {
+impl<K: ?Sized> Clone for Event<K> {
     fn clone(&self) -> Self {
         match self {
             Self::Added(obj) => Self::Added(Arc::clone(obj)),
@@ -38,7 +38,7 @@ impl<K> Clone for Event<K> {
     }
 }
 
-impl<K> Event<K> {
+impl<K: ?Sized> Event<K> {
     /// The object's most recent state, so a handler that only maps objects to keys needs no match.
     pub fn object(&self) -> &Arc<K> {
         match self {
@@ -52,7 +52,7 @@ impl<K> Event<K> {
 ///
 /// Handlers should only compute keys and enqueue them (as upstream's do); a handler that blocks
 /// delays only its own events, but it also occupies a runtime worker thread while it blocks.
-pub trait EventHandler<K>: Send + 'static {
+pub trait EventHandler<K: ?Sized>: Send + 'static {
     /// Called once per event, in the order the informer saw them.
     fn on_event(&mut self, event: &Event<K>);
 

@@ -9,16 +9,16 @@
 //! when the last handler has run. With tracing off the macro returns a disabled span without
 //! evaluating any field, so the cost is one level check per event.
 
-use kube::Resource;
 use tracing::Span;
 
 use super::event::Event;
 use super::key::ObjectKey;
+use super::object::Object;
 use super::source::EventSource;
 
 /// The span's `event.type`: `added`, `updated` or `deleted` as the handler sees the event, and
 /// `resync` for a resync's `Updated { old == new }`.
-fn event_type<K>(source: EventSource, event: &Event<K>) -> &'static str {
+fn event_type<K: ?Sized>(source: EventSource, event: &Event<K>) -> &'static str {
     match (source, event) {
         (EventSource::Resync, _) => "resync",
         (_, Event::Added(_)) => "added",
@@ -28,7 +28,7 @@ fn event_type<K>(source: EventSource, event: &Event<K>) -> &'static str {
 }
 
 /// Opens the `watch event` span of one event of `kind` (the informer's kind label).
-pub(crate) fn event_span<K: Resource>(kind: &str, source: EventSource, event: &Event<K>) -> Span {
+pub(crate) fn event_span(kind: &str, source: EventSource, event: &Event<dyn Object>) -> Span {
     let obj = event.object();
     tracing::info_span!(
         parent: None,
@@ -36,7 +36,7 @@ pub(crate) fn event_span<K: Resource>(kind: &str, source: EventSource, event: &E
         "k8s.kind" = kind,
         "event.type" = event_type(source, event),
         "event.source" = source.as_str(),
-        "object.ref" = %ObjectKey::from_object(obj.as_ref()),
+        "object.ref" = %ObjectKey::from_meta(obj.meta()),
         "k8s.resource_version" = obj.meta().resource_version.as_deref().unwrap_or(""),
     )
 }

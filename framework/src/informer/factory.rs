@@ -1,27 +1,32 @@
 //! Owns [`SharedInformerFactory`]: the process-wide registry that hands every controller the
-//! same [`Informer`] for the same kind and scope, starts them together, and reports their sync
-//! state for start-up gating and /readyz.
+//! same informer for the same kind and scope, whichever view it asks for (the kind's type, its
+//! metadata, a `DynamicObject`), starts them together, and reports their sync state for
+//! start-up gating and /readyz.
 
-use std::any::{Any, TypeId};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use kube::Client;
-use kube_runtime::watcher;
+use kube::core::GroupVersionKind;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::SyncError;
-use super::backoff::with_backoff;
-use super::resource::{InformerResource, ScopedApi};
+use super::dispatch::{Shared, SyncState};
+use super::entry::Entry;
+use super::kind::kind_label;
+use super::open::{ListMode, WatchConfig};
+use super::options::CacheOptions;
+use super::reader::Reader;
+use super::resource::{CacheResource, InformerResource, KindScope};
 use super::scope::InformerScope;
-use super::shared::{Informer, SyncState};
-use super::watch_list;
+use super::shared::Informer;
 
 /// The one cache every controller in the process shares: the first request for a kind and scope
-/// creates its informer, later requests get the same one (client-go's `SharedInformerFactory`).
+/// creates its informer, later requests get the same one (client-go's `SharedInformerFactory`),
+/// as whichever view they ask for: `informer::<Secret>()`, `informer::<PartialObjectMeta<Secret>>()`
+/// and `informer_with::<DynamicObject>(&dynamic_type("v1/Secret")?, ..)` share one WATCH.
 #[derive(Clone)]
 pub struct SharedInformerFactory {
     inner: Arc<FactoryInner>,
@@ -37,46 +42,9 @@ impl std::fmt::Debug for SharedInformerFactory {
 
 struct FactoryInner {
     client: Client,
-    config: Mutex<FactoryConfig>,
+    config: Mutex<WatchConfig>,
+    cache: Mutex<CacheOptions>,
     informers: Mutex<Vec<Entry>>,
-}
-
-#[derive(Clone, Debug)]
-struct FactoryConfig {
-    default_resync: Option<Duration>,
-    list: ListMode,
-    /// Streaming lists first (client-go's `WatchListClient`, on by default as since 1.35).
-    watch_list: bool,
-}
-
-impl Default for FactoryConfig {
-    fn default() -> Self {
-        FactoryConfig {
-            default_resync: None,
-            list: ListMode::default(),
-            watch_list: true,
-        }
-    }
-}
-
-/// How informers LIST (without streaming lists, or after falling back from them); chosen per
-/// factory because it is a property of the API server and the deployment, not of the objects
-/// wanted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum ListMode {
-    /// `resourceVersion=0`, unpaged: served from the API server's watch cache, like client-go's
-    /// reflector. kube-client drops `resourceVersion=0` whenever a page size is set, so this
-    /// mode must not page.
-    #[default]
-    WatchCache,
-    /// Quorum reads from etcd in pages of this size.
-    Paged(u32),
-}
-
-struct Entry {
-    type_id: TypeId,
-    scope: InformerScope,
-    informer: Box<dyn ErasedInformer>,
 }
 
 /// Health of one informer, for /readyz and for the "waiting for caches" log line.
@@ -88,12 +56,34 @@ pub struct InformerStatus {
     pub scope: InformerScope,
     /// Whether [`SharedInformerFactory::start`] has started it.
     pub started: bool,
+    /// Whether it watches metadata only (every user of the kind wants only metadata); `None`
+    /// before start.
+    pub metadata_only: Option<bool>,
     /// Whether its first complete list is in the store.
     pub synced: bool,
+    /// What it waits for: its kind is not served yet (a CRD not yet Established).
+    pub waiting: Option<String>,
+    /// Why it will never list (unknown kind, not listable, a selector the server refused).
+    pub failed: Option<String>,
     /// List/watch failures so far (each one is retried with backoff).
     pub watch_errors: u64,
     /// Objects currently cached.
     pub objects: usize,
+}
+
+impl std::fmt::Display for InformerStatus {
+    /// The kind and scope, and what it waits for or why it failed: the readiness check's words.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.kind)?;
+        if !self.scope.is_everything() {
+            write!(f, " ({})", self.scope)?;
+        }
+        match (&self.failed, &self.waiting) {
+            (Some(why), _) => write!(f, " cannot start: {why}"),
+            (None, Some(what)) => write!(f, " is waiting for {what}"),
+            (None, None) => Ok(()),
+        }
+    }
 }
 
 impl SharedInformerFactory {
@@ -105,7 +95,8 @@ impl SharedInformerFactory {
         Self {
             inner: Arc::new(FactoryInner {
                 client,
-                config: Mutex::new(FactoryConfig::default()),
+                config: Mutex::new(WatchConfig::default()),
+                cache: Mutex::new(CacheOptions::default()),
                 informers: Mutex::new(Vec::new()),
             }),
         }
@@ -142,12 +133,20 @@ impl SharedInformerFactory {
         self
     }
 
+    /// What the process caches of each kind (selectors, namespaces, uncached reads,
+    /// transforms); applies to informers requested afterwards, so set it before any controller
+    /// registers.
+    pub fn with_cache_options(self, options: CacheOptions) -> Self {
+        *self.inner.cache.lock() = options;
+        self
+    }
+
     /// The client informers use, so controllers built from the factory write through the same one.
     pub fn client(&self) -> Client {
         self.inner.client.clone()
     }
 
-    /// The shared informer for every object of kind `K`.
+    /// The shared informer for every object of kind `K` (`PartialObjectMeta<K>`: their metadata).
     pub fn informer<K: InformerResource>(&self) -> Informer<K> {
         self.informer_for(InformerScope::all())
     }
@@ -157,66 +156,133 @@ impl SharedInformerFactory {
     /// A namespace on a cluster-scoped kind is ignored (with a warning), so it shares the
     /// cluster-wide informer instead of creating a second watch.
     pub fn informer_for<K: InformerResource>(&self, scope: InformerScope) -> Informer<K> {
+        self.informer_with::<K>(&(), scope)
+    }
+
+    /// The shared informer for the objects of the kind `dyntype` names in `scope`, as `V`: a
+    /// compile-time type with `&()`, or a kind known at run time as `DynamicObject` (or
+    /// `PartialObjectMeta<DynamicObject>`) with its `ApiResource`
+    /// ([`dynamic_type`](super::dynamic_type)), resolved through discovery at start.
+    ///
+    /// Every view of one kind and scope is the same informer. Requested before start, it
+    /// watches full objects if any view wants them and metadata only otherwise; a full view
+    /// requested after its kind's metadata-only informer started gets an informer of its own
+    /// (a second watch, with a warning).
+    pub fn informer_with<V: CacheResource>(
+        &self,
+        dyntype: &V::DynamicType,
+        scope: InformerScope,
+    ) -> Informer<V> {
+        let gvk =
+            GroupVersionKind::gvk(&V::group(dyntype), &V::version(dyntype), &V::kind(dyntype));
+        let cache = self.inner.cache.lock();
+        let options = cache.get(&gvk.group, &gvk.kind);
         let mut scope = scope.normalized();
-        if !<K::Scope as ScopedApi>::NAMESPACED && scope.namespace.is_some() {
-            tracing::warn!(kind = %kind_label::<K>(), "namespace ignored for a cluster-scoped kind");
+        if V::Scope::NAMESPACED == Some(false) && scope.namespace.is_some() {
+            tracing::warn!(kind = %kind_label(&gvk.group, &gvk.kind), "namespace ignored for a cluster-scoped kind");
             scope.namespace = None;
         }
-        let type_id = TypeId::of::<K>();
-        let mut informers = self.inner.informers.lock();
-        if let Some(existing) = informers
-            .iter()
-            .filter(|e| e.type_id == type_id && e.scope == scope)
-            .find_map(|e| e.informer.as_any().downcast_ref::<Informer<K>>())
-        {
-            return existing.clone();
+        if let Some(options) = options {
+            scope = options.restrict(scope);
         }
-        let default_resync = self.inner.config.lock().default_resync;
-        let informer = Informer::<K>::new(kind_label::<K>(), scope.clone(), default_resync);
-        informers.push(Entry {
-            type_id,
-            scope,
-            informer: Box::new(informer.clone()),
-        });
+        let mut informers = self.inner.informers.lock();
+        let same = |e: &Entry| e.gvk == gvk && e.scope == scope;
+        if let Some(entry) = informers.iter_mut().find(|e| same(e) && e.serves::<V>()) {
+            entry.add_view::<V>(dyntype);
+            return Informer::view_of(Arc::clone(&entry.shared));
+        }
+        if informers.iter().any(same) {
+            tracing::warn!(
+                kind = %kind_label(&gvk.group, &gvk.kind),
+                %scope,
+                "full objects asked for after the kind's metadata-only informer started: a second watch"
+            );
+        }
+        let shared = Shared::new(
+            kind_label(&gvk.group, &gvk.kind),
+            scope.clone(),
+            self.inner.config.lock().default_resync,
+            V::Scope::NAMESPACED,
+        );
+        let informer = Informer::view_of(Arc::clone(&shared));
+        informers.push(Entry::new::<V>(gvk, scope, options, shared, dyntype));
         informer
+    }
+
+    /// Reads every object of kind `K`: from the shared cache, or straight from the API server
+    /// when the kind's [cache options](super::KindOptions::uncached) say so (no informer is
+    /// opened for the reads then).
+    pub fn reader<K: InformerResource>(&self) -> Reader<K> {
+        self.reader_with::<K>(&(), InformerScope::all())
+    }
+
+    /// [`Self::reader`] for the objects of `scope`, as `V` (see [`Self::informer_with`]).
+    pub fn reader_with<V: CacheResource>(
+        &self,
+        dyntype: &V::DynamicType,
+        scope: InformerScope,
+    ) -> Reader<V> {
+        let uncached = self
+            .inner
+            .cache
+            .lock()
+            .get(&V::group(dyntype), &V::kind(dyntype))
+            .is_some_and(|o| o.is_uncached());
+        if uncached {
+            return Reader::uncached(self.client(), dyntype.clone(), scope.normalized());
+        }
+        Reader::cached(self.informer_with::<V>(dyntype, scope).store())
     }
 
     /// Starts every informer requested so far and not yet started; call it again after
     /// requesting more (as client-go's `Start`). Informers stop when `shutdown` is cancelled.
     pub fn start(&self, shutdown: CancellationToken) {
         let config = self.inner.config.lock().clone();
-        let informers = self.inner.informers.lock();
-        for entry in informers.iter().filter(|e| !e.informer.is_started()) {
-            entry.informer.start(&self.inner.client, &config, &shutdown);
+        let mut informers = self.inner.informers.lock();
+        for entry in informers.iter_mut() {
+            entry.start(&self.inner.client, &config, &shutdown);
         }
     }
 
     /// Waits until every started informer has its first complete list, or fails naming the ones
-    /// that have not (client-go's `WaitForCacheSync`, with a deadline).
+    /// that have not (client-go's `WaitForCacheSync`, with a deadline) or never will (an
+    /// unknown kind, a selector the server refused). An informer whose kind is not served yet
+    /// does not hold the others up: it is logged, reported by /readyz, and starts once served.
     pub async fn wait_for_sync(&self, timeout: Duration) -> Result<(), SyncError> {
         let started: Vec<(String, watch::Receiver<SyncState>)> = self
             .inner
             .informers
             .lock()
             .iter()
-            .filter(|e| e.informer.is_started())
-            .map(|e| (e.informer.describe(), e.informer.sync_state()))
+            .filter(|e| e.shared.is_started())
+            .map(|e| (e.shared.describe(), e.shared.sync_state.subscribe()))
             .collect();
         tracing::info!(informers = started.len(), "waiting for caches to sync");
         let waits = started.iter().map(|(_, rx)| {
             let mut rx = rx.clone();
             async move {
-                let _ = rx.wait_for(|s| s.synced || s.stopped).await;
+                let _ = rx.wait_for(SyncState::settled).await;
             }
         });
         let timed_out = tokio::time::timeout(timeout, futures::future::join_all(waits))
             .await
             .is_err();
-        let unsynced: Vec<String> = started
-            .iter()
-            .filter(|(_, rx)| !rx.borrow().synced)
-            .map(|(name, _)| name.clone())
-            .collect();
+        let mut failed = Vec::new();
+        let mut unsynced = Vec::new();
+        for (name, rx) in &started {
+            let state = rx.borrow();
+            match (&state.failed, &state.waiting) {
+                (Some(why), _) => failed.push(format!("{name}: {why}")),
+                (None, Some(what)) if !state.synced => {
+                    tracing::warn!(informer = %name, waiting_for = %what, "informer waits for its kind; starting without it");
+                }
+                _ if !state.synced => unsynced.push(name.clone()),
+                _ => {}
+            }
+        }
+        if !failed.is_empty() {
+            return Err(SyncError::Failed { failed });
+        }
         match (unsynced.is_empty(), timed_out) {
             (true, _) => {
                 tracing::info!("caches are synced");
@@ -233,99 +299,21 @@ impl SharedInformerFactory {
             .informers
             .lock()
             .iter()
-            .map(|e| e.informer.status())
+            .map(|e| {
+                let shared = &e.shared;
+                let state = shared.sync_state.borrow().clone();
+                InformerStatus {
+                    kind: shared.kind.clone(),
+                    scope: shared.scope.clone(),
+                    started: shared.is_started(),
+                    metadata_only: e.metadata_only(),
+                    synced: state.synced,
+                    waiting: state.waiting,
+                    failed: state.failed,
+                    watch_errors: shared.watch_errors(),
+                    objects: shared.store.len(),
+                }
+            })
             .collect()
-    }
-}
-
-/// `Kind` for the core group, `Kind.group` otherwise, as kubectl names resources.
-fn kind_label<K: InformerResource>() -> String {
-    let group = K::group(&());
-    if group.is_empty() {
-        K::kind(&()).into_owned()
-    } else {
-        format!("{}.{}", K::kind(&()), group)
-    }
-}
-
-/// The type-independent operations the factory needs on each informer.
-trait ErasedInformer: Send + Sync {
-    /// For handing the typed informer back out of the registry.
-    fn as_any(&self) -> &dyn Any;
-    fn start(&self, client: &Client, config: &FactoryConfig, shutdown: &CancellationToken);
-    fn is_started(&self) -> bool;
-    fn describe(&self) -> String;
-    fn sync_state(&self) -> watch::Receiver<SyncState>;
-    fn status(&self) -> InformerStatus;
-}
-
-impl<K: InformerResource> ErasedInformer for Informer<K> {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn start(&self, client: &Client, factory: &FactoryConfig, shutdown: &CancellationToken) {
-        let scope = &self.shared.scope;
-        let mut config = watcher::Config::default();
-        if let Some(labels) = &scope.label_selector {
-            config = config.labels(labels);
-        }
-        if let Some(fields) = &scope.field_selector {
-            config = config.fields(fields);
-        }
-        config = match factory.list {
-            ListMode::WatchCache => {
-                let mut config = config.any_semantic();
-                config.page_size = None;
-                config
-            }
-            ListMode::Paged(page_size) => config.page_size(page_size),
-        };
-        // Each informer's watcher gets its own throttle, so one resource whose watches are cut
-        // does not slow the others down.
-        // (Building a client spawns its request buffer, so only inside a runtime; without one
-        // `start_with_stream` reports the missing runtime instead of panicking here.)
-        let client = if tokio::runtime::Handle::try_current().is_ok() {
-            super::watch_throttle::WatchThrottle::client(client)
-        } else {
-            client.clone()
-        };
-        let api = <K::Scope as ScopedApi>::api::<K>(client, scope.namespace.as_deref());
-        let result = if factory.watch_list {
-            let list_watch = {
-                let (api, config) = (api.clone(), config.clone());
-                move || watcher(api, config).boxed()
-            };
-            let stream = watch_list::stream(api, config, self.shared.describe(), list_watch);
-            self.start_with_stream(with_backoff(stream), shutdown)
-        } else {
-            self.start_with_stream(with_backoff(watcher(api, config)), shutdown)
-        };
-        if let Err(error) = result {
-            tracing::error!(%error, "informer not started");
-        }
-    }
-
-    fn is_started(&self) -> bool {
-        Informer::is_started(self)
-    }
-
-    fn describe(&self) -> String {
-        self.shared.describe()
-    }
-
-    fn sync_state(&self) -> watch::Receiver<SyncState> {
-        self.shared.sync_state.subscribe()
-    }
-
-    fn status(&self) -> InformerStatus {
-        InformerStatus {
-            kind: self.shared.kind.clone(),
-            scope: self.shared.scope.clone(),
-            started: self.is_started(),
-            synced: self.has_synced(),
-            watch_errors: self.watch_errors(),
-            objects: self.shared.store.len(),
-        }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
 /// Identifies one object in a [`Store`](super::Store) so controllers can look up what an event
@@ -48,9 +49,19 @@ impl ObjectKey {
     ///
     /// An empty namespace counts as none, matching client-go's key function.
     pub fn from_object<K: ResourceExt>(obj: &K) -> Self {
+        Self::from_meta(obj.meta())
+    }
+
+    /// [`Self::from_object`] from the metadata alone (the name, else the generateName, as
+    /// `ResourceExt::name_any`).
+    pub(crate) fn from_meta(meta: &ObjectMeta) -> Self {
         Self {
-            namespace: obj.namespace().filter(|ns| !ns.is_empty()),
-            name: obj.name_any(),
+            namespace: meta.namespace.clone().filter(|ns| !ns.is_empty()),
+            name: meta
+                .name
+                .clone()
+                .or_else(|| meta.generate_name.clone())
+                .unwrap_or_default(),
         }
     }
 }

@@ -12,41 +12,42 @@ use tokio_util::sync::CancellationToken;
 use tracing::Span;
 
 use super::event::{Event, EventHandler};
+use super::object::Object;
 use super::source::EventSource;
 
 /// One item in a handler's queue.
-pub(crate) enum Notification<K> {
+pub(crate) enum Notification {
     /// An event to hand to the handler, with the `watch event` span to run the handler in and
     /// where the event came from.
-    Event(Event<K>, Span, EventSource),
+    Event(Event<dyn Object>, Span, EventSource),
     /// Every object of the initial list (or of the replay) precedes this marker.
     InitialListDelivered,
 }
 
 /// The informer's side of one subscription: where to push its notifications.
-pub(crate) struct Listener<K> {
+pub(crate) struct Listener {
     pub(crate) id: u64,
-    pub(crate) tx: mpsc::UnboundedSender<Notification<K>>,
+    pub(crate) tx: mpsc::UnboundedSender<Notification>,
 }
 
-impl<K> Listener<K> {
+impl Listener {
     /// Queues one notification; false if the handler's task is gone.
-    pub(crate) fn send(&self, n: Notification<K>) -> bool {
+    pub(crate) fn send(&self, n: Notification) -> bool {
         self.tx.send(n).is_ok()
     }
 }
 
 /// Everything a handler's task needs, kept until the informer has a runtime to spawn it on.
-pub(crate) struct ListenerTask<K> {
+pub(crate) struct ListenerTask {
     pub(crate) id: u64,
-    pub(crate) rx: mpsc::UnboundedReceiver<Notification<K>>,
-    pub(crate) handler: Box<dyn EventHandler<K>>,
+    pub(crate) rx: mpsc::UnboundedReceiver<Notification>,
+    pub(crate) handler: Box<dyn EventHandler<dyn Object>>,
     pub(crate) removed: CancellationToken,
     pub(crate) synced: watch::Sender<bool>,
     pub(crate) resync: Option<Duration>,
 }
 
-impl<K: Send + Sync + 'static> ListenerTask<K> {
+impl ListenerTask {
     /// Delivers queued notifications in order until the handler is removed or the informer drops
     /// the queue (after shutdown, once the queue is drained).
     pub(crate) async fn run(self) {

@@ -51,17 +51,26 @@
 //!   [`InformerError::AlreadyStarted`] (client-go returns the same kind of error).
 
 mod backoff;
+mod dispatch;
 mod driver;
+mod entry;
 mod event;
 mod event_span;
 mod factory;
 mod key;
+mod kind;
 mod listener;
+mod object;
+mod open;
+mod options;
+mod reader;
+mod resolve;
 mod resource;
 mod scope;
 mod shared;
 mod source;
 mod store;
+mod view;
 mod watch_list;
 mod watch_throttle;
 
@@ -69,13 +78,17 @@ mod watch_throttle;
 mod tests;
 
 pub(crate) use backoff::with_backoff;
+pub use dispatch::drop_managed_fields;
 pub use event::{Event, EventHandler, WithSource};
 pub use factory::{InformerStatus, SharedInformerFactory};
 pub use key::ObjectKey;
+pub use kind::{KindError, dynamic_type, parse_kind};
 pub use listener::{HandlerRegistration, HandlerSynced};
-pub use resource::{InformerResource, ScopedApi};
+pub use options::{CacheOptions, KindOptions};
+pub use reader::{ReadError, Reader};
+pub use resource::{CacheResource, InformerResource, KindScope, KindType, ScopedApi};
 pub use scope::InformerScope;
-pub use shared::{Informer, drop_managed_fields};
+pub use shared::Informer;
 pub use source::EventSource;
 pub use store::{NAMESPACE_INDEX, Store};
 
@@ -120,6 +133,13 @@ pub enum SyncError {
         timeout: Duration,
         /// Kind (and scope) of every informer not yet synced.
         unsynced: Vec<String>,
+    },
+    /// Informers that will never list: an unknown kind, one served without list and watch, a
+    /// selector the API server refused, a namespace outside the kind's cache options.
+    #[error("informers cannot start: {}", failed.join("; "))]
+    Failed {
+        /// Each informer (kind and scope) with why it cannot start.
+        failed: Vec<String>,
     },
     /// Shutdown stopped the informers before they synced.
     #[error("informers stopped before their caches synced: {}", unsynced.join(", "))]

@@ -125,7 +125,9 @@ where
                     Err(e) if refuses_parameters(&e) => {
                         self.fall_back(&format!("the server refused it: {e}"));
                     }
-                    Err(e) => return Some(Err(watcher::Error::WatchStartFailed(e))),
+                    // The streaming list is this informer's list: a 403 or 5xx is retried as
+                    // one, a 406 (no such representation) fails it for good.
+                    Err(e) => return Some(Err(watcher::Error::InitialListFailed(e))),
                 },
                 Phase::Initial(mut stream) => match next(&mut stream, self.config.timeout).await {
                     Some(Ok(WatchEvent::Added(obj))) => {

@@ -33,6 +33,9 @@ pub struct ManagerConfig {
     /// `WatchListClient` gate, `--feature-gates=WatchListClient=false` turns it off); see
     /// [`crate::informer::SharedInformerFactory::with_watch_list`].
     pub watch_list: bool,
+    /// What the shared cache keeps of each kind (selectors, namespaces, uncached reads,
+    /// transforms); see [`crate::informer::CacheOptions`].
+    pub cache: crate::informer::CacheOptions,
     /// How long in-flight reconciles may take after shutdown is requested.
     pub graceful_shutdown_timeout: Duration,
     /// How long, once the controllers stopped, event recorders get to write what they still
@@ -76,6 +79,7 @@ impl ManagerConfig {
             min_resync_period: None,
             cache_sync_timeout: Duration::from_secs(120),
             watch_list: true,
+            cache: crate::informer::CacheOptions::default(),
             graceful_shutdown_timeout: Duration::from_secs(30),
             event_flush_timeout: DEFAULT_EVENT_FLUSH_TIMEOUT,
             leader_election: None,

@@ -85,7 +85,8 @@ impl<C: Send + Sync + 'static> Manager<C> {
             .map_err(ManagerError::Client)?;
         let factory = SharedInformerFactory::new(informer_client)
             .with_default_resync(self.config.min_resync_period.map(jittered))
-            .with_watch_list(self.config.watch_list);
+            .with_watch_list(self.config.watch_list)
+            .with_cache_options(self.config.cache.clone());
         let shared = {
             let mut registry = self.registry.lock();
             std::sync::Arc::new(Shared {
@@ -173,7 +174,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 .informers_status()
                 .into_iter()
                 .filter(|s| !s.synced)
-                .map(|s| s.kind)
+                .map(|s| s.to_string())
                 .collect();
             if unsynced.is_empty() {
                 Ok(())

@@ -19,5 +19,5 @@ pub use conditions::{
     set_condition,
 };
 pub use finalizer::{Finalizer, FinalizerError, finalizer};
-pub use owners::controller_owner;
+pub use owners::{controller_owner, controller_owner_of};
 pub use status::patch_status;

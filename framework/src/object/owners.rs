@@ -11,17 +11,33 @@ use crate::informer::{InformerResource, ObjectKey, ScopedApi};
 /// matches). A namespaced owner lives in the owned object's namespace (owner references cannot
 /// cross namespaces); a cluster-scoped one has none.
 pub fn controller_owner<K: InformerResource>(obj: &impl Resource) -> Option<ObjectKey> {
+    controller_owner_of(
+        obj,
+        &K::group(&()),
+        &K::kind(&()),
+        <K::Scope as ScopedApi>::NAMESPACED,
+    )
+}
+
+/// [`controller_owner`] for an owner kind named at run time: its `group` and `kind`, and
+/// whether it is `namespaced`.
+pub fn controller_owner_of(
+    obj: &impl Resource,
+    group: &str,
+    kind: &str,
+    namespaced: bool,
+) -> Option<ObjectKey> {
     let owner = obj
         .meta()
         .owner_references
         .iter()
         .flatten()
         .find(|r| r.controller == Some(true))?;
-    let group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    if owner.kind != K::kind(&()) || group != K::group(&()) {
+    let owner_group = owner.api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    if owner.kind != kind || owner_group != group {
         return None;
     }
-    let namespace = if <K::Scope as ScopedApi>::NAMESPACED {
+    let namespace = if namespaced {
         obj.meta().namespace.clone().filter(|ns| !ns.is_empty())
     } else {
         None

@@ -56,6 +56,16 @@ impl Requests {
         self.keep(|r| query_param(r, key).as_deref() == Some(value))
     }
 
+    /// Only the requests that asked for metadata only (`Accept: ...;as=PartialObjectMetadata`
+    /// or `as=PartialObjectMetadataList`), e.g. a metadata-only informer's.
+    pub fn metadata_only(self) -> Self {
+        self.keep(|r| {
+            r.accept
+                .as_deref()
+                .is_some_and(|a| a.contains("as=PartialObjectMetadata"))
+        })
+    }
+
     /// Without the LISTs and WATCHes of one object by name (`fieldSelector=metadata.name=..`),
     /// which is what this module's waits make.
     pub fn without_waits(self) -> Self {

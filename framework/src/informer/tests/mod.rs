@@ -7,6 +7,7 @@ mod relist;
 mod resync;
 mod setup;
 mod spans;
+mod views;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -294,6 +294,12 @@ impl ApiError {
         )
     }
 
+    /// 406 for a conversion that does not fit what was asked for (a list as one
+    /// PartialObjectMetadata), with upstream's message.
+    pub fn not_acceptable_because(message: String) -> ApiError {
+        ApiError::new(406, "NotAcceptable", message)
+    }
+
     /// 415 for a patch type a resource does not take (custom resources take no strategic merge
     /// patch), listing the ones it does as upstream's patch handler does.
     pub fn patch_type_not_accepted(accepted: &[&str]) -> ApiError {

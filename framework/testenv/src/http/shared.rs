@@ -29,6 +29,9 @@ pub struct RequestRecord {
     pub query: String,
     /// `User-Agent` header.
     pub user_agent: Option<String>,
+    /// `Accept` header, e.g. `application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`
+    /// from a metadata-only informer.
+    pub accept: Option<String>,
     /// HTTP status sent.
     pub status: u16,
     /// URL path (tells discovery requests apart).

@@ -29,14 +29,6 @@ fn cells(rt: &Served, obj: &Value) -> Vec<Value> {
     }
 }
 
-/// Whether the Accept header asks for a Table.
-pub fn wanted(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
-}
-
 fn row(rt: &Served, obj: &Value) -> Value {
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     json!({

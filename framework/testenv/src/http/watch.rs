@@ -14,6 +14,8 @@ use tokio::sync::mpsc;
 use crate::api::kinds::ResId;
 use crate::api::status::ApiError;
 use crate::api::types::Served;
+use crate::http::accept::Conversion;
+use crate::http::partial;
 use crate::storage::selectors::Filter;
 use crate::storage::store::{Event, Store, WatchStart, watch_line};
 
@@ -30,8 +32,9 @@ pub struct WatchParams {
     pub send_initial_events: Option<bool>,
     /// `timeoutSeconds`.
     pub timeout: Option<Duration>,
-    /// Send each object as a one-row Table (kubectl's `Accept: ...;as=Table`).
-    pub table: bool,
+    /// Send each object as a one-row Table (kubectl's `Accept: ...;as=Table`) or as its
+    /// metadata only (`as=PartialObjectMetadata`).
+    pub conversion: Conversion,
 }
 
 /// How often a bookmark-enabled watch gets a BOOKMARK.
@@ -92,22 +95,26 @@ pub fn open(
         }
     };
     let (kind, api_version) = (rt.kind().to_string(), rt.api_version());
+    let conversion = p.conversion;
+    let metadata = move |obj: &serde_json::Value| match conversion {
+        Conversion::Metadata { list, version } => partial::event_object(obj, list, version),
+        Conversion::None | Conversion::Table => None,
+    };
     let bookmark = move |rv: u64, end: bool| -> Bytes {
         let mut meta = json!({"resourceVersion": rv.to_string(), "creationTimestamp": null});
         if end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        watch_line(
-            "BOOKMARK",
-            &json!({"kind": kind, "apiVersion": api_version, "metadata": meta}),
-        )
+        let obj = json!({"kind": kind, "apiVersion": api_version, "metadata": meta});
+        watch_line("BOOKMARK", &metadata(&obj).unwrap_or(obj))
     };
-    let table = p.table;
     let line = move |e: &Event| -> Bytes {
-        if table {
-            watch_line(e.ty.as_str(), &crate::http::table::single(&rt, &e.object))
-        } else {
-            e.line()
+        if conversion == Conversion::Table {
+            return watch_line(e.ty.as_str(), &crate::http::table::single(&rt, &e.object));
+        }
+        match metadata(&e.object) {
+            Some(partial) => watch_line(e.ty.as_str(), &partial),
+            None => e.line(),
         }
     };
     let store = store.clone();

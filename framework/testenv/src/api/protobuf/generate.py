@@ -23,6 +23,8 @@ OTHERS = [
     "api::authentication::v1::TokenRequest",
     "apimachinery::pkg::apis::meta::v1::Status", "apimachinery::pkg::apis::meta::v1::WatchEvent",
     "apimachinery::pkg::apis::meta::v1::DeleteOptions",
+    "apimachinery::pkg::apis::meta::v1::PartialObjectMetadataList",
+    "apimachinery::pkg::apis::meta::v1beta1::PartialObjectMetadataList",
 ]
 
 

@@ -274,8 +274,11 @@ message!(k8s_pb::apimachinery::pkg::apis::meta::v1::ListMeta { self_link: "selfL
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry { manager: "manager", operation: "operation", api_version: "apiVersion", time: "time", fields_type: "fieldsType", fields_v1: "fieldsV1", subresource: "subresource" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta { name: "name", generate_name: "generateName", namespace: "namespace", self_link: "selfLink", uid: "uid", resource_version: "resourceVersion", generation: "generation", creation_timestamp: "creationTimestamp", deletion_timestamp: "deletionTimestamp", deletion_grace_period_seconds: "deletionGracePeriodSeconds", labels: "labels", annotations: "annotations", owner_references: "ownerReferences", finalizers: "finalizers", managed_fields: "managedFields" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::OwnerReference { api_version: "apiVersion", kind: "kind", name: "name", uid: "uid", controller: "controller", block_owner_deletion: "blockOwnerDeletion" });
+message!(k8s_pb::apimachinery::pkg::apis::meta::v1::PartialObjectMetadata { metadata: "metadata" });
+message!(k8s_pb::apimachinery::pkg::apis::meta::v1::PartialObjectMetadataList { metadata: "metadata", items: "items" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::Preconditions { uid: "uid", resource_version: "resourceVersion" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::Status { metadata: "metadata", status: "status", message: "message", reason: "reason", details: "details", code: "code" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::StatusCause { reason: "reason", message: "message", field: "field" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::StatusDetails { name: "name", group: "group", kind: "kind", uid: "uid", causes: "causes", retry_after_seconds: "retryAfterSeconds" });
 message!(k8s_pb::apimachinery::pkg::apis::meta::v1::WatchEvent { r#type: "type", object: "object" });
+message!(k8s_pb::apimachinery::pkg::apis::meta::v1beta1::PartialObjectMetadataList { metadata: "metadata", items: "items" });

@@ -5,6 +5,7 @@ use k8s_pb::api::authentication::v1 as authn;
 use k8s_pb::api::autoscaling::v1 as autoscaling;
 use k8s_pb::api::core::v1 as core;
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+use k8s_pb::apimachinery::pkg::apis::meta::v1beta1 as meta_beta;
 use serde_json::Value;
 
 use crate::api::kind::{Decode, Encode};
@@ -37,6 +38,31 @@ const OTHERS: &[(&str, &str, Encode, Decode)] = &[
         "TokenRequest",
         encode::<authn::TokenRequest>,
         decode::<authn::TokenRequest>,
+    ),
+    (
+        "meta.k8s.io/v1",
+        "PartialObjectMetadata",
+        encode::<meta::PartialObjectMetadata>,
+        decode::<meta::PartialObjectMetadata>,
+    ),
+    (
+        "meta.k8s.io/v1",
+        "PartialObjectMetadataList",
+        encode::<meta::PartialObjectMetadataList>,
+        decode::<meta::PartialObjectMetadataList>,
+    ),
+    // v1beta1's list numbers its fields the other way round; its items are v1's.
+    (
+        "meta.k8s.io/v1beta1",
+        "PartialObjectMetadata",
+        encode::<meta::PartialObjectMetadata>,
+        decode::<meta::PartialObjectMetadata>,
+    ),
+    (
+        "meta.k8s.io/v1beta1",
+        "PartialObjectMetadataList",
+        encode::<meta_beta::PartialObjectMetadataList>,
+        decode::<meta_beta::PartialObjectMetadataList>,
     ),
 ];
 

@@ -1,4 +1,4 @@
-//! `application/vnd.kubernetes.protobuf`: content negotiation from `Accept`, and the `k8s\0`
+//! `application/vnd.kubernetes.protobuf`: the `k8s\0`
 //! envelope (a `runtime.Unknown` naming the object's apiVersion and kind around its protobuf
 //! bytes) for request bodies, responses and watch frames. The server keeps JSON: a protobuf body
 //! is decoded into JSON once on arrival and a response is encoded once on the way out, through
@@ -27,77 +27,6 @@ pub enum Format {
     Json,
     /// `application/vnd.kubernetes.protobuf`.
     Protobuf,
-}
-
-/// Picks the response format from `Accept` as kube-apiserver's negotiation does: clauses sorted
-/// as goautoneg sorts them (an insertion sort where a clause goes first when its q is higher or
-/// it is less of a wildcard, so equal clauses keep the client's order and a `q=0` clause still
-/// counts), then the first clause naming a served type wins; `*/*` and `application/*` are JSON,
-/// the first served type. `protobuf` says whether the resource has a protobuf form (custom
-/// resources have none). Nothing acceptable is a 406.
-pub fn negotiate(accept: &str, protobuf: bool) -> Result<Format, ApiError> {
-    if accept.is_empty() {
-        return Ok(Format::Json);
-    }
-    struct Clause<'a> {
-        ty: &'a str,
-        sub: &'a str,
-        q: f32,
-        /// `as`/`g`/`v` (a conversion such as Table) or `sv`.
-        converts: bool,
-    }
-    let mut clauses: Vec<Clause<'_>> = Vec::new();
-    for clause in accept.split(',') {
-        let mut parts = clause.trim().split(';');
-        let (ty, sub) = match parts.next().unwrap_or("").split_once('/') {
-            Some((t, s)) => (t.trim(), s.trim()),
-            None if clause.trim() == "*" => ("*", "*"),
-            None => continue,
-        };
-        let mut c = Clause {
-            ty,
-            sub,
-            q: 1.0,
-            converts: false,
-        };
-        for p in parts {
-            match p.split_once('=').map(|(k, v)| (k.trim(), v.trim())) {
-                Some(("q", v)) => c.q = v.parse().unwrap_or(0.0),
-                Some(("as" | "g" | "v" | "sv", _)) => c.converts = true,
-                Some(("stream", v)) if v != "watch" && !v.is_empty() => c.converts = true,
-                _ => {}
-            }
-        }
-        clauses.push(c);
-    }
-    let first = |a: &Clause<'_>, b: &Clause<'_>| {
-        a.q > b.q || (a.ty != "*" && b.ty == "*") || (a.sub != "*" && b.sub == "*")
-    };
-    for i in 1..clauses.len() {
-        let mut j = i;
-        while j > 0 && first(&clauses[j], &clauses[j - 1]) {
-            clauses.swap(j, j - 1);
-            j -= 1;
-        }
-    }
-    for c in clauses {
-        match (c.ty, c.sub) {
-            // A JSON Table is answered by `table` before negotiation reaches here.
-            _ if c.converts => {}
-            ("application", "json" | "*") | ("*", "*") => return Ok(Format::Json),
-            ("application", "vnd.kubernetes.protobuf") if protobuf => return Ok(Format::Protobuf),
-            _ => {}
-        }
-    }
-    Err(not_acceptable(protobuf))
-}
-
-fn not_acceptable(protobuf: bool) -> ApiError {
-    let accepted = match protobuf {
-        true => "application/json, application/vnd.kubernetes.protobuf",
-        false => "application/json",
-    };
-    ApiError::not_acceptable(accepted)
 }
 
 /// Whether a request body's `Content-Type` is protobuf.

@@ -12,16 +12,15 @@ use hyper::body::Frame;
 use super::respond::{Body, error_response, full};
 use super::route::Route;
 use crate::api::status::ApiError;
-use crate::http::protobuf::{self, Format};
+use crate::http::accept::{self, Answer};
+use crate::http::protobuf;
 
-/// The response format `Accept` asks for: protobuf only for built-in types, and never for a
-/// Table or a non-resource path (discovery, OpenAPI, version), which are served as JSON.
-pub(super) fn negotiate(route: &Route, accept: &str, as_table: bool) -> Result<Format, ApiError> {
+/// The answer `Accept` asks for: a resource's as [`accept::negotiate`] chooses it; a
+/// non-resource path (discovery, OpenAPI, version) is always JSON.
+pub(super) fn negotiate(route: &Route, accept: &str) -> Result<Answer, ApiError> {
     match route {
-        Route::Resource { target, .. } if !as_table => {
-            protobuf::negotiate(accept, target.rt.custom().is_none())
-        }
-        _ => Ok(Format::Json),
+        Route::Resource { target, .. } => accept::negotiate(accept, target.rt.custom().is_none()),
+        _ => Ok(Answer::JSON),
     }
 }
 
@@ -45,7 +44,7 @@ pub(super) fn json_body(
 }
 
 /// A JSON response re-encoded, once, as protobuf: a whole body, or a watch stream frame by
-/// frame. A body of another type (text, a Table) or a kind without a protobuf form stays.
+/// frame. A body of another type (text) or a kind without a protobuf form stays.
 pub(super) async fn encode_response(response: Response<Body>, watch: bool) -> Response<Body> {
     let json = response
         .headers()

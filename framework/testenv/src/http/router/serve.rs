@@ -19,16 +19,19 @@ use crate::admission::chain::Outcome;
 use crate::admission::webhooks::Requester;
 use crate::api::decoding;
 use crate::api::status::ApiError;
+use crate::api::types::Served;
 use crate::auth;
 use crate::crd::conversion;
 use crate::fields;
 use crate::handlers::{self, DeleteOptions, ListParams, Target, Verb, WriteOptions};
+use crate::http::accept::{Answer, Conversion};
 use crate::http::fieldcheck::{self, Directive};
 use crate::http::protobuf::Format;
 use crate::http::shared::{RequestRecord, Shared};
 use crate::http::watch::{self, WatchParams};
-use crate::http::{discovery, openapi, query, table, watch_list};
+use crate::http::{discovery, openapi, partial, query, table, watch_list};
 use crate::patch::PatchKind;
+use serde_json::Value;
 
 /// Serves one request and logs it.
 pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -45,7 +48,6 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     let user_agent = header(header::USER_AGENT);
     let content_type = header(header::CONTENT_TYPE).unwrap_or_default();
     let accept = header(header::ACCEPT).unwrap_or_default();
-    let as_table = table::wanted(&accept);
     let pretty = pretty(&query, user_agent.as_deref());
     let mut route = shared
         .store
@@ -53,7 +55,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
     if let Route::OpenApiV2(pb) = &mut route {
         *pb = header(header::ACCEPT).is_some_and(|a| openapi::wants_v2_protobuf(&a));
     }
-    let format = negotiate(&route, &accept, as_table);
+    let answer = negotiate(&route, &accept);
+    let conversion = answer.as_ref().map(|a| a.conversion).unwrap_or_default();
     let cert = req.extensions().get::<auth::ClientCertUser>();
     let user = auth::identify(&shared.store, &shared.auth, cert, req.headers());
     let mut record = RequestRecord {
@@ -64,6 +67,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
         name: None,
         query: raw_query.clone(),
         user_agent: user_agent.clone(),
+        accept: (!accept.is_empty()).then(|| accept.clone()),
         status: 0,
         path: path.clone(),
         user: user.as_ref().map(|u| u.name.clone()).unwrap_or_default(),
@@ -100,7 +104,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 content_type: &content_type,
                 body: &body,
                 pretty,
-                as_table,
+                conversion,
             };
             match auth::admit(
                 &shared.store,
@@ -113,15 +117,18 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             ) {
                 Err(e) => error_response(&e, pretty),
                 Ok(Some((code, v))) => json_response(code, &v, pretty),
-                Ok(None) => match &format {
+                Ok(None) => match &answer {
                     Err(e) => error_response(e, pretty),
                     Ok(_) => dispatch(&shared, route, &req).await,
                 },
             }
         }
     };
-    let response = match format {
-        Ok(Format::Protobuf) => encode_response(response, record.verb == "watch").await,
+    let response = match answer {
+        Ok(Answer {
+            format: Format::Protobuf,
+            ..
+        }) => encode_response(response, record.verb == "watch").await,
         _ => response,
     };
     finish(&shared, record, response, &method)
@@ -153,7 +160,7 @@ pub(super) struct Req<'a> {
     content_type: &'a str,
     body: &'a [u8],
     pretty: bool,
-    as_table: bool,
+    conversion: Conversion,
 }
 
 pub(super) async fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
@@ -237,10 +244,10 @@ pub(super) async fn resource(
             })?;
             let obj = conversion::read(converter.as_ref(), rt, vec![obj]).await?;
             let obj = obj.into_iter().next().unwrap_or_default();
-            if req.as_table {
+            if req.conversion == Conversion::Table {
                 return Ok(table_response(&table::single(rt, &obj), pretty));
             }
-            Ok(json_response(200, &obj, pretty))
+            answered(rt, 200, obj, req)
         }
         "list" => {
             query::check_list_rv_match(query)?;
@@ -261,7 +268,12 @@ pub(super) async fn resource(
                 let items = conversion::read(converter.as_ref(), rt, items).await?;
                 list.set_converted_items(items.into_iter().map(Arc::new).collect());
             }
-            if req.as_table {
+            if let Conversion::Metadata { .. } = req.conversion {
+                let list =
+                    serde_json::to_value(&list).map_err(|e| ApiError::internal(&e.to_string()))?;
+                return answered(rt, 200, list, req);
+            }
+            if req.conversion == Conversion::Table {
                 let rv = list.resource_version().to_string();
                 let items = list.items().iter().map(|o| o.as_ref());
                 return Ok(table_response(
@@ -279,13 +291,13 @@ pub(super) async fn resource(
                 bookmarks: watch::flag(query.get("allowWatchBookmarks").map(String::as_str)),
                 send_initial_events,
                 timeout: query::watch_timeout(query)?,
-                table: req.as_table,
+                conversion: req.conversion,
             };
-            let table = params.table;
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
-            let converter = match table {
-                true => None,
-                false => shared.store.with(|s| converter_of(s, t)),
+            // Events carry whole objects only without a Table or metadata conversion.
+            let converter = match req.conversion {
+                Conversion::None => shared.store.with(|s| converter_of(s, t)),
+                _ => None,
             };
             let chunks = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
             let stream = match converter {
@@ -322,7 +334,7 @@ pub(super) async fn resource(
                 _ => Verb::Update(&obj),
             };
             let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
-            Ok(answered(out, warnings, pretty))
+            written(rt, out, warnings, req)
         }
         "patch" => {
             let kind = PatchKind::from_content_type(content_type);
@@ -340,7 +352,7 @@ pub(super) async fn resource(
             if kind == PatchKind::Apply {
                 let v = Verb::Apply(body);
                 let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
-                return Ok(answered(out, Vec::new(), pretty));
+                return written(rt, out, Vec::new(), req);
             }
             let fv = Directive::of_request(
                 q("fieldValidation").as_deref(),
@@ -350,12 +362,12 @@ pub(super) async fn resource(
             let warnings = fieldcheck::check_patch(rt, fv, kind, body)?;
             let v = Verb::Patch(kind, body);
             let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
-            Ok(answered(out, warnings, pretty))
+            written(rt, out, warnings, req)
         }
         "delete" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
             let out = handlers::delete_object(&shared.store, t, &opts, body, &who).await;
-            Ok(answered(out, Vec::new(), pretty))
+            written(rt, out, Vec::new(), req)
         }
         "deletecollection" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
@@ -372,23 +384,29 @@ pub(super) async fn resource(
     }
 }
 
-/// The conversion webhook a read of `t` needs (none for `/scale`, an `autoscaling/v1` Scale).
-fn converter_of(s: &crate::storage::store::State, t: &Target) -> Option<conversion::Converter> {
-    match t.sub.as_deref() {
-        Some("scale") => None,
-        _ => conversion::needed(s, &t.rt),
-    }
+/// `v` answering a request for `rt`, as metadata only when `Accept` asked for it.
+fn answered(rt: &Served, code: u16, v: Value, req: &Req<'_>) -> Result<Response<Body>, ApiError> {
+    let v = match req.conversion {
+        Conversion::Metadata { list, version } => partial::convert(rt, v, list, version)?,
+        Conversion::None | Conversion::Table => v,
+    };
+    Ok(json_response(code, &v, req.pretty))
 }
 
 /// A write's answer, with the request's own warnings then its webhooks' as `Warning` headers
 /// (a refusal carries them too).
-fn answered(out: Outcome, mut warnings: Vec<String>, pretty: bool) -> Response<Body> {
+fn written(
+    rt: &Served,
+    out: Outcome,
+    mut warnings: Vec<String>,
+    req: &Req<'_>,
+) -> Result<Response<Body>, ApiError> {
     warnings.extend(out.warnings);
     let resp = match out.result {
-        Ok((code, v)) => json_response(code, &v, pretty),
-        Err(e) => error_response(&e, pretty),
+        Ok((code, v)) => answered(rt, code, v, req)?,
+        Err(e) => error_response(&e, req.pretty),
     };
-    with_warnings(resp, &warnings)
+    Ok(with_warnings(resp, &warnings))
 }
 
 /// The user a write's webhooks are told about.
@@ -399,4 +417,12 @@ fn requester(user: Option<&auth::UserInfo>) -> Requester {
         groups: u.groups.clone(),
     })
     .unwrap_or_default()
+}
+
+/// The conversion webhook a read of `t` needs (none for `/scale`, an `autoscaling/v1` Scale).
+fn converter_of(s: &crate::storage::store::State, t: &Target) -> Option<conversion::Converter> {
+    match t.sub.as_deref() {
+        Some("scale") => None,
+        _ => conversion::needed(s, &t.rt),
+    }
 }
