@@ -61,6 +61,9 @@ impl SyncState {
     }
 }
 
+/// A transform of a stored object of a type known where it was made.
+type AnyTransform = Arc<dyn Fn(&mut dyn Any) + Send + Sync>;
+
 /// A transform before storing, as a view or the kind's options asked for it.
 #[derive(Clone)]
 pub(crate) enum ViewTransform {
@@ -70,7 +73,7 @@ pub(crate) enum ViewTransform {
     Typed {
         type_id: TypeId,
         type_name: &'static str,
-        apply: Arc<dyn Fn(&mut dyn Any) + Send + Sync>,
+        apply: AnyTransform,
     },
 }
 

@@ -50,6 +50,18 @@ impl<V> std::fmt::Debug for Store<V> {
     }
 }
 
+#[cfg(test)]
+impl<V: super::resource::CacheResource> Store<V> {
+    /// A store of its own holding `objects`, for tests that need a lister and no informer.
+    pub(crate) fn holding(objects: impl IntoIterator<Item = V>) -> Self {
+        let store = Objects::new();
+        for obj in objects {
+            store.upsert(ObjectKey::from_object(&obj), Arc::new(obj));
+        }
+        Store::new(store, Arc::new(Projection::new()))
+    }
+}
+
 impl<V: Send + Sync + 'static> Store<V> {
     pub(crate) fn new(objects: Objects, view: Arc<Projection<V>>) -> Self {
         Store { objects, view }

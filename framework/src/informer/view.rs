@@ -24,11 +24,14 @@ use super::resource::CacheResource;
 const METADATA_PROTOTYPE: &str =
     r#"{"apiVersion":"meta.k8s.io/v1","kind":"PartialObjectMetadata","metadata":{}}"#;
 
+/// A copy of a stored object as `V`, if it converts.
+type Convert<V> = Box<dyn Fn(&dyn Object) -> Option<V> + Send + Sync>;
+
 /// Reads stored objects as `V`. Made where `V`'s bounds are known ([`Projection::new`]), used
 /// where they are not (any handler or store of `V`).
 pub(crate) struct Projection<V> {
     /// A copy of the object as `V`, for objects stored as another type.
-    convert: Box<dyn Fn(&dyn Object) -> Option<V> + Send + Sync>,
+    convert: Convert<V>,
 }
 
 impl<V: CacheResource> Projection<V> {

@@ -455,11 +455,10 @@ async fn a_gained_key_whose_refused_re_verification_is_still_running_is_handed_o
         .unwrap();
     assert!(a.settled_view().is_some() && b.owns(&key) && !a.owns(&key));
 
-    let store = Store::<ConfigMap>::new();
     let mut cm = ConfigMap::default();
     cm.metadata.namespace = key.namespace.clone();
     cm.metadata.name = Some(key.name.clone());
-    store.upsert(key.clone(), Arc::new(cm));
+    let store = Store::holding([cm]);
     let queue = WorkQueue::new("web", ItemExponential::default());
     let stop = CancellationToken::new();
     tokio::spawn(crate::shard::requeue_gained(

@@ -44,7 +44,7 @@ pub use http::watch_list::WatchListSupport;
 
 use api::cluster::AdmissionConfig;
 use http::shared::Shared;
-use http::{server, watch};
+use http::{router, server, watch};
 use storage::store::{self, Store};
 
 /// Why the server could not start or a client could not be built.
@@ -92,7 +92,9 @@ pub struct Builder {
     node_ports: RangeInclusive<u16>,
     bookmark_interval: Duration,
     watch_buffer: usize,
+    watch_buffer_bytes: usize,
     watch_list: WatchListSupport,
+    request_timeout: Duration,
     static_tokens: HashMap<String, auth::UserInfo>,
     authorization: bool,
     https: bool,
@@ -108,7 +110,9 @@ impl Default for Builder {
             node_ports: 30000..=32767,
             bookmark_interval: Duration::from_secs(60),
             watch_buffer: 10_000,
+            watch_buffer_bytes: store::DEFAULT_WATCH_BUFFER_BYTES,
             watch_list: WatchListSupport::Served,
+            request_timeout: router::DEFAULT_REQUEST_TIMEOUT,
             static_tokens: HashMap::new(),
             authorization: false,
             https: false,
@@ -163,6 +167,22 @@ impl Builder {
         self
     }
 
+    /// How long a request may take before it is answered `504 Timeout`, as kube-apiserver's
+    /// `--request-timeout` (default 60 s); watches are exempt, as upstream's long-running
+    /// requests. The request's work runs on to its end.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Bytes of unsent watch frames a watch may fall behind before the server closes it as too
+    /// slow (default 16 MiB). The events are shared by every watch, so this also bounds what all
+    /// stalled watches together keep alive.
+    pub fn watch_buffer_bytes(mut self, bytes: usize) -> Self {
+        self.watch_buffer_bytes = bytes;
+        self
+    }
+
     /// How streaming lists (`sendInitialEvents=true`) are answered (default: served, as current
     /// kube-apiserver); [`WatchListSupport::V1_23`] answers as a v1.23 server, to test a
     /// client's fallback to LIST + WATCH.
@@ -192,7 +212,9 @@ impl Builder {
             source,
         })?;
         let store = Arc::new(
-            Store::new(self.history_window, self.watch_buffer).history_bytes(self.history_bytes),
+            Store::new(self.history_window, self.watch_buffer)
+                .history_bytes(self.history_bytes)
+                .watch_buffer_bytes(self.watch_buffer_bytes),
         );
         let admission = AdmissionConfig {
             service_net,
@@ -229,6 +251,7 @@ impl Builder {
                 enforce: self.authorization,
             },
             tls,
+            request_timeout: self.request_timeout,
         });
         let (ctl, rx) = mpsc::channel(4);
         tokio::spawn(server::run(listener, shared.clone(), rx));

@@ -7,7 +7,9 @@
 mod support;
 
 use http_body_util::BodyExt;
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as pbmeta;
 use kube_testenv::TestEnv;
+use prost::Message;
 use serde_json::Value;
 use support::capture::{Capture, parse};
 
@@ -332,6 +334,148 @@ async fn replay(sequence: &[&str]) {
         normalize(&mut got);
         normalize(&mut want);
         assert_eq!(code, cap.code, "{name}: status code; body {got:#}");
+        assert_eq!(got, want, "{name}:\n got {got:#}\nwant {want:#}");
+    }
+}
+
+/// An object's metadata as client-go's protobuf marshaller writes it: every non-pointer field,
+/// zero or not, and the zero `creationTimestamp` as an empty Timestamp.
+fn client_go_meta(name: &str) -> pbmeta::ObjectMeta {
+    pbmeta::ObjectMeta {
+        name: Some(name.into()),
+        generate_name: Some(String::new()),
+        namespace: Some(String::new()),
+        self_link: Some(String::new()),
+        uid: Some(String::new()),
+        resource_version: Some(String::new()),
+        generation: Some(0),
+        creation_timestamp: Some(pbmeta::Time::default()),
+        ..Default::default()
+    }
+}
+
+/// Go's zero `time.Time`, 0001-01-01T00:00:00Z, in Unix seconds.
+const YEAR_ONE: i64 = -62_135_596_800;
+
+/// A client-go protobuf request body: the `k8s\0` envelope around the object.
+fn client_go_body(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    let unknown = k8s_pb::apimachinery::pkg::runtime::Unknown {
+        type_meta: Some(k8s_pb::apimachinery::pkg::runtime::TypeMeta {
+            api_version: Some(api_version.into()),
+            kind: Some(kind.into()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    [b"k8s\0".to_vec(), unknown.encode_to_vec()].concat()
+}
+
+/// The captured Event creates sent as client-go sends them, over protobuf: the same fields,
+/// every other non-pointer field as its Go zero, zero times as year-1 or empty Timestamps.
+/// kube-apiserver decodes those as unset, so it answers as it answered the JSON (issue 36 item 7).
+/// managedFields aside: this server records the empty `source` protobuf carries as a field set
+/// (`f:source`), where upstream compares with a zero object that has one too.
+#[tokio::test]
+async fn client_go_protobuf_events_match_a_real_apiserver() {
+    use k8s_pb::api::core::v1 as core;
+    use k8s_pb::api::events::v1 as events;
+    let empty = || Some(String::new());
+    let reference = |kind: &str, name: &str| core::ObjectReference {
+        kind: Some(kind.into()),
+        name: Some(name.into()),
+        namespace: empty(),
+        uid: empty(),
+        api_version: empty(),
+        resource_version: empty(),
+        field_path: empty(),
+    };
+    let source = core::EventSource {
+        component: empty(),
+        host: empty(),
+    };
+    let core_event = core::Event {
+        metadata: Some(client_go_meta("golden-ev")),
+        involved_object: Some(reference("Node", "n1")),
+        reason: Some("Test".into()),
+        message: Some("m".into()),
+        source: Some(source.clone()),
+        first_timestamp: Some(pbmeta::Time::default()),
+        last_timestamp: Some(pbmeta::Time {
+            seconds: Some(YEAR_ONE),
+            nanos: Some(0),
+        }),
+        count: Some(0),
+        r#type: empty(),
+        event_time: Some(pbmeta::MicroTime {
+            seconds: Some(YEAR_ONE),
+            nanos: Some(0),
+        }),
+        series: None,
+        action: empty(),
+        related: None,
+        reporting_component: empty(),
+        reporting_instance: empty(),
+    };
+    let events_event = events::Event {
+        metadata: Some(client_go_meta("golden-ev2")),
+        event_time: Some(pbmeta::MicroTime {
+            seconds: Some(1_796_083_200), // 2026-12-01T00:00:00Z
+            nanos: Some(0),
+        }),
+        series: None,
+        reporting_controller: Some("x/y".into()),
+        reporting_instance: Some("i".into()),
+        action: Some("A".into()),
+        reason: Some("R".into()),
+        regarding: Some(reference("Node", "n1")),
+        related: None,
+        note: empty(),
+        r#type: Some("Normal".into()),
+        deprecated_source: Some(source),
+        deprecated_first_timestamp: Some(pbmeta::Time {
+            seconds: Some(YEAR_ONE),
+            nanos: Some(0),
+        }),
+        deprecated_last_timestamp: Some(pbmeta::Time::default()),
+        deprecated_count: Some(0),
+    };
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let cases = [
+        (
+            "defaults-event-core-node",
+            client_go_body("v1", "Event", core_event.encode_to_vec()),
+        ),
+        (
+            "defaults-event-events-v1-node",
+            client_go_body("events.k8s.io/v1", "Event", events_event.encode_to_vec()),
+        ),
+    ];
+    for (name, body) in cases {
+        let cap = parse(name);
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(&cap.path)
+            .header("user-agent", "curl/8.5.0")
+            .header("content-type", "application/vnd.kubernetes.protobuf")
+            .header("accept", "application/json")
+            .body(kube::client::Body::from(body))
+            .unwrap();
+        let resp = client.send(req).await.unwrap();
+        let code = resp.status().as_u16();
+        let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+        let mut got: Value = serde_json::from_slice(&bytes).unwrap();
+        let mut want = cap.response;
+        normalize(&mut got);
+        normalize(&mut want);
+        for v in [&mut got, &mut want] {
+            v["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("managedFields");
+        }
+        assert_eq!(code, 201, "{name}: {got:#}");
         assert_eq!(got, want, "{name}:\n got {got:#}\nwant {want:#}");
     }
 }

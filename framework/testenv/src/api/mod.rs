@@ -8,6 +8,7 @@
 pub mod body;
 pub mod cluster;
 pub mod decoding;
+pub mod json_depth;
 pub mod kind;
 pub mod kinds;
 pub mod limits;

@@ -134,8 +134,14 @@ fn parse_rv(s: &str) -> Result<u64, ApiError> {
 pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiError> {
     let rt = &t.rt;
     let current = state.rv();
+    let ns = t.ns.as_deref().filter(|_| rt.namespaced());
+    let scope = match (rt.namespaced(), ns) {
+        (false, _) => continue_token::Scope::Cluster,
+        (true, None) => continue_token::Scope::AllNamespaces,
+        (true, Some(ns)) => continue_token::Scope::Namespace(ns),
+    };
     let (list_rv, after) = if let Some(token) = &p.continue_token {
-        let (rv, start) = continue_token::decode(token, rt.namespaced())?;
+        let (rv, start) = continue_token::decode(token, scope)?;
         (rv, Some(start))
     } else {
         let rv = match p.resource_version.as_deref() {
@@ -161,7 +167,6 @@ pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiEr
             ApiError::expired(list_rv, state.floor() + 1)
         });
     }
-    let ns = t.ns.as_deref().filter(|_| rt.namespaced());
     let snapshot;
     let iter: Box<dyn Iterator<Item = (&ObjKey, &Arc<Value>)>> = if list_rv == current {
         state.iter(t.res, ns, after)
@@ -184,7 +189,7 @@ pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiEr
     if let Some(k) = last_key {
         let rest = iter.count();
         if rest > 0 {
-            cont = Some(continue_token::encode(list_rv, &k, rt.namespaced()));
+            cont = Some(continue_token::encode(list_rv, &k, scope));
             let plain = p.filter.labels == Default::default() && p.filter.fields.is_empty();
             remaining = plain.then_some(rest);
         }

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 
+use crate::api::body::summarize;
 use crate::api::openapi::{self as builtin, KindSchema};
 use crate::api::status::{ApiError, Cause, go_quote};
 use crate::api::types::Served;
@@ -155,23 +156,6 @@ fn outcome(
         "strict decoding error: {}",
         messages.join(", ")
     )))
-}
-
-/// Upstream's `summarizeData(body, 30)`.
-fn summarize(body: &[u8]) -> String {
-    match body.first() {
-        None => "<empty>".into(),
-        Some(b'{') if body.len() > 30 => format!("{} ...", String::from_utf8_lossy(&body[..30])),
-        Some(b'{') => String::from_utf8_lossy(body).into_owned(),
-        Some(_) => {
-            let hex: String = body.iter().take(30).map(|b| format!("{b:02x}")).collect();
-            if body.len() > 30 {
-                format!("{hex} ...")
-            } else {
-                hex
-            }
-        }
-    }
 }
 
 /// The dotted paths (`spec.ports[0].foo`) of the fields of `obj` its type does not know.

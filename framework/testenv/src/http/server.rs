@@ -23,6 +23,10 @@ pub enum Control {
     Shutdown(oneshot::Sender<()>),
 }
 
+/// What a connection buffers, read or write (hyper's default is about 400 KiB): a watch whose
+/// client stops reading holds no more than this besides the events it shares with every watch.
+const MAX_BUF: usize = 64 << 10;
+
 /// Serves one connection's requests, each tagged with the connection's client-certificate user.
 async fn serve<IO>(io: IO, shared: Arc<Shared>, cert: Option<auth::ClientCertUser>)
 where
@@ -36,6 +40,7 @@ where
         async move { Ok::<_, Infallible>(router::handle(shared, req).await) }
     });
     if let Err(e) = hyper::server::conn::http1::Builder::new()
+        .max_buf_size(MAX_BUF)
         .serve_connection(TokioIo::new(io), svc)
         .await
     {

@@ -51,4 +51,6 @@ pub(crate) struct Shared {
     pub(crate) address: String,
     pub(crate) auth: Auth,
     pub(crate) tls: Option<Arc<Tls>>,
+    /// How long a request may take before it is answered 504 (`--request-timeout`).
+    pub(crate) request_timeout: std::time::Duration,
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -66,7 +66,7 @@ pub fn open(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version: {s}")))?,
         ),
     };
-    let (out_tx, out_rx) = mpsc::channel::<Bytes>(16);
+    let (out_tx, out_rx) = mpsc::channel::<Bytes>(2);
     let opened = store.with(|s| {
         if let Some(n) = requested
             && n > s.rv()
@@ -118,19 +118,15 @@ pub fn open(
         }
     };
     let store = store.clone();
+    // Each frame goes out as the event's own shared bytes, never copied per watcher: a stalled
+    // connection holds the events its bounded backlog and this short queue hold, nothing more.
     tokio::spawn(async move {
-        let mut chunk = BytesMut::new();
-        for e in &sub.initial {
-            chunk.extend_from_slice(&line(e));
-            if chunk.len() > 64 * 1024 && out_tx.send(chunk.split().freeze()).await.is_err() {
+        let initial = sub.initial.iter().map(|e| line(e));
+        let end = end_bookmark.then(|| bookmark(sub.rv, true));
+        for frame in initial.chain(end) {
+            if out_tx.send(frame).await.is_err() {
                 return;
             }
-        }
-        if end_bookmark {
-            chunk.extend_from_slice(&bookmark(sub.rv, true));
-        }
-        if !chunk.is_empty() && out_tx.send(chunk.split().freeze()).await.is_err() {
-            return;
         }
         let mut rx = sub.rx;
         // Without timeoutSeconds upstream ends a watch after a random 30-60 minutes
@@ -144,40 +140,31 @@ pub fn open(
             cfg.bookmark_interval,
         );
         loop {
-            tokio::select! {
+            let frames = tokio::select! {
                 ev = rx.recv() => {
                     let Some(ev) = ev else { break };
-                    let mut buf = BytesMut::from(&line(&ev)[..]);
-                    while buf.len() < 64 * 1024 {
-                        match rx.try_recv() {
-                            Ok(ev) => buf.extend_from_slice(&line(&ev)),
-                            Err(_) => break,
-                        }
-                    }
-                    if out_tx.send(buf.freeze()).await.is_err() {
-                        break;
-                    }
+                    vec![line(&ev)]
                 }
                 _ = ticker.tick(), if p.bookmarks => {
                     let rv = store.with(|s| s.rv());
                     let mut pending: Vec<Arc<Event>> = Vec::new();
-                    while let Ok(ev) = rx.try_recv() {
+                    while let Some(ev) = rx.try_recv() {
                         pending.push(ev);
                     }
-                    let mut buf = BytesMut::new();
-                    for ev in pending.iter().filter(|e| e.rv <= rv) {
-                        buf.extend_from_slice(&line(ev));
-                    }
-                    buf.extend_from_slice(&bookmark(rv, false));
-                    for ev in pending.iter().filter(|e| e.rv > rv) {
-                        buf.extend_from_slice(&line(ev));
-                    }
-                    if out_tx.send(buf.freeze()).await.is_err() {
-                        break;
-                    }
+                    let (before, after): (Vec<_>, Vec<_>) =
+                        pending.into_iter().partition(|e| e.rv <= rv);
+                    let mut frames: Vec<Bytes> = before.iter().map(|e| line(e)).collect();
+                    frames.push(bookmark(rv, false));
+                    frames.extend(after.iter().map(|e| line(e)));
+                    frames
                 }
                 _ = tokio::time::sleep_until(deadline) => break,
                 _ = out_tx.closed() => break,
+            };
+            for frame in frames {
+                if out_tx.send(frame).await.is_err() {
+                    return;
+                }
             }
         }
     });

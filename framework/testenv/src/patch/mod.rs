@@ -9,6 +9,7 @@ mod typed;
 
 use serde_json::Value;
 
+use crate::api::json_depth::{self, JsonError};
 use crate::api::status::ApiError;
 use crate::api::types::Served;
 
@@ -47,9 +48,12 @@ pub fn apply(
     original: &Value,
     body: &[u8],
 ) -> Result<Value, ApiError> {
+    // Upstream's patchers read the patch with Go's JSON decoder: its depth error as it is.
     let decode = |b: &[u8]| -> Result<Value, ApiError> {
-        serde_json::from_slice(b)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
+        json_depth::parse(b).map_err(|e| match e {
+            JsonError::TooDeep(_) => ApiError::bad_request(e.to_string()),
+            JsonError::Syntax(e) => ApiError::bad_request(format!("error decoding patch: {e}")),
+        })
     };
     match kind {
         PatchKind::Apply => Err(ApiError::internal(

@@ -4,6 +4,8 @@
 //! `$deleteFromPrimitiveList/<f>` and `$setElementOrder/<f>` are honoured, with upstream's errors
 //! (a bad `$patch` is a 500, an unlisted `$retainKeys` field a 400).
 
+use std::collections::{HashMap, HashSet};
+
 use serde_json::{Map, Value};
 
 use super::typed::{self, strip_directives};
@@ -87,12 +89,9 @@ fn merge_map(
     }
     for (k, pv) in patch {
         if let Some(field) = k.strip_prefix(DELETE_PRIMITIVE) {
-            let remove: Vec<&Value> = pv
-                .as_array()
-                .map(|a| a.iter().collect())
-                .unwrap_or_default();
+            let remove: HashSet<String> = pv.as_array().into_iter().flatten().map(ident).collect();
             if let Some(Value::Array(list)) = out.get_mut(field) {
-                list.retain(|v| !remove.contains(&v));
+                list.retain(|v| !remove.contains(&ident(v)));
             }
         }
     }
@@ -134,17 +133,27 @@ fn retain_keys(
     Ok(())
 }
 
+/// `$setElementOrder`: the list sorted by each item's first place in `order` (by its merge keys,
+/// or whole), items it does not name last; one pass over each list.
 fn reorder(list: &mut [Value], order: &[Value], strategy: Option<&ListType>) {
-    let rank = |v: &Value| -> usize {
-        let pos = match strategy {
-            Some(ListType::Map(keys)) => order
-                .iter()
-                .position(|o| keys.iter().all(|k| o.get(k) == v.get(k))),
-            _ => order.iter().position(|o| o == v),
-        };
-        pos.unwrap_or(usize::MAX)
+    let id = |v: &Value| match strategy {
+        Some(ListType::Map(keys)) => ident(&Value::Array(
+            keys.iter()
+                .map(|k| v.get(k).cloned().unwrap_or(Value::Null))
+                .collect(),
+        )),
+        _ => ident(v),
     };
-    list.sort_by_key(|v| rank(v));
+    let mut rank: HashMap<String, usize> = HashMap::with_capacity(order.len());
+    for (i, o) in order.iter().enumerate() {
+        rank.entry(id(o)).or_insert(i);
+    }
+    list.sort_by_cached_key(|v| rank.get(&id(v)).copied().unwrap_or(usize::MAX));
+}
+
+/// A value's identity for hashing: its JSON text (maps are sorted, so equal values match).
+fn ident(v: &Value) -> String {
+    v.to_string()
 }
 
 fn merge_list(
@@ -163,17 +172,15 @@ fn merge_list(
         )),
         Some(ListType::Set) => {
             let mut out = original.to_vec();
+            let mut seen: HashSet<String> = out.iter().map(ident).collect();
             for v in patch {
-                if !out.contains(v) {
+                if seen.insert(ident(v)) {
                     out.push(v.clone());
                 }
             }
-            Ok(Value::Array(upstream_order(
-                out,
-                patch,
-                original,
-                |a, b| a == b,
-            )))
+            Ok(Value::Array(upstream_order(out, patch, original, |v| {
+                Some(ident(v))
+            })))
         }
         Some(ListType::Map(keys)) => {
             // Strategic merge patch has one merge key per list (the built-ins' patchMergeKey).
@@ -212,7 +219,8 @@ fn merge_list(
             let is_delete = |p: &Value| p.get("$patch").and_then(Value::as_str) == Some("delete");
             let (deletes, merges): (Vec<&Value>, Vec<&Value>) =
                 patch.iter().partition(|p| is_delete(p));
-            let mut out: Vec<Value> = original.to_vec();
+            let mut deleted = HashSet::new();
+            let mut merged = Vec::with_capacity(merges.len());
             for p in deletes.into_iter().chain(merges) {
                 let Some(k) = p.get(key) else {
                     return Err(ApiError::unknown(format!(
@@ -220,15 +228,34 @@ fn merge_list(
                         go_value(p)
                     )));
                 };
-                let pos = out.iter().position(|o| o.get(key) == Some(k));
-                match (pos, is_delete(p)) {
-                    (_, true) => out.retain(|o| o.get(key) != Some(k)),
-                    (Some(i), false) => out[i] = merge_value(rt, path, &out[i], p)?,
-                    (None, false) => out.push(merge_value(rt, path, &Value::Null, p)?),
+                match is_delete(p) {
+                    true => drop(deleted.insert(ident(k))),
+                    false => merged.push((ident(k), p)),
                 }
             }
-            let same = |a: &Value, b: &Value| a.get(key).is_some() && a.get(key) == b.get(key);
-            Ok(Value::Array(upstream_order(out, patch, original, same)))
+            let mut out: Vec<Value> = original
+                .iter()
+                .filter(|o| o.get(key).is_none_or(|k| !deleted.contains(&ident(k))))
+                .cloned()
+                .collect();
+            // The first item with each key, as upstream's lookup finds it.
+            let mut at: HashMap<String, usize> = HashMap::with_capacity(out.len());
+            for (i, o) in out.iter().enumerate() {
+                if let Some(k) = o.get(key) {
+                    at.entry(ident(k)).or_insert(i);
+                }
+            }
+            for (k, p) in merged {
+                match at.get(&k) {
+                    Some(&i) => out[i] = merge_value(rt, path, &out[i], p)?,
+                    None => {
+                        at.insert(k, out.len());
+                        out.push(merge_value(rt, path, &Value::Null, p)?);
+                    }
+                }
+            }
+            let id = |v: &Value| v.get(key).map(ident);
+            Ok(Value::Array(upstream_order(out, patch, original, id)))
         }
     }
 }
@@ -240,12 +267,26 @@ fn upstream_order(
     merged: Vec<Value>,
     patch: &[Value],
     original: &[Value],
-    same: impl Fn(&Value, &Value) -> bool,
+    id: impl Fn(&Value) -> Option<String>,
 ) -> Vec<Value> {
-    let pos = |list: &[Value], v: &Value| list.iter().position(|x| same(x, v));
-    let (mut named, server_only): (Vec<Value>, Vec<Value>) =
-        merged.into_iter().partition(|v| pos(patch, v).is_some());
-    named.sort_by_key(|v| pos(patch, v));
+    let positions = |list: &[Value]| {
+        let mut at: HashMap<String, usize> = HashMap::with_capacity(list.len());
+        for (i, v) in list.iter().enumerate() {
+            if let Some(k) = id(v) {
+                at.entry(k).or_insert(i);
+            }
+        }
+        at
+    };
+    let (in_patch, in_original) = (positions(patch), positions(original));
+    let keyed: Vec<(Option<String>, Value)> = merged.into_iter().map(|v| (id(&v), v)).collect();
+    let place = |at: &HashMap<String, usize>, k: &Option<String>| {
+        k.as_ref().and_then(|k| at.get(k).copied())
+    };
+    let (mut named, server_only): (Vec<_>, Vec<_>) = keyed
+        .into_iter()
+        .partition(|(k, _)| place(&in_patch, k).is_some());
+    named.sort_by_key(|(k, _)| place(&in_patch, k));
     let mut out = Vec::with_capacity(named.len() + server_only.len());
     let (mut left, mut right) = (
         server_only.into_iter().peekable(),
@@ -253,14 +294,15 @@ fn upstream_order(
     );
     loop {
         let take_left = match (left.peek(), right.peek()) {
-            (Some(l), Some(r)) => {
-                matches!((pos(original, l), pos(original, r)), (Some(a), Some(b)) if a < b)
-            }
+            (Some((l, _)), Some((r, _))) => matches!(
+                (place(&in_original, l), place(&in_original, r)),
+                (Some(a), Some(b)) if a < b
+            ),
             (Some(_), None) => true,
             (None, Some(_)) => false,
             (None, None) => break,
         };
-        out.extend(if take_left { left.next() } else { right.next() });
+        out.extend(if take_left { left.next() } else { right.next() }.map(|(_, v)| v));
     }
     out
 }

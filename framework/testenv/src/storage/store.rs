@@ -17,11 +17,12 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::Value;
-use tokio::sync::mpsc;
 
+use crate::api::json_depth;
 use crate::api::kinds::{ResId, TABLE, lookup};
 use crate::api::types::{Registry, Served};
 use crate::storage::allocations::Allocations;
+use crate::storage::backlog::{self, Limits};
 use crate::storage::selectors::Filter;
 
 /// Store key of one object: (namespace, name); namespace is empty for cluster-scoped types.
@@ -51,6 +52,9 @@ impl EventType {
 
 /// The default byte bound of the event history: 64 MiB of JSON.
 pub const DEFAULT_HISTORY_BYTES: usize = 64 << 20;
+
+/// The default byte bound of one watcher's backlog: 16 MiB of watch frames.
+pub const DEFAULT_WATCH_BUFFER_BYTES: usize = 16 << 20;
 
 /// One change, kept in history and sent to watches.
 #[derive(Debug)]
@@ -141,7 +145,7 @@ struct Subscriber {
     /// For a custom resource: the watched version's apiVersion, which objects stored at another
     /// version are sent with (conversion `None` changes nothing else).
     api_version: Option<String>,
-    tx: mpsc::Sender<Arc<Event>>,
+    tx: backlog::Sender<Arc<Event>>,
 }
 
 static EMPTY: BTreeMap<ObjKey, Arc<Value>> = BTreeMap::new();
@@ -159,7 +163,7 @@ pub struct State {
     floor: u64,
     subscribers: Vec<Subscriber>,
     next_sub: u64,
-    watch_buffer: usize,
+    watch_buffer: Limits,
     services: Option<ResId>,
     allocations: Allocations,
     types: Registry,
@@ -185,7 +189,10 @@ impl Store {
                 floor: 0,
                 subscribers: Vec::new(),
                 next_sub: 0,
-                watch_buffer: watch_buffer.max(1),
+                watch_buffer: Limits {
+                    events: watch_buffer.max(1),
+                    bytes: DEFAULT_WATCH_BUFFER_BYTES,
+                },
                 services: lookup("", "v1", "services"),
                 allocations: Allocations::default(),
                 types: Registry::default(),
@@ -197,6 +204,13 @@ impl Store {
     /// the newest event is kept even when it alone is larger.
     pub fn history_bytes(self, bytes: usize) -> Store {
         self.state.lock().history_cap = bytes;
+        self
+    }
+
+    /// Closes a watch whose unsent events would pass `bytes` of watch frames (default
+    /// [`DEFAULT_WATCH_BUFFER_BYTES`]), besides its `watch_buffer` events.
+    pub fn watch_buffer_bytes(self, bytes: usize) -> Store {
+        self.state.lock().watch_buffer.bytes = bytes;
         self
     }
 
@@ -221,7 +235,28 @@ pub struct Subscription {
     /// resourceVersion the initial part brings the client up to.
     pub rv: u64,
     /// Live events.
-    pub rx: mpsc::Receiver<Arc<Event>>,
+    pub rx: backlog::Receiver<Arc<Event>>,
+}
+
+/// Objects may nest [`json_depth::MAX_DEPTH`] deep, and dropping a `Value` recurses: the store's
+/// objects and events go on a thread with a stack for that, not on the async worker that drops
+/// the last handle.
+impl Drop for Store {
+    fn drop(&mut self) {
+        let s = self.state.get_mut();
+        let held = (
+            std::mem::take(&mut s.objects),
+            std::mem::take(&mut s.history),
+            std::mem::take(&mut s.subscribers),
+        );
+        let dropper = std::thread::Builder::new()
+            .name("kube-testenv-drop".into())
+            .stack_size(json_depth::STACK_BYTES)
+            .spawn(move || drop(held));
+        if let Ok(handle) = dropper {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl State {
@@ -382,17 +417,10 @@ impl State {
             let out = out.map(|e| as_version(e, sub.api_version.as_deref()));
             match out {
                 None => true,
-                Some(ev) => match sub.tx.try_send(ev) {
-                    Ok(()) => true,
-                    Err(mpsc::error::TrySendError::Full(_)) => {
-                        tracing::warn!(
-                            watch = sub.id,
-                            "closing watch: client too slow, buffer full"
-                        );
-                        false
-                    }
-                    Err(mpsc::error::TrySendError::Closed(_)) => false,
-                },
+                Some(ev) => {
+                    let size = ev.line().len();
+                    sub.tx.offer(sub.id, ev, size)
+                }
             }
         });
     }
@@ -432,7 +460,7 @@ impl State {
             .into_iter()
             .map(|e| as_version(e, api_version.as_deref()))
             .collect();
-        let (tx, rx) = mpsc::channel(self.watch_buffer);
+        let (tx, rx) = backlog::channel(self.watch_buffer);
         self.next_sub += 1;
         let trivial = filter.namespace.is_none()
             && filter.labels == Default::default()

@@ -22,12 +22,8 @@ fn a_slow_watch_is_closed_instead_of_blocking_writers() {
         0,
         "the watch fell behind and was dropped"
     );
-    let mut got = 0;
-    while slow.rx.try_recv().is_ok() {
-        got += 1;
-    }
-    assert_eq!(got, 2, "it keeps what was buffered, then its stream ends");
-    assert!(slow.rx.try_recv().is_err());
+    // As upstream drops a closed watcher's buffer: nothing more, and its stream ends.
+    assert!(slow.rx.try_recv().is_none());
 }
 
 #[test]
@@ -49,7 +45,7 @@ fn selector_transitions_become_added_and_deleted() {
         s.remove(res, "default", "c");
     });
     let mut types = Vec::new();
-    while let Ok(e) = sub.rx.try_recv() {
+    while let Some(e) = sub.rx.try_recv() {
         types.push(e.ty);
     }
     assert_eq!(

@@ -257,8 +257,18 @@ fn timestamp(v: &Value) -> Result<jiff::Timestamp, String> {
     s.parse().map_err(|e| format!("{s}: {e}"))
 }
 
-fn seconds_nanos(seconds: Option<i64>, nanos: Option<i32>) -> Option<jiff::Timestamp> {
-    jiff::Timestamp::new(seconds.unwrap_or(0), nanos.unwrap_or(0)).ok()
+/// Go's zero `time.Time` (0001-01-01T00:00:00Z) in Unix seconds.
+const GO_ZERO_SECONDS: i64 = -62_135_596_800;
+
+/// The time a protobuf Timestamp holds, `None` for Go's zero time: an empty message (what
+/// client-go's marshaller writes for a zero non-pointer `Time`/`MicroTime`) or a Timestamp at
+/// year 1. kube-apiserver decodes both as the zero time, which is unset (`null` in JSON).
+fn go_time(seconds: Option<i64>, nanos: Option<i32>) -> Option<jiff::Timestamp> {
+    if seconds.is_none() && nanos.is_none() {
+        return None;
+    }
+    let t = jiff::Timestamp::new(seconds.unwrap_or(0), nanos.unwrap_or(0)).ok()?;
+    (t != jiff::Timestamp::new(GO_ZERO_SECONDS, 0).ok()?).then_some(t)
 }
 
 /// `metav1.Time`: RFC 3339 to the second in JSON, seconds and nanos in protobuf.
@@ -272,7 +282,8 @@ impl Json for meta::Time {
         })
     }
     fn to_json(&self) -> Option<Value> {
-        let t = seconds_nanos(self.seconds, None)?;
+        // Upstream drops the nanos of a protobuf Time.
+        let t = go_time(self.seconds, self.nanos.map(|_| 0))?;
         Some(Value::String(t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()))
     }
 }
@@ -287,9 +298,15 @@ impl Json for meta::MicroTime {
         })
     }
     fn to_json(&self) -> Option<Value> {
-        let t = seconds_nanos(self.seconds, self.nanos)?;
-        let s = t.strftime("%Y-%m-%dT%H:%M:%S").to_string();
-        Some(Value::String(format!("{s}.{:06}Z", t.subsec_microsecond())))
+        // Upstream truncates the nanos to microseconds before asking whether the time is zero.
+        let t = go_time(self.seconds, self.nanos.map(|n| n - n % 1000))?;
+        // The civil time's fraction: a Timestamp before 1970 counts its own backwards.
+        let civil = jiff::tz::Offset::UTC.to_datetime(t);
+        let s = civil.strftime("%Y-%m-%dT%H:%M:%S").to_string();
+        Some(Value::String(format!(
+            "{s}.{:06}Z",
+            civil.subsec_nanosecond() / 1000
+        )))
     }
 }
 
@@ -431,5 +448,54 @@ impl Json for ext::JsonSchemaPropsOrStringArray {
             Some(s) => s.to_json(),
             None => Some(self.property.to_json().unwrap_or(Value::Array(Vec::new()))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_zero_times_decode_as_unset() {
+        let zero = [
+            (None, None),
+            (Some(GO_ZERO_SECONDS), None),
+            (Some(GO_ZERO_SECONDS), Some(0)),
+        ];
+        for (seconds, nanos) in zero {
+            assert_eq!(
+                meta::Time { seconds, nanos }.to_json(),
+                None,
+                "{seconds:?} {nanos:?}"
+            );
+            assert_eq!(
+                meta::MicroTime { seconds, nanos }.to_json(),
+                None,
+                "{seconds:?} {nanos:?}"
+            );
+        }
+        // Upstream keeps no nanos of a Time and only microseconds of a MicroTime.
+        let (seconds, nanos) = (Some(GO_ZERO_SECONDS), Some(999));
+        assert_eq!(meta::Time { seconds, nanos }.to_json(), None);
+        assert_eq!(meta::MicroTime { seconds, nanos }.to_json(), None);
+        let micro = meta::MicroTime {
+            seconds,
+            nanos: Some(1000),
+        }
+        .to_json();
+        assert_eq!(micro, Some(Value::from("0001-01-01T00:00:00.000001Z")));
+        // The Unix epoch is a time like any other.
+        let epoch = meta::Time {
+            seconds: Some(0),
+            nanos: None,
+        }
+        .to_json();
+        assert_eq!(epoch, Some(Value::from("1970-01-01T00:00:00Z")));
+        let epoch = meta::MicroTime {
+            seconds: None,
+            nanos: Some(0),
+        }
+        .to_json();
+        assert_eq!(epoch, Some(Value::from("1970-01-01T00:00:00.000000Z")));
     }
 }

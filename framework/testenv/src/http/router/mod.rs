@@ -3,9 +3,11 @@
 //! to discovery / handlers / watch, JSON rendering (pretty for curl, as upstream), and the request
 //! log entry.
 
+mod deadline;
 mod negotiation;
 mod respond;
 mod route;
 mod serve;
 
+pub use deadline::DEFAULT_REQUEST_TIMEOUT;
 pub use serve::handle;

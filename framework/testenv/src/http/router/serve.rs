@@ -10,6 +10,7 @@ use http::{HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
 
+use super::deadline;
 use super::negotiation::{encode_response, json_body, negotiate};
 use super::respond::{
     Body, error_response, full, json_headers, json_response, pretty, table_response, with_warnings,
@@ -97,31 +98,43 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 Ok(b) => b,
                 Err(e) => return finish(&shared, record, error_response(&e, pretty), &method),
             };
-            let req = Req {
-                user: user.as_ref().ok(),
-                query: &query,
-                user_agent: record.user_agent.as_deref(),
-                content_type: &content_type,
-                body: &body,
-                pretty,
-                conversion,
+            let answer_error = answer.as_ref().err().cloned();
+            let user_agent = record.user_agent.clone();
+            let timeout = shared.request_timeout;
+            let (shared, method, path) = (shared.clone(), method.clone(), path.clone());
+            let work = move || {
+                let req = Req {
+                    user: user.as_ref().ok(),
+                    query: &query,
+                    user_agent: user_agent.as_deref(),
+                    content_type: &content_type,
+                    body: &body,
+                    pretty,
+                    conversion,
+                };
+                let admitted = auth::admit(
+                    &shared.store,
+                    &shared.auth,
+                    &user,
+                    (method.as_str(), &path),
+                    &query,
+                    &content_type,
+                    &body,
+                );
+                match (admitted, answer_error) {
+                    (Err(e), _) | (Ok(None), Some(e)) => error_response(&e, pretty),
+                    (Ok(Some((code, v))), _) => json_response(code, &v, pretty),
+                    // Admission and conversion webhooks are awaited on this thread; the
+                    // runtime's workers stay free meanwhile.
+                    (Ok(None), None) => {
+                        let runtime = tokio::runtime::Handle::current();
+                        runtime.block_on(dispatch(&shared, route, &req))
+                    }
+                }
             };
-            match auth::admit(
-                &shared.store,
-                &shared.auth,
-                &user,
-                (method.as_str(), &path),
-                &query,
-                &content_type,
-                &body,
-            ) {
-                Err(e) => error_response(&e, pretty),
-                Ok(Some((code, v))) => json_response(code, &v, pretty),
-                Ok(None) => match &answer {
-                    Err(e) => error_response(e, pretty),
-                    Ok(_) => dispatch(&shared, route, &req).await,
-                },
-            }
+            deadline::run(timeout, work)
+                .await
+                .unwrap_or_else(|e| error_response(&e, pretty))
         }
     };
     let response = match answer {
@@ -324,7 +337,7 @@ pub(super) async fn resource(
             };
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
-            let obj = crate::api::body::decode(content_type, body)?;
+            let obj = crate::api::body::decode_object(rt.kind(), content_type, body)?;
             if t.sub.as_deref() != Some("scale") {
                 decoding::check_body(rt, &obj)?;
             }
