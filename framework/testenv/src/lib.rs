@@ -38,6 +38,7 @@ use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::{mpsc, oneshot};
 
+pub use crd::fixture::CrdRules;
 pub use http::faults::Faults;
 pub use http::shared::RequestRecord;
 pub use http::watch_list::WatchListSupport;

@@ -37,7 +37,7 @@ pub(super) fn on_create(rt: &Served, obj: &mut Value) {
     }
 }
 
-/// The kind's own validation (`old` on update), or the custom resource's schema's.
+/// The kind's own validation (`old` on update), or the custom resource's schema's and rules'.
 pub(super) fn causes(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     match rt {
         Served::Builtin(k) => k
@@ -45,7 +45,7 @@ pub(super) fn causes(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause
             .validate
             .map(|validate| validate(obj, old))
             .unwrap_or_default(),
-        Served::Custom(_) => crate::crd::admit::validate(rt, obj),
+        Served::Custom(_) => crate::crd::admit::validate(rt, obj, old),
     }
 }
 

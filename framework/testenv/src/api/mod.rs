@@ -6,6 +6,7 @@
 //! may consult, request and object size limits, and the body formats (JSON, YAML).
 
 pub mod body;
+pub mod cel;
 pub mod cluster;
 pub mod decoding;
 pub mod json_depth;

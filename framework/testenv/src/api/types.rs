@@ -82,6 +82,8 @@ pub struct CustomType {
     pub scale: Option<ScaleSpec>,
     /// The structural schema of this version.
     pub schema: Option<Schema>,
+    /// The schema's CEL rules, compiled (`None` when it has none).
+    pub rules: Option<crate::api::cel::compile::RuleTree>,
     /// The `openAPIV3Schema` as written, for the OpenAPI document.
     pub openapi: Option<serde_json::Value>,
     /// Printer columns of this version (defaulted to Age when none are declared).

@@ -25,10 +25,21 @@ pub fn apply_schema(rt: &Served, obj: &mut Value) {
     }
 }
 
-/// The schema's 422 causes for a custom resource.
-pub fn validate(rt: &Served, obj: &Value) -> Vec<Cause> {
-    rt.custom()
-        .and_then(|c| c.schema.as_ref())
-        .map(|s| s.validate_root(obj))
-        .unwrap_or_default()
+/// The 422 causes for a custom resource, in the server's order: its schema's, then its CEL
+/// rules' (`old`: the stored object, on an update, whose unchanged values are ratcheted).
+pub fn validate(rt: &Served, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let Some(custom) = rt.custom() else {
+        return Vec::new();
+    };
+    let Some(schema) = custom.schema.as_ref() else {
+        return Vec::new();
+    };
+    let mut causes = schema.validate_root(obj);
+    if let Some(old) = old {
+        causes = crate::crd::ratchet::keep_changed(schema, obj, old, causes);
+    }
+    if let Some(rules) = &custom.rules {
+        causes.extend(crate::api::cel::validate::validate(rules, schema, obj, old));
+    }
+    causes
 }

@@ -252,6 +252,10 @@ fn register(state: &mut State, crd: &Value) {
                     .collect()
             })
             .unwrap_or_default();
+        let schema = v.pointer("/schema/openAPIV3Schema").map(Schema::parse);
+        let rules = schema
+            .as_ref()
+            .and_then(|s| crate::api::cel::compile::compile_root(s).tree);
         state.types_mut().set(
             id,
             CustomType {
@@ -267,7 +271,8 @@ fn register(state: &mut State, crd: &Value) {
                 namespaced: text(crd, "/spec/scope") == "Namespaced",
                 status: v.pointer("/subresources/status").is_some(),
                 scale,
-                schema: v.pointer("/schema/openAPIV3Schema").map(Schema::parse),
+                schema,
+                rules,
                 openapi: v.pointer("/schema/openAPIV3Schema").cloned(),
                 columns: columns::of_version(v),
                 selectable,

@@ -2,9 +2,12 @@
 //! happens when one is created, changed or deleted (`lifecycle`: `NamesAccepted` /
 //! `Established`, the types it registers in `api::types::Registry`, the cleanup of its objects),
 //! and what the server does with the custom resources themselves: their structural schema
-//! applied (`admit`; the schema itself, pruning, defaulting and validation, is
-//! `api::structural`), the `scale` subresource (`scale`) and printer columns (`columns`). The
-//! CRD kind's own defaults and validation are its kind's (`api::kinds`).
+//! applied (`admit`, its errors ratcheted on update in `ratchet`; the schema itself, pruning,
+//! defaulting and validation, is `api::structural`), the `scale` subresource (`scale`) and
+//! printer columns (`columns`); the same, without a server, for fixtures (`fixture`). The
+//! CRD kind's own defaults and validation (its CEL rules refused too) are its kind's
+//! (`api::kinds`); the rules a stored CRD's custom resources must keep are compiled in
+//! `lifecycle`.
 //!
 //! Everything runs synchronously under the store lock: a CRD is established in the write that
 //! creates it (its watchers see ADDED, then MODIFIED with the conditions), and a deleted CRD's
@@ -13,7 +16,9 @@
 pub mod admit;
 pub mod columns;
 pub mod conversion;
+pub mod fixture;
 pub mod lifecycle;
+pub mod ratchet;
 pub mod scale;
 
 use serde_json::{Map, Value};

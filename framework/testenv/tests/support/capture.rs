@@ -36,6 +36,8 @@ pub fn parse(name: &str) -> Capture {
                 cap.body = Some(b.to_string());
             } else if let Some(c) = h.strip_prefix("HTTP ") {
                 cap.code = c.trim().parse().unwrap();
+            } else if h.starts_with("note: ") {
+                // The capture's own comment (the cel/ and webhooks/ files have one).
             } else if cap.method.is_empty()
                 && let Some((m, p)) = h.split_once(' ')
             {

@@ -3,11 +3,15 @@
 //! `x-kubernetes-preserve-unknown-fields`), drop non-nullable nulls, apply `default`s, then
 //! validate (type, `enum`, `required`, numeric bounds, string length and `pattern`, item and
 //! property counts, list-type uniqueness) into 422 causes worded as kube-openapi's validator.
-//! CEL rules (`x-kubernetes-validations`) and `format`s are not checked.
+//! Each node also carries its CEL rules (`x-kubernetes-validations`, `rules`), which
+//! `api::cel` compiles and evaluates; `format`s are not checked.
 
 use std::collections::BTreeMap;
 
+mod rules;
 mod validate;
+
+pub use rules::Rule;
 
 pub(crate) use validate::go_value;
 
@@ -78,6 +82,12 @@ pub struct Schema {
     pub list_type: String,
     /// `x-kubernetes-list-map-keys`.
     pub map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` (`granular`, `atomic`; empty when unset).
+    pub map_type: String,
+    /// `format` (`date-time`, `duration`, `byte`, ...; empty when unset).
+    pub format: String,
+    /// `x-kubernetes-validations`.
+    pub rules: Vec<Rule>,
 }
 
 fn num(v: &Value, k: &str) -> Option<f64> {
@@ -146,6 +156,13 @@ impl Schema {
                 .unwrap_or("")
                 .into(),
             map_keys: strings("x-kubernetes-list-map-keys"),
+            map_type: v
+                .get("x-kubernetes-map-type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
+            format: v.get("format").and_then(Value::as_str).unwrap_or("").into(),
+            rules: Rule::parse_all(v),
         }
     }
 

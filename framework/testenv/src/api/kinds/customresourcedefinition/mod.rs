@@ -1,9 +1,12 @@
 //! CustomResourceDefinition (`apiextensions.k8s.io/v1`, cluster-scoped, with `/status`, whose
 //! generation the server keeps): the strategy's defaults and initial status (`prepare`), its
-//! validation as apiextensions-apiserver words it (`validation`), and the default table
+//! validation as apiextensions-apiserver words it (`validation`, with its CEL rules' entries
+//! checked in `rule_shape` and the rules compiled and refused in `rules`), and the default table
 //! convertor's columns. What a CRD sets off when stored (the types it serves) is `crd`'s.
 
 mod prepare;
+mod rule_shape;
+mod rules;
 mod validation;
 
 pub use prepare::storage_version;

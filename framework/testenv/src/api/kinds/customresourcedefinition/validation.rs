@@ -400,9 +400,14 @@ pub(super) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
     }
     let mut seen = BTreeSet::new();
     let mut unique = true;
+    let before = out.len();
     for (i, v) in versions.iter().enumerate() {
         unique &= seen.insert(text(v, "/name").to_string());
         version_causes(v, i, &mut out);
+    }
+    // Rules are compiled only against schemas that are otherwise valid (structural).
+    if out.len() == before {
+        out.extend(super::rules::causes(crd));
     }
     let summary = "[]apiextensions.CustomResourceDefinitionVersion{...}";
     if !unique {
