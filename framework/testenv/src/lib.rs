@@ -23,6 +23,9 @@ mod handlers;
 mod http;
 mod patch;
 mod storage;
+// Used by the admission chain and CRD conversion (issue 33), which land next.
+#[allow(dead_code, unused_imports)]
+mod webhook_client;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

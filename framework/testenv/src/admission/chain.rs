@@ -1,7 +1,12 @@
 //! The steps of one write, in order, in one place. Every create and update (POST, PUT, each
-//! patch's result, server-side apply) goes through [`prepare_create`] or [`prepare_update`]
-//! before the store takes it; the first step that refuses answers the request.
+//! patch's result, server-side apply) goes through them before the store takes it; the first
+//! step that refuses answers the request.
 //!
+//! 0. **Mutating admission webhooks** (`webhooks::mutation`), on the object as decoded (the
+//!    kind's decode-time defaults, a custom resource pruned and defaulted), before any of the
+//!    server's own steps: the review's object has no uid, namespace or creationTimestamp yet
+//!    (wh-mutating-patch.txt), and what the webhooks change belongs to no field manager.
+//!    Configurations in name order, webhooks in list order, with reinvocation.
 //! 1. Object meta (`object_meta`). Create: the type meta; uid, creationTimestamp and generation
 //!    set, the rest of what only the server sets dropped; generateName; the namespace from the
 //!    URL; a name required. Update: the resourceVersion precondition (409); the type meta; the
@@ -12,45 +17,58 @@
 //!    ServiceAccount, tolerations, priority); a custom resource's schema prunes and defaults.
 //! 3. Validation: on create the kind's name rule, then the object-meta rules, then the kind's
 //!    own rules or the custom resource's schema; any cause is a 422.
-//! 4. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
+//! 4. **Validating admission webhooks** (`webhooks::validation`), all at once, on the object
+//!    steps 1 to 3 made (wh-mutating-then-validating.txt); `ValidatingAdmissionPolicy`
+//!    (issue 34) after them.
+//! 5. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
 //!    name is free (409). (On update the handler has found the object.)
-//! 5. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
+//! 6. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
 //!    a new Node's not-ready taint, a new Namespace's finalizer; a Node's immutable fields.
 //!
-//! Mutating admission webhooks go after the kind's defaults and create-time plugins, CEL rules
-//! with the validation step, ValidatingAdmissionPolicy and validating webhooks after it: the
-//! places are marked below. (kube-apiserver runs a strategy's PrepareForCreate, here the CRD's
-//! `prepare`, and a few of this chain's cluster steps, such as a Node's taint, in other places
-//! relative to its webhooks; docs/webhooks.md has the order the webhooks change follows.)
+//! [`prepare_create`] and [`prepare_update`] are steps 1 to 3, [`admit_create`] and
+//! [`admit_update`] steps 5 and 6. The webhooks are called with no store lock held: [`run`]
+//! takes a write ([`Write`], implemented where the verbs live, `handlers`) through the steps,
+//! taking the lock for 1 to 3 and again for 5, 6 and storage, and starts again from the stored
+//! object when it changed in between, as upstream's `GuaranteedUpdate` retries, so a webhook
+//! never approves an object other than the one stored. A write no webhook matches runs every
+//! step in one hold of the lock. Every webhook's warnings go back with the answer, a refusal's
+//! too. (kube-apiserver runs a strategy's PrepareForCreate, here the CRD's `prepare`, and a few
+//! of the cluster steps, such as a Service's allocations, before its validating webhooks;
+//! docs/webhooks.md has the order.)
 
 use serde_json::Value;
 
 use super::object_meta::{self, Endpoint};
+use super::webhooks::config::{self, Phase};
+use super::webhooks::{Objects, Request, matching, mutation, validation};
 use super::{namespace, strategy};
 use crate::api::cluster::AdmissionConfig;
 use crate::api::kinds::ResId;
 use crate::api::status::{ApiError, Cause};
 use crate::api::types::Served;
-use crate::storage::store::State;
+use crate::storage::store::{State, Store};
 
-/// Fills in and checks everything a create needs; `ns` is the namespace from the URL.
-pub fn prepare_create(
-    rt: &Served,
-    res: ResId,
-    ns: Option<&str>,
-    obj: Value,
-    state: &State,
-    cfg: &AdmissionConfig,
-) -> Result<Value, ApiError> {
+/// Steps 1 to 3 of a create; `ns` is the namespace from the URL.
+pub fn prepare_create(rt: &Served, ns: Option<&str>, obj: Value) -> Result<Value, ApiError> {
     let (mut obj, name) = object_meta::create(rt, ns, obj)?;
     strategy::prepare(rt, &mut obj, None);
     strategy::defaults(rt, &mut obj);
     strategy::on_create(rt, &mut obj);
-    // Mutating admission webhooks go here.
     let mut causes = object_meta::name_causes(rt.name_rule(), &name);
     causes.extend(object_causes(rt, &obj, None));
     refuse_invalid(rt, &name, causes)?;
-    // Validating admission (policies, webhooks) goes here.
+    Ok(obj)
+}
+
+/// Steps 5 and 6 of a create, on the object [`prepare_create`] made.
+pub fn admit_create(
+    rt: &Served,
+    res: ResId,
+    ns: Option<&str>,
+    mut obj: Value,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<Value, ApiError> {
     if let Some(ns) = ns.filter(|_| rt.namespaced()) {
         namespace::check_open(state, ns)?;
     }
@@ -59,21 +77,23 @@ pub fn prepare_create(
     } else {
         ""
     };
-    if state.get(res, ns_key, &name).is_some() {
-        return Err(ApiError::already_exists(rt.group(), rt.plural(), &name));
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if state.get(res, ns_key, name).is_some() {
+        return Err(ApiError::already_exists(rt.group(), rt.plural(), name));
     }
     strategy::admit(rt, &mut obj, None, state, cfg)?;
     Ok(obj)
 }
 
-/// Fills in and checks an update of `old` to `new` (PUT, or the result of a patch).
+/// Steps 1 to 3 of an update of `old` to `new` (PUT, or the result of a patch).
 pub fn prepare_update(
     rt: &Served,
     old: &Value,
     new: Value,
     endpoint: Endpoint,
-    state: &State,
-    cfg: &AdmissionConfig,
 ) -> Result<Value, ApiError> {
     let mut new = object_meta::update(rt, old, new, endpoint)?;
     strategy::prepare(rt, &mut new, Some(old));
@@ -81,15 +101,39 @@ pub fn prepare_update(
         object_meta::bump_generation(rt, old, &mut new);
     }
     strategy::defaults(rt, &mut new);
-    // Mutating admission webhooks go here.
     let name = old
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("");
     refuse_invalid(rt, name, object_causes(rt, &new, Some(old)))?;
-    // Validating admission (policies, webhooks) goes here.
+    Ok(new)
+}
+
+/// Step 6 of an update, on the object [`prepare_update`] made.
+pub fn admit_update(
+    rt: &Served,
+    old: &Value,
+    mut new: Value,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<Value, ApiError> {
     strategy::admit(rt, &mut new, Some(old), state, cfg)?;
     Ok(new)
+}
+
+/// What the server does to an object when it decodes one, before step 0 and again after each
+/// mutating webhook's patch: a built-in kind's defaults, a custom resource pruned and
+/// defaulted; an object its Go type cannot hold is the error.
+pub fn decoded(rt: &Served, object: &mut Value) -> Result<(), String> {
+    if rt.custom().is_some() {
+        crate::crd::admit::apply_schema(rt, object);
+        return Ok(());
+    }
+    if let Some(e) = crate::api::decoding::type_error(rt, object) {
+        return Err(e);
+    }
+    strategy::defaults(rt, object);
+    Ok(())
 }
 
 /// The object-meta rules every kind has, then the kind's own (`old` on update). CEL validation
@@ -111,4 +155,147 @@ fn refuse_invalid(rt: &Served, name: &str, causes: Vec<Cause>) -> Result<(), Api
         name,
         causes,
     ))
+}
+
+/// How many times a write starts again because the stored object changed under it.
+const ATTEMPTS: usize = 10;
+
+/// One verb's steps under the store lock.
+pub trait Write: Sync {
+    /// What [`Write::stage`] hands to [`Write::prepare`].
+    type Staged: Send;
+    /// What [`Write::prepare`] hands to [`Write::commit`].
+    type Prepared: Send;
+
+    /// Up to step 0: the write taken up to admission, what webhooks are told, and the objects
+    /// as the mutating webhooks see them.
+    fn stage(&self, state: &mut State) -> Result<(Self::Staged, Request, Objects), ApiError>;
+
+    /// A patched object's decode-time defaults (see [`decoded`]).
+    fn redefault(&self, object: &mut Value) -> Result<(), String>;
+
+    /// Steps 1 to 3: the object the mutating webhooks left (`None`: none was called) prepared
+    /// and validated, and the objects as the validating webhooks see them.
+    fn prepare(
+        &self,
+        state: &mut State,
+        staged: Self::Staged,
+        mutated: Option<Value>,
+    ) -> Result<(Self::Prepared, Objects), ApiError>;
+
+    /// Steps 5, 6 and storage: the answer, or `None` when the stored object changed since the
+    /// write was staged.
+    fn commit(
+        &self,
+        state: &mut State,
+        prepared: Self::Prepared,
+    ) -> Result<Option<(u16, Value)>, ApiError>;
+}
+
+/// A write's answer and every webhook's warnings.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The status code and object, or the error.
+    pub result: Result<(u16, Value), ApiError>,
+    /// `Warning` headers to send, in order.
+    pub warnings: Vec<String>,
+}
+
+/// What the first hold of the lock left to do.
+enum First<W: Write> {
+    Prepared(Next<W>),
+    Mutate(Box<(W::Staged, Request, Objects, Vec<config::Hook>)>),
+}
+
+/// What preparing left to do.
+enum Next<W: Write> {
+    Done(Option<(u16, Value)>),
+    Validate(Box<(W::Prepared, Request, Objects, Vec<matching::Invocation>)>),
+}
+
+/// Runs `w` through the steps against `store`.
+pub async fn run<W: Write>(store: &Store, w: &W) -> Outcome {
+    let mut warnings = Vec::new();
+    for _ in 0..ATTEMPTS {
+        let result = match attempt(store, w, &mut warnings).await {
+            Ok(None) => continue,
+            Ok(Some(answer)) => Ok(answer),
+            Err(e) => Err(e),
+        };
+        return Outcome { result, warnings };
+    }
+    let busy = ApiError::internal("the object kept changing while admission webhooks were called");
+    Outcome {
+        result: Err(busy),
+        warnings,
+    }
+}
+
+/// One pass through the steps; `None` when the write must start again.
+async fn attempt<W: Write>(
+    store: &Store,
+    w: &W,
+    warnings: &mut Vec<String>,
+) -> Result<Option<(u16, Value)>, ApiError> {
+    let first = store.with(|s| -> Result<First<W>, ApiError> {
+        let (staged, req, objects) = w.stage(s)?;
+        let hooks = match req.exempt() {
+            true => Vec::new(),
+            false => config::load(s, Phase::Mutating),
+        };
+        if matching::invocations(s, &hooks, &req, &objects)?.is_empty() {
+            return prepare(s, w, staged, req, None).map(First::Prepared);
+        }
+        Ok(First::Mutate(Box::new((staged, req, objects, hooks))))
+    })?;
+    let next = match first {
+        First::Mutate(first) => {
+            let (staged, req, objects, hooks) = *first;
+            let redefault = |o: &mut Value| w.redefault(o);
+            let m = mutation::run(store, &hooks, &req, objects, &redefault).await;
+            warnings.extend(m.warnings);
+            if let Some(e) = m.refusal {
+                return Err(e);
+            }
+            store.with(|s| prepare(s, w, staged, req, m.objects.object))?
+        }
+        First::Prepared(next) => next,
+    };
+    match next {
+        Next::Done(answer) => Ok(answer),
+        Next::Validate(next) => {
+            let (prepared, req, objects, invocations) = *next;
+            let said = validation::run(&invocations, &req, &objects).await;
+            warnings.extend(said.warnings);
+            if let Some(e) = said.refusal {
+                return Err(e);
+            }
+            store.with(|s| w.commit(s, prepared))
+        }
+    }
+}
+
+/// Steps 1 to 3, then 5 and 6 in the same hold of the lock when no validating webhook matches.
+fn prepare<W: Write>(
+    s: &mut State,
+    w: &W,
+    staged: W::Staged,
+    req: Request,
+    mutated: Option<Value>,
+) -> Result<Next<W>, ApiError> {
+    let (prepared, objects) = w.prepare(s, staged, mutated)?;
+    let hooks = match req.exempt() {
+        true => Vec::new(),
+        false => config::load(s, Phase::Validating),
+    };
+    let invocations = matching::invocations(s, &hooks, &req, &objects)?;
+    if invocations.is_empty() {
+        return Ok(Next::Done(w.commit(s, prepared)?));
+    }
+    Ok(Next::Validate(Box::new((
+        prepared,
+        req,
+        objects,
+        invocations,
+    ))))
 }

@@ -8,7 +8,7 @@ use crate::api::status::ApiError;
 use crate::storage::store::State;
 
 /// NamespaceLifecycle: 404 for a missing namespace, 403 for a terminating one.
-pub(super) fn check_open(state: &State, ns: &str) -> Result<(), ApiError> {
+pub fn check_open(state: &State, ns: &str) -> Result<(), ApiError> {
     let Some(nsid) = lookup("", "v1", "namespaces") else {
         return Ok(());
     };
@@ -16,7 +16,7 @@ pub(super) fn check_open(state: &State, ns: &str) -> Result<(), ApiError> {
         None => Err(ApiError::not_found("", "namespaces", ns)),
         Some(n) if n.pointer("/metadata/deletionTimestamp").is_some() => Err(ApiError {
             code: 403,
-            reason: "Forbidden",
+            reason: "Forbidden".into(),
             message: format!(
                 "unable to create new content in namespace {ns} because it is being terminated"
             ),

@@ -93,7 +93,7 @@ mod tests {
         let big = Full::new(Bytes::from(vec![b' '; MAX_REQUEST_BODY_BYTES + 1]));
         let err = read_body(big).await.unwrap_err();
         assert_eq!(
-            (err.code, err.reason, err.message.as_str()),
+            (err.code, err.reason.as_ref(), err.message.as_str()),
             (
                 413,
                 "RequestEntityTooLarge",

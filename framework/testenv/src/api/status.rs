@@ -3,6 +3,8 @@
 //! (kube-rs `ErrorResponse`, client-go `apierrors.Is*`, kubectl) classify our errors as they would
 //! the real server's.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 /// A failed API call, carried from the handler that detects it to the HTTP response.
@@ -10,8 +12,9 @@ use serde_json::{Map, Value, json};
 pub struct ApiError {
     /// HTTP status and `Status.code`.
     pub code: u16,
-    /// `Status.reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, ...).
-    pub reason: &'static str,
+    /// `Status.reason` (`NotFound`, `AlreadyExists`, `Conflict`, `Invalid`, ...; any string an
+    /// admission webhook's denial names).
+    pub reason: Cow<'static, str>,
     /// `Status.message`, worded as upstream words it.
     pub message: String,
     /// `Status.details`, when upstream sends one.
@@ -121,7 +124,7 @@ impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
         ApiError {
             code,
-            reason,
+            reason: Cow::Borrowed(reason),
             message: message.into(),
             details: None,
             retry_after: None,
@@ -397,7 +400,7 @@ impl ApiError {
         let details = retry_after.map(|s| json!({"retryAfterSeconds": s}));
         ApiError {
             code,
-            reason,
+            reason: Cow::Borrowed(reason),
             message,
             details,
             retry_after,
@@ -413,7 +416,7 @@ impl ApiError {
         m.insert("status".into(), "Failure".into());
         m.insert("message".into(), Value::String(self.message.clone()));
         if !self.reason.is_empty() {
-            m.insert("reason".into(), self.reason.into());
+            m.insert("reason".into(), self.reason.as_ref().into());
         }
         if let Some(d) = &self.details {
             m.insert("details".into(), d.clone());

@@ -165,7 +165,7 @@ pub fn forbidden(user: &str, a: &Attributes, reason: &str) -> ApiError {
     }
     ApiError {
         code: 403,
-        reason: "Forbidden",
+        reason: "Forbidden".into(),
         message,
         details: Some(Value::Object(details)),
         retry_after: None,

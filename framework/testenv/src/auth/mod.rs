@@ -76,7 +76,7 @@ fn authenticate(
 fn unauthorized() -> ApiError {
     ApiError {
         code: 401,
-        reason: "Unauthorized",
+        reason: "Unauthorized".into(),
         message: "Unauthorized".into(),
         details: None,
         retry_after: None,

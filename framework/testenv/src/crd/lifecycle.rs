@@ -324,7 +324,7 @@ pub fn check_creatable(state: &State, rt: &Served) -> Result<(), ApiError> {
     if terminating {
         return Err(ApiError {
             code: 405,
-            reason: "MethodNotAllowed",
+            reason: "MethodNotAllowed".into(),
             message: "create not allowed while custom resource definition is terminating".into(),
             details: None,
             retry_after: None,

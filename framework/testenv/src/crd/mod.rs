@@ -15,6 +15,7 @@
 
 pub mod admit;
 pub mod columns;
+pub mod conversion;
 pub mod fixture;
 pub mod lifecycle;
 pub mod ratchet;

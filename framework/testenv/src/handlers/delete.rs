@@ -1,6 +1,8 @@
 //! DELETE of one object and of a collection: preconditions, finalizers holding a deleted object,
 //! the namespace cascade and a CRD's instances.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use super::read::{ListParams, list};
@@ -47,24 +49,22 @@ impl DeleteOptions {
     }
 }
 
-/// DELETE of one object: the Status (deleted now) or the object (held by finalizers).
-pub fn delete(
-    state: &mut State,
-    t: &Target,
-    opts: &DeleteOptions,
-) -> Result<(u16, Value), ApiError> {
+fn meta_str(obj: &Value, k: &str) -> String {
+    obj.pointer(&format!("/metadata/{k}"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The object a DELETE removes, if it exists and meets the request's preconditions.
+pub fn precheck(state: &State, t: &Target, opts: &DeleteOptions) -> Result<Arc<Value>, ApiError> {
     let rt = &t.rt;
-    let name = t.name().to_string();
+    let name = t.name();
     let old = state
-        .get(t.res, t.ns_key(), &name)
+        .get(t.res, t.ns_key(), name)
         .cloned()
         .ok_or_else(|| t.not_found())?;
-    let meta = |k: &str| {
-        old.pointer(&format!("/metadata/{k}"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let meta = |k: &str| meta_str(&old, k);
     let preconditions = [
         (&opts.uid, "uid", "UID"),
         (&opts.resource_version, "resourceVersion", "ResourceVersion"),
@@ -77,9 +77,22 @@ pub fn delete(
                 "Precondition failed: {what} in precondition: {given}, {what} in object meta: {}",
                 meta(field)
             );
-            return Err(ApiError::conflict(rt.group(), rt.plural(), &name, &why));
+            return Err(ApiError::conflict(rt.group(), rt.plural(), name, &why));
         }
     }
+    Ok(old)
+}
+
+/// DELETE of one object: the Status (deleted now) or the object (held by finalizers).
+pub fn delete(
+    state: &mut State,
+    t: &Target,
+    opts: &DeleteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let rt = &t.rt;
+    let name = t.name().to_string();
+    let old = precheck(state, t, opts)?;
+    let meta = |k: &str| meta_str(&old, k);
     match rt.lifecycle() {
         Lifecycle::CustomResourceDefinition => {
             return Ok((200, delete_crd(state, t, &old, opts.dry_run)));

@@ -50,9 +50,13 @@ pub struct ListBody {
     cont: Option<String>,
     remaining: Option<usize>,
     items: Vec<Arc<Value>>,
+    /// Whether items keep their `kind` / `apiVersion` and an unset `continue` is `""` (custom
+    /// resources converted by a webhook, as upstream's unstructured lists have them:
+    /// conv-list-old-version.txt).
+    typed_items: bool,
 }
 
-struct Item<'a>(&'a Value);
+struct Item<'a>(&'a Value, bool);
 
 impl Serialize for Item<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -60,7 +64,7 @@ impl Serialize for Item<'_> {
             Some(m) => {
                 let mut map = s.serialize_map(None)?;
                 for (k, v) in m {
-                    if k != "kind" && k != "apiVersion" {
+                    if self.1 || (k != "kind" && k != "apiVersion") {
                         map.serialize_entry(k, v)?;
                     }
                 }
@@ -75,8 +79,11 @@ impl Serialize for ListBody {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut meta = serde_json::Map::new();
         meta.insert("resourceVersion".into(), self.rv.to_string().into());
-        if let Some(c) = &self.cont {
-            meta.insert("continue".into(), c.clone().into());
+        match &self.cont {
+            Some(c) => _ = meta.insert("continue".into(), c.clone().into()),
+            // An unstructured list's metadata says `continue: ""` (conv-list-old-version.txt).
+            None if self.typed_items => _ = meta.insert("continue".into(), "".into()),
+            None => {}
         }
         if let Some(r) = self.remaining {
             meta.insert("remainingItemCount".into(), r.into());
@@ -85,7 +92,11 @@ impl Serialize for ListBody {
         map.serialize_entry("kind", &self.kind)?;
         map.serialize_entry("apiVersion", &self.api_version)?;
         map.serialize_entry("metadata", &meta)?;
-        let items: Vec<Item<'_>> = self.items.iter().map(|i| Item(i)).collect();
+        let items: Vec<Item<'_>> = self
+            .items
+            .iter()
+            .map(|i| Item(i, self.typed_items))
+            .collect();
         map.serialize_entry("items", &items)?;
         map.end()
     }
@@ -95,6 +106,12 @@ impl ListBody {
     /// The items (for in-process callers).
     pub fn items(&self) -> &[Arc<Value>] {
         &self.items
+    }
+
+    /// Replaces the items with ones a conversion webhook converted, which keep their type.
+    pub fn set_converted_items(&mut self, items: Vec<Arc<Value>>) {
+        self.items = items;
+        self.typed_items = true;
     }
 
     /// The list's resourceVersion.
@@ -184,6 +201,7 @@ pub fn list(state: &State, t: &Target, p: &ListParams) -> Result<ListBody, ApiEr
         cont,
         remaining,
         items,
+        typed_items: false,
     })
 }
 

@@ -20,7 +20,7 @@ use crate::api::status::ApiError;
 fn unprocessable(message: String) -> ApiError {
     ApiError {
         code: 422,
-        reason: "Invalid",
+        reason: "Invalid".into(),
         message,
         details: Some(serde_json::json!({})),
         retry_after: None,
@@ -58,8 +58,8 @@ fn operation(op: &Value) -> Result<PatchOperation, ApiError> {
         .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))
 }
 
-/// kube-apiserver's message for `op` failing with `err`.
-fn message(op: &PatchOperation, err: &PatchError) -> String {
+/// kube-apiserver's message for `op` failing with `err` on `doc`.
+fn message(doc: &Value, op: &PatchOperation, err: &PatchError) -> String {
     let missing = |kind: &str, path: &str| {
         format!("{kind} operation does not apply: doc is missing path: \"{path}\": missing value")
     };
@@ -69,10 +69,19 @@ fn message(op: &PatchOperation, err: &PatchError) -> String {
         }
         (PatchOperation::Add(a), _) => missing("add", a.path.as_str()),
         (PatchOperation::Remove(r), _) => missing("remove", r.path.as_str()),
-        (PatchOperation::Replace(r), _) => format!(
-            "replace operation does not apply: doc is missing key: {}: missing value",
-            r.path.as_str()
-        ),
+        // evanphx/json-patch tells a missing parent from a missing key
+        // (wh-mutating-bad-path.txt: a `replace` under a missing `/spec`).
+        (PatchOperation::Replace(r), _) => {
+            let path = r.path.as_str();
+            let parent = path.rsplit_once('/').map_or("", |(p, _)| p);
+            let what = match doc.pointer(parent) {
+                Some(Value::Object(_) | Value::Array(_)) => "key",
+                _ => "path",
+            };
+            format!(
+                "replace operation does not apply: doc is missing {what}: {path}: missing value"
+            )
+        }
         (PatchOperation::Move(m), PatchErrorKind::InvalidPointer) => {
             missing("add", m.path.as_str())
         }
@@ -120,7 +129,7 @@ pub fn apply(original: &Value, patch: &Value) -> Result<Value, ApiError> {
             }
         }
         json_patch::patch(&mut doc, std::slice::from_ref(op))
-            .map_err(|e| unprocessable(message(op, &e)))?;
+            .map_err(|e| unprocessable(message(&doc, op, &e)))?;
     }
     Ok(doc)
 }
@@ -147,7 +156,7 @@ mod tests {
         .unwrap();
         assert_eq!(out, json!({"a": {"b": [2, 3]}, "c": "y", "e/f": "y"}));
         let err = apply(&doc, &json!([{"op": "test", "path": "/c", "value": "z"}])).unwrap_err();
-        assert_eq!((err.code, err.reason), (422, "Invalid"));
+        assert_eq!((err.code, err.reason.as_ref()), (422, "Invalid"));
         assert!(apply(&doc, &json!([{"op": "remove", "path": "/nope"}])).is_err());
     }
 

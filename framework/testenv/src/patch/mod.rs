@@ -2,7 +2,7 @@
 //! patch driven by the served type's list types (`Served::list_type`), and the body of a
 //! server-side apply (whose merge and ownership live in `fields`).
 
-mod json_patch;
+pub mod json_patch;
 mod merge;
 mod strategic;
 mod typed;

@@ -19,6 +19,7 @@ mod reviews;
 mod secret;
 mod service;
 mod serviceaccount;
+mod webhookconfiguration;
 
 pub use customresourcedefinition::storage_version;
 pub use namespace::IMMORTAL_NAMESPACES;
@@ -49,6 +50,8 @@ pub static TABLE: &[Kind] = &[
     rbac::ROLE,
     rbac::ROLE_BINDING,
     reviews::SELF_SUBJECT_RULES_REVIEW,
+    webhookconfiguration::VALIDATING,
+    webhookconfiguration::MUTATING,
 ];
 
 /// Id of a served type: an index in [`TABLE`], or (from `TABLE.len()` on) a CRD-defined type in

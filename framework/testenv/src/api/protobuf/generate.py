@@ -42,6 +42,10 @@ def kind_messages():
 
 ROOTS = OTHERS + kind_messages()
 
+# Go embedded structs whose field name is also some other type's JSON name, so the rule below
+# (no JSON name, a type named like the field) misses them.
+EMBEDDED = {"api::admissionregistration::v1::RuleWithOperations::rule"}
+
 # Messages whose JSON form is not an object; convert.rs maps them by hand.
 SPECIAL = {
     "apimachinery::pkg::apis::meta::v1::" + k for k in ["Time", "MicroTime", "FieldsV1", "Duration"]
@@ -99,7 +103,8 @@ for p in sorted(seen):
         key = ident.replace("r#", "").replace("_", "").lower()
         names = json_names.get(key)
         camel = "".join(w.capitalize() for w in ident.split("_"))
-        if not names and any(t.endswith("::" + camel) for t in resolve(structs[p][0], ty)):
+        embedded = (p + "::" + ident) in EMBEDDED
+        if embedded or not names and any(t.endswith("::" + camel) for t in resolve(structs[p][0], ty)):
             # A Go embedded struct: its fields sit inline in the JSON object.
             parts.append(f"{ident}: inline")
             continue

@@ -3,6 +3,17 @@
 
 use super::convert::message;
 
+message!(k8s_pb::api::admissionregistration::v1::MatchCondition { name: "name", expression: "expression" });
+message!(k8s_pb::api::admissionregistration::v1::MutatingWebhook { name: "name", client_config: "clientConfig", rules: "rules", failure_policy: "failurePolicy", match_policy: "matchPolicy", namespace_selector: "namespaceSelector", object_selector: "objectSelector", side_effects: "sideEffects", timeout_seconds: "timeoutSeconds", admission_review_versions: "admissionReviewVersions", reinvocation_policy: "reinvocationPolicy", match_conditions: "matchConditions" });
+message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
+message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfigurationList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::Rule { api_groups: "apiGroups", api_versions: "apiVersions", resources: "resources", scope: "scope" });
+message!(k8s_pb::api::admissionregistration::v1::RuleWithOperations { operations: "operations", rule: inline });
+message!(k8s_pb::api::admissionregistration::v1::ServiceReference { namespace: "namespace", name: "name", path: "path", port: "port" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhook { name: "name", client_config: "clientConfig", rules: "rules", failure_policy: "failurePolicy", match_policy: "matchPolicy", namespace_selector: "namespaceSelector", object_selector: "objectSelector", side_effects: "sideEffects", timeout_seconds: "timeoutSeconds", admission_review_versions: "admissionReviewVersions", match_conditions: "matchConditions" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhookConfigurationList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::WebhookClientConfig { url: "url", service: "service", ca_bundle: "caBundle" });
 message!(k8s_pb::api::authentication::v1::BoundObjectReference { kind: "kind", api_version: "apiVersion", name: "name", u_id: "uid" });
 message!(k8s_pb::api::authentication::v1::ExtraValue { items: "items" });
 message!(k8s_pb::api::authentication::v1::TokenRequest { metadata: "metadata", spec: "spec", status: "status" });

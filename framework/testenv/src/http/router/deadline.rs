@@ -46,7 +46,7 @@ pub async fn run<T: Send + 'static>(
 fn timeout() -> ApiError {
     ApiError {
         code: 504,
-        reason: "Timeout",
+        reason: "Timeout".into(),
         message:
             "Timeout: request did not complete within requested timeout - context deadline exceeded"
                 .into(),

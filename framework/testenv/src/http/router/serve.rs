@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use http::{HeaderValue, Method, Request, Response, header};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
@@ -15,12 +16,15 @@ use super::respond::{
     Body, error_response, full, json_headers, json_response, pretty, table_response, with_warnings,
 };
 use super::route::{Route, filter_from, parse_query, route};
+use crate::admission::chain::Outcome;
+use crate::admission::webhooks::Requester;
 use crate::api::decoding;
 use crate::api::status::ApiError;
 use crate::api::types::Served;
 use crate::auth;
+use crate::crd::conversion;
 use crate::fields;
-use crate::handlers::{self, DeleteOptions, ListParams, Target, WriteOptions};
+use crate::handlers::{self, DeleteOptions, ListParams, Target, Verb, WriteOptions};
 use crate::http::accept::{Answer, Conversion};
 use crate::http::fieldcheck::{self, Directive};
 use crate::http::protobuf::Format;
@@ -100,6 +104,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
             let (shared, method, path) = (shared.clone(), method.clone(), path.clone());
             let work = move || {
                 let req = Req {
+                    user: user.as_ref().ok(),
                     query: &query,
                     user_agent: user_agent.as_deref(),
                     content_type: &content_type,
@@ -119,7 +124,12 @@ pub async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Bod
                 match (admitted, answer_error) {
                     (Err(e), _) | (Ok(None), Some(e)) => error_response(&e, pretty),
                     (Ok(Some((code, v))), _) => json_response(code, &v, pretty),
-                    (Ok(None), None) => dispatch(&shared, route, &req),
+                    // Admission and conversion webhooks are awaited on this thread; the
+                    // runtime's workers stay free meanwhile.
+                    (Ok(None), None) => {
+                        let runtime = tokio::runtime::Handle::current();
+                        runtime.block_on(dispatch(&shared, route, &req))
+                    }
                 }
             };
             deadline::run(timeout, work)
@@ -157,6 +167,7 @@ pub(super) fn finish(
 
 /// What a handler needs from the request besides the route.
 pub(super) struct Req<'a> {
+    user: Option<&'a auth::UserInfo>,
     query: &'a HashMap<String, String>,
     user_agent: Option<&'a str>,
     content_type: &'a str,
@@ -165,7 +176,7 @@ pub(super) struct Req<'a> {
     conversion: Conversion,
 }
 
-pub(super) fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
+pub(super) async fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Response<Body> {
     let pretty = req.pretty;
     let result: Result<Response<Body>, ApiError> = match route {
         Route::NonResource("version") => Ok(json_response(200, &discovery::version(), pretty)),
@@ -215,12 +226,12 @@ pub(super) fn dispatch(shared: &Arc<Shared>, route: Route, req: &Req<'_>) -> Res
             Ok(r)
         }
         Route::NotFound => Err(ApiError::no_route()),
-        Route::Resource { target, verb } => resource(shared, &target, verb, req),
+        Route::Resource { target, verb } => resource(shared, &target, verb, req).await,
     };
     result.unwrap_or_else(|e| error_response(&e, pretty))
 }
 
-pub(super) fn resource(
+pub(super) async fn resource(
     shared: &Arc<Shared>,
     t: &Target,
     verb: &str,
@@ -237,9 +248,15 @@ pub(super) fn resource(
         manager: q("fieldManager").unwrap_or_else(|| fields::default_manager(req.user_agent)),
         force: query.get("force").is_some_and(|v| v == "true"),
     };
+    let who = requester(req.user);
     match verb {
         "get" => {
-            let obj = shared.store.with(|s| handlers::get(s, t))?;
+            let (obj, converter) = shared.store.with(|s| {
+                let converter = converter_of(s, t);
+                handlers::get(s, t).map(|obj| (obj, converter))
+            })?;
+            let obj = conversion::read(converter.as_ref(), rt, vec![obj]).await?;
+            let obj = obj.into_iter().next().unwrap_or_default();
             if req.conversion == Conversion::Table {
                 return Ok(table_response(&table::single(rt, &obj), pretty));
             }
@@ -255,7 +272,15 @@ pub(super) fn resource(
                 resource_version: q("resourceVersion"),
                 rv_match: q("resourceVersionMatch"),
             };
-            let list = shared.store.with(|s| handlers::list(s, t, &params))?;
+            let (mut list, converter) = shared.store.with(|s| {
+                let converter = converter_of(s, t);
+                handlers::list(s, t, &params).map(|list| (list, converter))
+            })?;
+            if converter.is_some() {
+                let items = list.items().iter().map(|o| (**o).clone()).collect();
+                let items = conversion::read(converter.as_ref(), rt, items).await?;
+                list.set_converted_items(items.into_iter().map(Arc::new).collect());
+            }
             if let Conversion::Metadata { .. } = req.conversion {
                 let list =
                     serde_json::to_value(&list).map_err(|e| ApiError::internal(&e.to_string()))?;
@@ -282,19 +307,33 @@ pub(super) fn resource(
                 conversion: req.conversion,
             };
             let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
-            let stream = futures::stream::poll_fn(move |cx| {
-                rx.poll_recv(cx)
-                    .map(|o| o.map(|b| Ok::<_, Infallible>(Frame::data(b))))
-            });
+            // Events carry whole objects only without a Table or metadata conversion.
+            let converter = match req.conversion {
+                Conversion::None => shared.store.with(|s| converter_of(s, t)),
+                _ => None,
+            };
+            let chunks = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+            let stream = match converter {
+                None => chunks.boxed(),
+                Some(c) => {
+                    let rt = rt.clone();
+                    chunks
+                        .then(move |b| {
+                            let (c, rt) = (c.clone(), rt.clone());
+                            async move { conversion::watch_chunk(&c, &rt, b).await }
+                        })
+                        .boxed()
+                }
+            };
+            let stream = stream.map(|b| Ok::<_, Infallible>(Frame::data(b)));
             let mut resp = Response::new(StreamBody::new(stream).boxed_unsync());
             json_headers(resp.headers_mut());
             Ok(resp)
         }
         "create" | "update" => {
-            let (options, write_fn): (_, fn(&mut _, _, _, _, _) -> _) = if verb == "create" {
-                ("CreateOptions", handlers::create)
-            } else {
-                ("UpdateOptions", handlers::update)
+            let options = match verb {
+                "create" => "CreateOptions",
+                _ => "UpdateOptions",
             };
             let fv =
                 Directive::of_request(q("fieldValidation").as_deref(), options, t.sub.as_deref())?;
@@ -303,8 +342,12 @@ pub(super) fn resource(
                 decoding::check_body(rt, &obj)?;
             }
             let warnings = fieldcheck::check_object(rt, fv, body, &obj)?;
-            let (code, v) = shared.store.with(|s| write_fn(s, cfg, t, obj, &write))?;
-            Ok(with_warnings(answered(rt, code, v, req)?, &warnings))
+            let v = match verb {
+                "create" => Verb::Create(&obj),
+                _ => Verb::Update(&obj),
+            };
+            let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+            written(rt, out, warnings, req)
         }
         "patch" => {
             let kind = PatchKind::from_content_type(content_type);
@@ -320,10 +363,9 @@ pub(super) fn resource(
             }
             let kind = kind.ok_or_else(ApiError::unsupported_media_type)?;
             if kind == PatchKind::Apply {
-                let (code, v) = shared
-                    .store
-                    .with(|s| handlers::apply(s, cfg, t, body, &write))?;
-                return answered(rt, code, v, req);
+                let v = Verb::Apply(body);
+                let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+                return written(rt, out, Vec::new(), req);
             }
             let fv = Directive::of_request(
                 q("fieldValidation").as_deref(),
@@ -331,15 +373,14 @@ pub(super) fn resource(
                 t.sub.as_deref(),
             )?;
             let warnings = fieldcheck::check_patch(rt, fv, kind, body)?;
-            let v = shared
-                .store
-                .with(|s| handlers::patch(s, cfg, t, kind, body, &write))?;
-            Ok(with_warnings(answered(rt, 200, v, req)?, &warnings))
+            let v = Verb::Patch(kind, body);
+            let out = handlers::write_object(&shared.store, cfg, t, v, &write, &who).await;
+            written(rt, out, warnings, req)
         }
         "delete" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
-            let (code, v) = shared.store.with(|s| handlers::delete(s, t, &opts))?;
-            answered(rt, code, v, req)
+            let out = handlers::delete_object(&shared.store, t, &opts, body, &who).await;
+            written(rt, out, Vec::new(), req)
         }
         "deletecollection" => {
             let opts = DeleteOptions::from_body(body, dry_run)?;
@@ -363,4 +404,38 @@ fn answered(rt: &Served, code: u16, v: Value, req: &Req<'_>) -> Result<Response<
         Conversion::None | Conversion::Table => v,
     };
     Ok(json_response(code, &v, req.pretty))
+}
+
+/// A write's answer, with the request's own warnings then its webhooks' as `Warning` headers
+/// (a refusal carries them too).
+fn written(
+    rt: &Served,
+    out: Outcome,
+    mut warnings: Vec<String>,
+    req: &Req<'_>,
+) -> Result<Response<Body>, ApiError> {
+    warnings.extend(out.warnings);
+    let resp = match out.result {
+        Ok((code, v)) => answered(rt, code, v, req)?,
+        Err(e) => error_response(&e, req.pretty),
+    };
+    Ok(with_warnings(resp, &warnings))
+}
+
+/// The user a write's webhooks are told about.
+fn requester(user: Option<&auth::UserInfo>) -> Requester {
+    user.map(|u| Requester {
+        username: u.name.clone(),
+        uid: u.uid.clone(),
+        groups: u.groups.clone(),
+    })
+    .unwrap_or_default()
+}
+
+/// The conversion webhook a read of `t` needs (none for `/scale`, an `autoscaling/v1` Scale).
+fn converter_of(s: &crate::storage::store::State, t: &Target) -> Option<conversion::Converter> {
+    match t.sub.as_deref() {
+        Some("scale") => None,
+        _ => conversion::needed(s, &t.rt),
+    }
 }

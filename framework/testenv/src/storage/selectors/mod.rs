@@ -42,6 +42,53 @@ impl LabelSelector {
         .map_err(ApiError::bad_request)
     }
 
+    /// A `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`), as apimachinery's
+    /// `LabelSelectorAsSelector` reads it; an operator it does not know is its error.
+    pub fn from_object(sel: &Value) -> Result<LabelSelector, String> {
+        let mut reqs = Vec::new();
+        if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
+            for (k, v) in labels {
+                reqs.push(LabelReq::Eq(k.clone(), v.as_str().unwrap_or("").into()));
+            }
+        }
+        let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+        for e in exprs.into_iter().flatten() {
+            let key = e
+                .get("key")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let values = || -> Vec<String> {
+                let vs = e.get("values").and_then(Value::as_array);
+                vs.into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            };
+            reqs.push(
+                match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+                    "In" => LabelReq::In(key, values()),
+                    "NotIn" => LabelReq::NotIn(key, values()),
+                    "Exists" => LabelReq::Exists(key),
+                    "DoesNotExist" => LabelReq::NotExists(key),
+                    op => {
+                        return Err(format!(
+                            "{} is not a valid label selector operator",
+                            go_quote(op)
+                        ));
+                    }
+                },
+            );
+        }
+        Ok(LabelSelector { reqs })
+    }
+
+    /// Whether it selects everything (`{}`).
+    pub fn is_empty(&self) -> bool {
+        self.reqs.is_empty()
+    }
+
     /// Whether an object (its `metadata.labels`) matches.
     pub fn matches(&self, obj: &Value) -> bool {
         if self.reqs.is_empty() {
@@ -423,6 +470,24 @@ mod tests {
 
     fn obj(labels: Value) -> Value {
         json!({"metadata": {"name": "a", "labels": labels}, "spec": {}})
+    }
+
+    #[test]
+    fn label_selector_objects_select_as_their_query_form() {
+        let sel = json!({"matchLabels": {"env": "prod"}, "matchExpressions": [
+            {"key": "tier", "operator": "In", "values": ["web", "db"]},
+            {"key": "gone", "operator": "DoesNotExist"},
+            {"key": "tier", "operator": "Exists"}
+        ]});
+        let from_object = LabelSelector::from_object(&sel).unwrap();
+        assert!(from_object.matches(&obj(json!({"env": "prod", "tier": "web"}))));
+        assert!(!from_object.matches(&obj(json!({"env": "prod", "tier": "cache"}))));
+        assert!(LabelSelector::from_object(&json!({})).unwrap().is_empty());
+        let bad = json!({"matchExpressions": [{"key": "a", "operator": "Near"}]});
+        assert_eq!(
+            LabelSelector::from_object(&bad).unwrap_err(),
+            "\"Near\" is not a valid label selector operator"
+        );
     }
 
     #[test]

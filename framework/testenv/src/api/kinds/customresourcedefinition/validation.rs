@@ -425,6 +425,7 @@ pub(super) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
         ));
     }
     names_causes(&crd["spec"]["names"], &mut out);
+    conversion_causes(&crd["spec"]["conversion"], &mut out);
     if let Some(old) = old {
         let established = old["status"]["conditions"].as_array().is_some_and(|l| {
             l.iter()
@@ -463,4 +464,40 @@ pub(super) fn validate(crd: &Value, old: Option<&Value>) -> Vec<Cause> {
         }
     }
     out
+}
+
+/// Upstream's `validateCustomResourceConversion`: a webhook's client config and review versions
+/// only with `strategy: Webhook`, and both then (conv-crd-none-with-webhook.txt,
+/// conv-crd-webhook-missing-config.txt).
+fn conversion_causes(conversion: &Value, out: &mut Vec<Cause>) {
+    let config = conversion
+        .pointer("/webhook/clientConfig")
+        .filter(|c| !c.is_null());
+    let versions = conversion
+        .pointer("/webhook/conversionReviewVersions")
+        .and_then(Value::as_array)
+        .is_some_and(|v| !v.is_empty());
+    let (config_field, versions_field) = (
+        "spec.conversion.webhookClientConfig",
+        "spec.conversion.conversionReviewVersions",
+    );
+    if text(conversion, "/strategy") == "Webhook" {
+        if config.is_none() {
+            out.push(Cause::required(
+                config_field,
+                "required when strategy is set to Webhook",
+            ));
+        }
+        if !versions {
+            out.push(Cause::required(versions_field, ""));
+        }
+        return;
+    }
+    let not_webhook = "should not be set when strategy is not set to Webhook";
+    if config.is_some() {
+        out.push(Cause::forbidden(config_field, not_webhook));
+    }
+    if versions {
+        out.push(Cause::forbidden(versions_field, not_webhook));
+    }
 }
