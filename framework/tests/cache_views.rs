@@ -150,6 +150,19 @@ async fn secrets(env: &TestEnv) {
     }
 }
 
+/// The requests for Secrets once `watches` WATCHes are among them (or after 10 s). Objects can
+/// reach the controllers from a LIST before the WATCH that follows it is in the request log, so
+/// counting at once can miss it; waiting for it still counts a second one.
+async fn secrets_once_watched(env: &TestEnv, watches: usize) -> Requests {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while Requests::of(env).resource("secrets").verb("watch").count() < watches
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Requests::of(env).resource("secrets")
+}
+
 async fn one_watch_for_a_metadata_and_a_full_controller(watch_list: bool) {
     let env = TestEnv::start().await.unwrap();
     secrets(&env).await;
@@ -177,13 +190,13 @@ async fn one_watch_for_a_metadata_and_a_full_controller(watch_list: bool) {
     assert_eq!(status.len(), 1, "{status:?}");
     assert_eq!(status[0].metadata_only, Some(false));
 
-    let secrets = Requests::of(&env).resource("secrets");
+    // Streaming lists: one WATCH carries the list; otherwise one LIST and one WATCH.
+    let expected = if watch_list { (0, 1) } else { (1, 1) };
+    let secrets = secrets_once_watched(&env, expected.1).await;
     let (lists, watches) = (
         secrets.clone().verb("list").count(),
         secrets.clone().verb("watch").count(),
     );
-    // Streaming lists: one WATCH carries the list; otherwise one LIST and one WATCH.
-    let expected = if watch_list { (0, 1) } else { (1, 1) };
     assert_eq!(
         (lists, watches),
         expected,
@@ -231,7 +244,7 @@ async fn metadata_only_controllers_watch_metadata() {
     let status = seen.status();
     assert_eq!(status.len(), 1, "{status:?}");
     assert_eq!(status[0].metadata_only, Some(true));
-    let secrets = Requests::of(&env).resource("secrets");
+    let secrets = secrets_once_watched(&env, 1).await;
     let watches = secrets.clone().verb("watch");
     assert_eq!(watches.count(), 1, "{:?}", secrets.per_verb_and_resource());
     assert_eq!(
