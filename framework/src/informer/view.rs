@@ -42,7 +42,7 @@ impl<V: CacheResource> Projection<V> {
         let convert = move |obj: &dyn Object| match &prototype {
             Some(prototype) => {
                 let mut view = prototype.clone();
-                view.meta_mut().clone_from(obj.meta());
+                *view.meta_mut() = obj.meta().into_owned();
                 Some(view)
             }
             None => through_json(obj),
@@ -112,7 +112,7 @@ fn through_json<V: CacheResource>(obj: &dyn Object) -> Option<V> {
         Err(error) => {
             tracing::warn!(
                 view = std::any::type_name::<V>(),
-                object = ?obj.meta().name,
+                object = %obj.key(),
                 %error,
                 "cached object does not convert into this view's type; skipped"
             );
