@@ -2,8 +2,9 @@
 //! type the informer watched them as.
 //!
 //! - The stored type itself: the same `Arc`, no copy.
-//! - Metadata only (`PartialObjectMeta<K>`, `PartialObjectMeta<DynamicObject>`) of a full
-//!   informer: the object's `ObjectMeta`, cloned into the view's type on each read or event.
+//! - Metadata only (`PartialObjectMeta<K>`, `PartialObjectMeta<DynamicObject>`): of a full
+//!   informer, the object's `ObjectMeta` cloned into the view's type on each read or event; of
+//!   a metadata-only informer, which stores it packed (`compact.rs`), unpacked the same way.
 //! - Another full type (a `DynamicObject` view of a typed informer): through JSON.
 //!
 //! Within one event the old and the new object are projected once when they are the same
