@@ -328,6 +328,73 @@ async fn a_validating_webhook_sees_a_services_allocations_and_a_mutating_one_doe
     assert_eq!(&object("/v")["spec"]["ports"][0]["nodePort"], node_port);
 }
 
+/// The clusterIP a validating webhook approved is taken by another Service while the webhook
+/// thinks: the first write starts again, with a new address its webhook approves in turn, and
+/// the two Services never share one.
+#[tokio::test]
+async fn an_address_taken_while_the_webhook_thinks_is_allocated_again() {
+    let env = TestEnv::start().await.unwrap();
+    let client = env.client();
+    let srv = server(Arc::new(|_, review| {
+        let allow = admission(review, json!({"allowed": true}));
+        match review["request"]["name"].as_str() {
+            Some("first") => Reply::Late(Duration::from_millis(800), allow),
+            _ => Reply::Json(allow),
+        }
+    }))
+    .await;
+    let (at, body) = configuration(
+        "Validating",
+        "v.example.com",
+        &srv.url("/v"),
+        &srv.ca_bundle,
+        rules("services", &["CREATE"]),
+        json!({}),
+    );
+    create(&client, &at, body).await;
+    let api: Api<Service> = Api::namespaced(client.clone(), "default");
+    let first: Service = serde_json::from_value(json!({"metadata": {"name": "first"},
+        "spec": {"ports": [{"port": 80}]}}))
+    .unwrap();
+    let creating = {
+        let api = api.clone();
+        tokio::spawn(async move { api.create(&PostParams::default(), &first).await })
+    };
+    let shown = loop {
+        let seen = srv.received.lock().unwrap().clone();
+        if let Some((_, r)) = seen.first() {
+            break r["request"]["object"]["spec"]["clusterIP"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let second: Service = serde_json::from_value(json!({"metadata": {"name": "second"},
+        "spec": {"clusterIP": shown, "ports": [{"port": 80}]}}))
+    .unwrap();
+    api.create(&PostParams::default(), &second).await.unwrap();
+    let stored = creating.await.unwrap().unwrap();
+    let ip = stored.spec.unwrap().cluster_ip.unwrap();
+    assert_ne!(ip, shown, "two Services hold {ip}");
+    let reviews: Vec<String> = srv
+        .taken()
+        .iter()
+        .filter(|(_, r)| r["request"]["name"] == "first")
+        .map(|(_, r)| {
+            r["request"]["object"]["spec"]["clusterIP"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        reviews,
+        [shown, ip],
+        "the webhook approved each address it was shown"
+    );
+}
+
 /// Upstream's validating dispatcher returns the refusal it receives first, and webhooks refuse
 /// in the order they answer: the quick webhook's refusal wins over the slow one's, though the
 /// slow one comes first in configuration order. (Two that answer at the same moment make
