@@ -25,8 +25,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use authority::Pair;
+// `testing::WebhookInstall` serves a test's webhooks under a CA of its own.
+#[cfg(feature = "testing")]
+pub(crate) use authority::{issue, new_ca};
 pub use error::CertsError;
-pub use inject::{Managed, ManagedKind};
+pub use inject::{ClientTarget, Managed, ManagedKind};
 pub use secret::{ROTATE_ANNOTATION, Stored};
 
 use crate::serving::Certificates;
