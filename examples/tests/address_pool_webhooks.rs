@@ -5,6 +5,8 @@
 //! pool written as `v1alpha1` reads back as `v1` and the other way round, and a `v1alpha1` pool
 //! that cannot be converted is refused, saying which address.
 
+mod support;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -12,12 +14,7 @@ use controller_manager::testing::{TestEnv, WebhookInstall};
 use embedding_examples::address_pool::{self, AddressPool, Assignment, IpRange, v1alpha1};
 use kube::api::{Api, PostParams};
 use serde_json::json;
-
-fn deploy(file: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../docs/deploy")
-        .join(file)
-}
+use support::deploy;
 
 fn v1(name: &str, start: &str, end: &str) -> AddressPool {
     serde_json::from_value(json!({
@@ -88,12 +85,12 @@ async fn overlaps_are_refused_defaults_applied_and_both_versions_read_back() {
         .create(&pp, &v1("red", "192.0.2.2", "192.0.2.8"))
         .await;
     let overlap = "admission webhook \"address-pool-overlap.metal.example.com\" denied the request: spec.ranges[0] (192.0.2.2-192.0.2.8) overlaps AddressPool \"blue\" (192.0.2.0-192.0.2.3): two pools may not hand out the same address";
-    assert_eq!(refusal(red), (overlap.to_string(), 422));
+    assert_eq!(refusal(red), (overlap.to_string(), 403));
     // The same pool written as v1alpha1 is judged the same (the webhook gets it as v1).
     let red = old
         .create(&pp, &alpha("red", &["192.0.2.2-192.0.2.8"], true))
         .await;
-    assert_eq!(refusal(red), (overlap.to_string(), 422));
+    assert_eq!(refusal(red), (overlap.to_string(), 403));
     // Unreadable ranges are refused naming the field.
     let bad = pools
         .create(&pp, &v1("bad", "192.0.2.9", "192.0.2.1"))
@@ -102,7 +99,7 @@ async fn overlaps_are_refused_defaults_applied_and_both_versions_read_back() {
         refusal(bad),
         (
             "admission webhook \"address-pool-overlap.metal.example.com\" denied the request: spec.ranges[0]: 192.0.2.9-192.0.2.1 ends before it starts".to_string(),
-            422
+            403
         )
     );
 

@@ -264,7 +264,23 @@ impl Managed {
     /// Writes `bundle` (PEM) into every managed `caBundle` of the object that differs, and
     /// points its client configs at [`Self::client`]; `Ok(true)` when it wrote. The write is a
     /// JSON patch testing the resourceVersion read, so it never undoes a concurrent change.
+    /// A write that loses a race with another replica's (the resourceVersion test fails) is
+    /// tried again at once, twice, before it waits for the next round.
     pub async fn inject(&self, client: &kube::Client, bundle: &str) -> Result<bool, CertsError> {
+        let mut attempt = 1;
+        loop {
+            match self.inject_once(client, bundle).await {
+                Err(CertsError::Api(kube::Error::Api(status)))
+                    if attempt < 3 && matches!(status.code, 409 | 422) =>
+                {
+                    attempt += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    async fn inject_once(&self, client: &kube::Client, bundle: &str) -> Result<bool, CertsError> {
         let api = self.kind.api(client);
         let object = api.get(&self.name).await?;
         let mut json = serde_json::to_value(&object)
