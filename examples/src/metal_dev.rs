@@ -61,7 +61,7 @@ impl DevOptions {
             ("--webhook-url", ccm.webhooks.webhook_url.is_some()),
             ("--webhook-service", ccm.webhooks.webhook_service.is_some()),
         ];
-        named
+        let mut errors: Vec<String> = named
             .into_iter()
             .filter(|(_, given)| *given)
             .map(|(flag, _)| {
@@ -69,7 +69,13 @@ impl DevOptions {
                     "{flag} cannot be used with --dev, which runs against its own embedded API server, inventory and webhook certificates; drop one of them"
                 )
             })
-            .collect()
+            .collect();
+        if ccm.webhooks.webhook_secure_port == 0 {
+            // The configurations --dev installs fail closed: with no webhook server every
+            // AddressPool write would be refused.
+            errors.push("--webhook-secure-port=0 cannot be used with --dev, which serves the AddressPool webhooks its configurations call; give a port or drop it".to_string());
+        }
+        errors
     }
 }
 

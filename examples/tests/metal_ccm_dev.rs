@@ -96,7 +96,12 @@ async fn kubectl_apply_of_an_overlapping_pool_is_refused_in_dev_mode() {
 #[test]
 fn dev_refuses_the_flags_it_would_ignore() {
     let out = Command::new(env!("CARGO_BIN_EXE_metal-ccm"))
-        .args(["--dev", "--kubeconfig=/k", "--webhook-url=https://h:1"])
+        .args([
+            "--dev",
+            "--kubeconfig=/k",
+            "--webhook-url=https://h:1",
+            "--webhook-secure-port=0",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -107,4 +112,8 @@ fn dev_refuses_the_flags_it_would_ignore() {
             "{stderr}"
         );
     }
+    assert!(
+        stderr.contains("error: --webhook-secure-port=0 cannot be used with --dev"),
+        "{stderr}"
+    );
 }
