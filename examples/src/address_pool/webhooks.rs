@@ -102,12 +102,11 @@ impl Validator<AddressPool> for NoOverlap {
     }
 }
 
-/// A 403 denial, as controller-runtime's `Denied` (MetalLB's webhook) answers: kubectl prints
-/// its message as it is, where a 422 `Invalid` with causes would be printed as the causes alone.
+/// A 403 denial (`Verdict::deny`'s code, as controller-runtime's `Denied`, MetalLB's webhook):
+/// kubectl prints its message as it is, where a 422 `Invalid` with causes would be printed as
+/// the causes alone.
 fn invalid(message: String) -> Verdict {
-    Verdict::deny(message)
-        .with_code(403)
-        .with_reason("Forbidden")
+    Verdict::deny(message).with_reason("Forbidden")
 }
 
 /// `first-last`, as a range is written in `v1`.
