@@ -17,9 +17,10 @@
 //!    ServiceAccount, tolerations, priority); a custom resource's schema prunes and defaults.
 //! 3. Validation: on create the kind's name rule, then the object-meta rules, then the kind's
 //!    own rules or the custom resource's schema; any cause is a 422.
-//! 4. **Validating admission webhooks** (`webhooks::validation`), all at once, on the object
-//!    steps 1 to 3 made (wh-mutating-then-validating.txt); `ValidatingAdmissionPolicy`
-//!    (issue 34) after them.
+//! 4. **`ValidatingAdmissionPolicy`** (`policies`), under the lock, on the object steps 1 to 3
+//!    made, then the **validating admission webhooks** (`webhooks::validation`), all at once
+//!    (wh-mutating-then-validating.txt): kube-apiserver's plugin order runs the policies
+//!    before the webhooks, so a policy's refusal means no webhook is called.
 //! 5. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
 //!    name is free (409). (On update the handler has found the object.)
 //! 6. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
@@ -41,7 +42,7 @@ use serde_json::Value;
 use super::object_meta::{self, Endpoint};
 use super::webhooks::config::{self, Phase};
 use super::webhooks::{Objects, Request, matching, mutation, validation};
-use super::{namespace, strategy};
+use super::{namespace, policies, strategy};
 use crate::api::cluster::AdmissionConfig;
 use crate::api::kinds::ResId;
 use crate::api::status::{ApiError, Cause};
@@ -244,7 +245,7 @@ async fn attempt<W: Write>(
             false => config::load(s, Phase::Mutating),
         };
         if matching::invocations(s, &hooks, &req, &objects)?.is_empty() {
-            return prepare(s, w, staged, req, None).map(First::Prepared);
+            return prepare(s, w, staged, req, None, warnings).map(First::Prepared);
         }
         Ok(First::Mutate(Box::new((staged, req, objects, hooks))))
     })?;
@@ -257,7 +258,7 @@ async fn attempt<W: Write>(
             if let Some(e) = m.refusal {
                 return Err(e);
             }
-            store.with(|s| prepare(s, w, staged, req, m.objects.object))?
+            store.with(|s| prepare(s, w, staged, req, m.objects.object, warnings))?
         }
         First::Prepared(next) => next,
     };
@@ -275,15 +276,22 @@ async fn attempt<W: Write>(
     }
 }
 
-/// Steps 1 to 3, then 5 and 6 in the same hold of the lock when no validating webhook matches.
+/// Steps 1 to 3 and the policies, then 5 and 6 in the same hold of the lock when no validating
+/// webhook matches.
 fn prepare<W: Write>(
     s: &mut State,
     w: &W,
     staged: W::Staged,
     req: Request,
     mutated: Option<Value>,
+    warnings: &mut Vec<String>,
 ) -> Result<Next<W>, ApiError> {
     let (prepared, objects) = w.prepare(s, staged, mutated)?;
+    let said = policies::run(s, &req, &objects);
+    warnings.extend(said.warnings);
+    if let Some(e) = said.refusal {
+        return Err(e);
+    }
     let hooks = match req.exempt() {
         true => Vec::new(),
         false => config::load(s, Phase::Validating),

@@ -56,20 +56,66 @@ pub fn invocation(
     req: &Request,
     objects: &Objects,
 ) -> Result<Option<Invocation>, ApiError> {
-    let namespace = namespace_matches(state, hook, req, objects);
+    let criteria = Criteria {
+        rules: &hook.rules,
+        equivalent: hook.equivalent,
+        namespace_selector: &hook.namespace_selector,
+        object_selector: &hook.object_selector,
+    };
+    let Some((kind, resource)) = matched(state, &criteria, req, objects)? else {
+        return Ok(None);
+    };
+    let conversion = match (&req.crd, resource.version != req.resource.version) {
+        (Some(crd), true) => Some(equivalent::of(state, crd)),
+        _ => None,
+    };
+    Ok(Some(Invocation {
+        hook: hook.clone(),
+        kind,
+        resource,
+        conversion,
+        target: hook.client.resolve(state),
+    }))
+}
+
+/// What decides whether a webhook (or a policy, or a policy binding) applies to a write.
+#[derive(Debug, Clone, Copy)]
+pub struct Criteria<'a> {
+    /// The rules, one of which must match.
+    pub rules: &'a [Rule],
+    /// `matchPolicy: Equivalent`.
+    pub equivalent: bool,
+    /// `namespaceSelector`.
+    pub namespace_selector: &'a Value,
+    /// `objectSelector`.
+    pub object_selector: &'a Value,
+}
+
+/// Whether `criteria` match `req`, and the kind and resource of the rule that matched (the
+/// write's, or with `Equivalent` another version of it).
+pub fn matched(
+    state: &State,
+    criteria: &Criteria<'_>,
+    req: &Request,
+    objects: &Objects,
+) -> Result<Option<(Gvk, Gvr)>, ApiError> {
+    let namespace = namespace_matches(state, criteria.namespace_selector, req, objects);
     if namespace == Ok(false) {
         return Ok(None);
     }
-    let object = object_matches(hook, objects);
+    let object = object_matches(criteria.object_selector, objects);
     if object == Ok(false) {
         return Ok(None);
     }
-    let exact = hook.rules.iter().any(|r| matches(r, req, &req.resource));
+    let exact = criteria
+        .rules
+        .iter()
+        .any(|r| matches(r, req, &req.resource));
     let (kind, resource) = if exact {
         (req.kind.clone(), req.resource.clone())
-    } else if hook.equivalent {
+    } else if criteria.equivalent {
         let others = equivalents(state, req);
-        let found = hook
+        let found = criteria
             .rules
             .iter()
             .find_map(|r| others.iter().find(|e| matches(r, req, e)));
@@ -90,17 +136,7 @@ pub fn invocation(
     };
     namespace?;
     object?;
-    let conversion = match (&req.crd, resource.version != req.resource.version) {
-        (Some(crd), true) => Some(equivalent::of(state, crd)),
-        _ => None,
-    };
-    Ok(Some(Invocation {
-        hook: hook.clone(),
-        kind,
-        resource,
-        conversion,
-        target: hook.client.resolve(state),
-    }))
+    Ok(Some((kind, resource)))
 }
 
 fn selector(sel: &Value) -> Result<LabelSelector, ApiError> {
@@ -109,7 +145,7 @@ fn selector(sel: &Value) -> Result<LabelSelector, ApiError> {
 
 fn namespace_matches(
     state: &State,
-    hook: &Hook,
+    namespace_selector: &Value,
     req: &Request,
     objects: &Objects,
 ) -> Result<bool, ApiError> {
@@ -117,7 +153,7 @@ fn namespace_matches(
     if req.namespace.is_empty() && !namespaces {
         return Ok(true);
     }
-    let sel = selector(&hook.namespace_selector)?;
+    let sel = selector(namespace_selector)?;
     if sel.is_empty() {
         return Ok(true);
     }
@@ -131,8 +167,8 @@ fn namespace_matches(
     }
 }
 
-fn object_matches(hook: &Hook, objects: &Objects) -> Result<bool, ApiError> {
-    let sel = selector(&hook.object_selector)?;
+fn object_matches(object_selector: &Value, objects: &Objects) -> Result<bool, ApiError> {
+    let sel = selector(object_selector)?;
     if sel.is_empty() {
         return Ok(true);
     }

@@ -242,7 +242,7 @@ fn qualified_name(name: &str, field: &str) -> Vec<Cause> {
 }
 
 /// Upstream's `validateRuleWithOperations`.
-fn rule(r: &Value, at: &str) -> Vec<Cause> {
+pub(super) fn rule(r: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     for key in ["operations", "apiGroups", "apiVersions", "resources"] {
         if crate::api::validation::string_list(r.get(key)).is_empty() {

@@ -1,0 +1,363 @@
+//! `ValidatingAdmissionPolicy` over HTTP with a real `kube::Client`: policies and bindings
+//! stored with their defaults, a write refused with upstream's words and code, `Warn` as a
+//! `Warning` header, params read from the store (and missing ones), bad input answered as the
+//! server answers it, and Gateway API's `safe-upgrades` policy (tests/fixtures/gateway-api,
+//! unmodified) refusing what it should.
+
+use http_body_util::BodyExt;
+use kube_testenv::TestEnv;
+use serde_json::{Value, json};
+
+const POLICIES: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies";
+const BINDINGS: &str = "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings";
+const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+/// Sends one request; the status code, the `Warning` headers and the JSON answer.
+async fn send(
+    env: &TestEnv,
+    method: &str,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Vec<String>, Value) {
+    let req = http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json");
+    let body = body.map(|b| b.to_string()).unwrap_or_default().into_bytes();
+    let resp = env
+        .client()
+        .send(req.body(kube::client::Body::from(body)).unwrap())
+        .await
+        .unwrap();
+    let code = resp.status().as_u16();
+    let warnings = resp
+        .headers()
+        .get_all("warning")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    (
+        code,
+        warnings,
+        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+    )
+}
+
+async fn create(env: &TestEnv, path: &str, body: Value) -> (u16, Vec<String>, Value) {
+    send(env, "POST", path, Some(body)).await
+}
+
+fn configmap_policy(name: &str, extra: Value) -> Value {
+    let mut spec = json!({
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]},
+        "validations": [{"expression": "!has(object.data) || object.data.size() <= 1",
+            "message": "at most one key"}]
+    });
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+fn binding(name: &str, policy: &str, extra: Value) -> Value {
+    let mut spec = json!({"policyName": policy, "validationActions": ["Deny"]});
+    if let (Some(s), Some(e)) = (spec.as_object_mut(), extra.as_object()) {
+        s.extend(e.clone());
+    }
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name}, "spec": spec})
+}
+
+fn configmap(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+#[tokio::test]
+async fn a_policy_denies_with_the_servers_message_and_code() {
+    let env = TestEnv::start().await.unwrap();
+    let (code, _, p) = create(
+        &env,
+        POLICIES,
+        configmap_policy("keys.example.com", json!({})),
+    )
+    .await;
+    assert_eq!(code, 201, "{p}");
+    assert_eq!(p["spec"]["failurePolicy"], "Fail");
+    let mc = &p["spec"]["matchConstraints"];
+    assert_eq!(
+        (
+            &mc["matchPolicy"],
+            &mc["namespaceSelector"],
+            &mc["objectSelector"],
+            &mc["resourceRules"][0]["scope"]
+        ),
+        (&json!("Equivalent"), &json!({}), &json!({}), &json!("*"))
+    );
+    assert_eq!(p["metadata"]["generation"], 1);
+    let (code, _, _) = create(
+        &env,
+        BINDINGS,
+        binding("keys-binding.example.com", "keys.example.com", json!({})),
+    )
+    .await;
+    assert_eq!(code, 201);
+
+    let (code, _, _) = create(&env, CONFIGMAPS, configmap("small", json!({"a": "1"}))).await;
+    assert_eq!(code, 201);
+    let (code, _, status) = create(
+        &env,
+        CONFIGMAPS,
+        configmap("big", json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    let cause = "ValidatingAdmissionPolicy 'keys.example.com' with binding 'keys-binding.example.com' denied request: at most one key";
+    let message = format!("configmaps \"big\" is forbidden: {cause}");
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status,
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": message, "reason": "Invalid",
+            "details": {"name": "big", "kind": "configmaps", "causes": [{"message": cause}]},
+            "code": 422})
+    );
+    // An update is refused too, and a reason other than Invalid gives its own code.
+    let (code, _, _) = send(
+        &env,
+        "PUT",
+        &format!("{CONFIGMAPS}/small"),
+        Some(configmap("small", json!({"a": "1", "b": "2"}))),
+    )
+    .await;
+    assert_eq!(code, 422);
+    let forbidden = configmap_policy(
+        "forbidden.example.com",
+        json!({"validations": [{
+        "expression": "object.metadata.name != 'secret-ish'", "reason": "Forbidden",
+        "messageExpression": "'the name ' + object.metadata.name + ' is taken'"}]}),
+    );
+    assert_eq!(create(&env, POLICIES, forbidden).await.0, 201);
+    let b = binding(
+        "forbidden-binding.example.com",
+        "forbidden.example.com",
+        json!({}),
+    );
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    let (code, _, status) = create(&env, CONFIGMAPS, configmap("secret-ish", json!({}))).await;
+    assert_eq!((code, &status["reason"]), (403, &json!("Forbidden")));
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: the name secret-ish is taken"),
+        "{status}"
+    );
+}
+
+#[tokio::test]
+async fn warn_mode_returns_a_warning_header() {
+    let env = TestEnv::start().await.unwrap();
+    create(
+        &env,
+        POLICIES,
+        configmap_policy("keys.example.com", json!({})),
+    )
+    .await;
+    let b = binding(
+        "warn.example.com",
+        "keys.example.com",
+        json!({"validationActions": ["Warn", "Audit"]}),
+    );
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    let (code, warnings, _) = create(
+        &env,
+        CONFIGMAPS,
+        configmap("big", json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        warnings,
+        [
+            "299 - \"Validation failed for ValidatingAdmissionPolicy 'keys.example.com' with binding 'warn.example.com': at most one key\""
+        ]
+    );
+}
+
+#[tokio::test]
+async fn params_come_from_the_store() {
+    let env = TestEnv::start().await.unwrap();
+    // The policy reads its limit from a ConfigMap and checks Secrets' labels.
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "labels.example.com"},
+        "spec": {"paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["secrets"]}]},
+            "variables": [{"name": "labels", "expression": "has(object.metadata.labels) ? object.metadata.labels.size() : 0"}],
+            "validations": [{"expression": "variables.labels <= int(params.data.max)",
+                "messageExpression": "'at most ' + params.data.max + ' labels'"}]}});
+    assert_eq!(create(&env, POLICIES, policy).await.0, 201);
+    let b = binding(
+        "labels-binding.example.com",
+        "labels.example.com",
+        json!({"paramRef": {"name": "limits", "namespace": "default"}}),
+    );
+    let (code, _, stored) = create(&env, BINDINGS, b).await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        stored["spec"]["paramRef"]["parameterNotFoundAction"],
+        "Deny"
+    );
+    let secret = |name: &str, labels: Value| {
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": name, "labels": labels}})
+    };
+    let secrets = "/api/v1/namespaces/default/secrets";
+
+    // No param yet, and the binding says Deny.
+    let (code, _, status) = create(&env, secrets, secret("a", json!({}))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status["message"],
+        "secrets \"a\" is forbidden: ValidatingAdmissionPolicy 'labels.example.com' with binding 'labels-binding.example.com' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+    );
+
+    assert_eq!(
+        create(&env, CONFIGMAPS, configmap("limits", json!({"max": "1"})))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        create(&env, secrets, secret("one", json!({"a": "1"})))
+            .await
+            .0,
+        201
+    );
+    let (code, _, status) = create(&env, secrets, secret("two", json!({"a": "1", "b": "2"}))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status["message"],
+        "secrets \"two\" is forbidden: ValidatingAdmissionPolicy 'labels.example.com' with binding 'labels-binding.example.com' denied request: at most 1 labels"
+    );
+}
+
+#[tokio::test]
+async fn bad_input_gets_the_servers_answer() {
+    let env = TestEnv::start().await.unwrap();
+    let bad = configmap_policy(
+        "bad.example.com",
+        json!({"validations": [{"expression": "object.data +"}]}),
+    );
+    let (code, _, status) = create(&env, POLICIES, bad).await;
+    assert_eq!(code, 422);
+    let message = status["message"].as_str().unwrap();
+    assert!(message.starts_with("ValidatingAdmissionPolicy.admissionregistration.k8s.io \"bad.example.com\" is invalid: spec.validations[0].expression: Invalid value: \"object.data +\": compilation failed: ERROR: <input>:1:14: Syntax error"), "{message}");
+    let (code, _, status) = create(
+        &env,
+        BINDINGS,
+        binding(
+            "b.example.com",
+            "",
+            json!({"validationActions": ["Deny", "Warn"]}),
+        ),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status["details"]["causes"].as_array().unwrap().len(),
+        2,
+        "{status}"
+    );
+    // A binding naming a policy that does not exist is stored and does nothing.
+    let (code, _, _) = create(
+        &env,
+        BINDINGS,
+        binding("orphan.example.com", "missing.example.com", json!({})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    assert_eq!(
+        create(
+            &env,
+            CONFIGMAPS,
+            configmap("big", json!({"a": "1", "b": "2"}))
+        )
+        .await
+        .0,
+        201
+    );
+    // A runtime error under failurePolicy: Fail denies, naming the expression.
+    let erroring = configmap_policy(
+        "error.example.com",
+        json!({"validations": [{"expression": "object.data.missing == 'x'"}]}),
+    );
+    assert_eq!(create(&env, POLICIES, erroring).await.0, 201);
+    create(
+        &env,
+        BINDINGS,
+        binding("error-binding.example.com", "error.example.com", json!({})),
+    )
+    .await;
+    let (code, _, status) = create(&env, CONFIGMAPS, configmap("c", json!({"a": "1"}))).await;
+    assert_eq!(code, 422);
+    assert!(status["message"].as_str().unwrap().ends_with("denied request: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"), "{status}");
+}
+
+fn crd(name: &str, annotations: Value) -> Value {
+    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{name}s.gateway.networking.k8s.io"), "annotations": annotations},
+        "spec": {"group": "gateway.networking.k8s.io", "scope": "Namespaced",
+            "names": {"plural": format!("{name}s"), "singular": name, "kind": "Thing", "listKind": "ThingList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object"}}}]}})
+}
+
+#[tokio::test]
+async fn gateway_api_safe_upgrades_refuses_what_it_should() {
+    let env = TestEnv::start().await.unwrap();
+    let yaml = include_str!("fixtures/gateway-api/gateway.networking.k8s.io_vap_safeupgrades.yaml");
+    for (doc, path) in yaml.split("\n---\n").zip([POLICIES, BINDINGS]) {
+        let obj: Value = serde_saphyr::from_str(doc).unwrap();
+        let (code, _, answer) = create(&env, path, obj).await;
+        assert_eq!(code, 201, "{answer}");
+    }
+    let standard = |v: &str| {
+        json!({"gateway.networking.k8s.io/bundle-version": v,
+        "gateway.networking.k8s.io/channel": "standard"})
+    };
+    let (code, _, answer) = create(&env, CRDS, crd("thing", standard("v1.5.0"))).await;
+    assert_eq!(code, 201, "{answer}");
+    let refused = "customresourcedefinitions.apiextensions.k8s.io \"%s.gateway.networking.k8s.io\" is forbidden: ValidatingAdmissionPolicy 'safe-upgrades.gateway.networking.k8s.io' with binding 'safe-upgrades.gateway.networking.k8s.io' denied request: ";
+    let old = "Installing CRDs with version before v1.5.0 is prohibited by default. Uninstall ValidatingAdmissionPolicy safe-upgrades.gateway.networking.k8s.io to install older versions.";
+    for (name, annotations) in [
+        ("old", standard("v1.2.0")),
+        ("zero", standard("v0.8.1")),
+        ("bare", json!({})),
+    ] {
+        let (code, _, status) = create(&env, CRDS, crd(name, annotations)).await;
+        assert_eq!(code, 422, "{name}: {status}");
+        assert_eq!(
+            status["message"],
+            format!("{}{old}", refused.replace("%s", &format!("{name}s")))
+        );
+    }
+    // Experimental on top of standard is refused; standard on top of standard is not.
+    let path = format!("{CRDS}/things.gateway.networking.k8s.io");
+    let (_, _, mut stored) = send(&env, "GET", &path, None).await;
+    stored["metadata"]["annotations"]["gateway.networking.k8s.io/channel"] = json!("experimental");
+    let (code, _, status) = send(&env, "PUT", &path, Some(stored.clone())).await;
+    assert_eq!(code, 422);
+    assert!(status["message"].as_str().unwrap().ends_with("denied request: Installing experimental CRDs on top of standard channel CRDs is prohibited by default. Uninstall ValidatingAdmissionPolicy safe-upgrades.gateway.networking.k8s.io to install experimental CRDs on top of standard channel CRDs."), "{status}");
+    stored["metadata"]["annotations"]["gateway.networking.k8s.io/channel"] = json!("standard");
+    stored["metadata"]["annotations"]["gateway.networking.k8s.io/bundle-version"] = json!("v1.6.0");
+    assert_eq!(send(&env, "PUT", &path, Some(stored)).await.0, 200);
+    // CRDs of other groups are not its business.
+    let mut other = crd("other", json!({}));
+    other["metadata"]["name"] = json!("others.example.com");
+    other["spec"]["group"] = json!("example.com");
+    assert_eq!(create(&env, CRDS, other).await.0, 201);
+}
