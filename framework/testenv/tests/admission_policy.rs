@@ -2,7 +2,8 @@
 //! stored with their defaults, a write refused with upstream's words and code, `Warn` as a
 //! `Warning` header, params read from the store (and missing ones), bad input answered as the
 //! server answers it, and Gateway API's `safe-upgrades` policy (tests/fixtures/gateway-api,
-//! unmodified) refusing what it should.
+//! unmodified) refusing what it should; and webhooks' `matchConditions`, which share the
+//! policies' evaluator.
 
 use http_body_util::BodyExt;
 use kube_testenv::TestEnv;
@@ -360,4 +361,135 @@ async fn gateway_api_safe_upgrades_refuses_what_it_should() {
     other["metadata"]["name"] = json!("others.example.com");
     other["spec"]["group"] = json!("example.com");
     assert_eq!(create(&env, CRDS, other).await.0, 201);
+}
+
+const WEBHOOKS: &str = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations";
+
+/// A webhook on ConfigMap creates with label `t` = `label`, at an address nothing listens on,
+/// so a call fails the write with `failurePolicy: Fail`.
+fn webhook_config(label: &str, failure: &str, conditions: Value) -> Value {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": format!("{label}.example.com")},
+        "webhooks": [{"name": format!("{label}.wh.example.com"),
+            "clientConfig": {"url": "https://127.0.0.1:1/validate"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}],
+            "objectSelector": {"matchLabels": {"t": label}},
+            "failurePolicy": failure, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+            "matchConditions": conditions}]})
+}
+
+fn labelled(name: &str, label: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "labels": {"t": label}}, "data": data})
+}
+
+#[tokio::test]
+async fn webhook_match_conditions_decide_the_call() {
+    let env = TestEnv::start().await.unwrap();
+    let big = json!([{"name": "big", "expression": "has(object.data) && object.data.size() > 1"},
+        {"name": "create", "expression": "request.operation == 'CREATE'"}]);
+    assert_eq!(
+        create(&env, WEBHOOKS, webhook_config("a", "Fail", big))
+            .await
+            .0,
+        201
+    );
+    // A false condition skips the webhook; all true calls it (and the call fails).
+    assert_eq!(
+        create(&env, CONFIGMAPS, labelled("small", "a", json!({"x": "1"})))
+            .await
+            .0,
+        201
+    );
+    let (code, _, status) = create(
+        &env,
+        CONFIGMAPS,
+        labelled("big", "a", json!({"x": "1", "y": "2"})),
+    )
+    .await;
+    assert_eq!(code, 500, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Internal error occurred: failed calling webhook \"a.wh.example.com\""),
+        "{status}"
+    );
+    // An error follows failurePolicy: Fail refuses with upstream's Forbidden, Ignore skips.
+    let broken = json!([{"name": "broken", "expression": "object.data.missing == 'x'"}]);
+    assert_eq!(
+        create(&env, WEBHOOKS, webhook_config("b", "Fail", broken.clone()))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        create(&env, WEBHOOKS, webhook_config("c", "Ignore", broken))
+            .await
+            .0,
+        201
+    );
+    let (code, _, status) = create(&env, CONFIGMAPS, labelled("b", "b", json!({"x": "1"}))).await;
+    assert_eq!(
+        (code, &status["reason"]),
+        (403, &json!("Forbidden")),
+        "{status}"
+    );
+    assert_eq!(
+        status["message"],
+        "configmaps \"b\" is forbidden: expression 'object.data.missing == 'x'' resulted in error: no such key: missing"
+    );
+    assert_eq!(
+        create(&env, CONFIGMAPS, labelled("c", "c", json!({"x": "1"})))
+            .await
+            .0,
+        201
+    );
+}
+
+#[tokio::test]
+async fn webhook_match_conditions_are_validated_at_creation() {
+    let env = TestEnv::start().await.unwrap();
+    let bad = json!([{"name": "a", "expression": "object.data +"}, {"name": "a", "expression": "'x'"},
+        {"name": "Not Qualified!", "expression": "true"}, {"name": "p", "expression": "params.x == 1"}]);
+    let (code, _, status) = create(&env, WEBHOOKS, webhook_config("bad", "Fail", bad)).await;
+    assert_eq!(code, 422);
+    let causes: Vec<String> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {}",
+                c["field"].as_str().unwrap(),
+                c["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(causes.len(), 5, "{causes:#?}");
+    assert!(causes[0].starts_with("webhooks[0].matchConditions[0].expression: Invalid value: \"object.data +\": compilation failed: ERROR: <input>:1:14: Syntax error"), "{}", causes[0]);
+    assert_eq!(
+        causes[1],
+        "webhooks[0].matchConditions[1].expression: Invalid value: \"'x'\": must evaluate to bool"
+    );
+    assert_eq!(
+        causes[2],
+        "webhooks[0].matchConditions[1].name: Duplicate value: \"a\""
+    );
+    assert!(causes[3].starts_with("webhooks[0].matchConditions[2].name: Invalid value: \"Not Qualified!\": name part must consist of"), "{}", causes[3]);
+    assert!(
+        causes[4].contains("undeclared reference to 'params'"),
+        "{}",
+        causes[4]
+    );
+    let many: Vec<Value> = (0..65)
+        .map(|i| json!({"name": format!("c{i}"), "expression": "true"}))
+        .collect();
+    let (code, _, status) =
+        create(&env, WEBHOOKS, webhook_config("many", "Fail", json!(many))).await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        status["details"]["causes"][0]["message"],
+        "Too many: 65: must have at most 64 items"
+    );
 }

@@ -8,7 +8,9 @@ use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
 use super::Objects;
-use crate::api::cel::admission::{Activation, Declarations, Program, Returns, compile_all};
+use crate::api::cel::admission::{
+    Activation, Declarations, Program, Returns, compile_all, conditions,
+};
 use crate::api::cel::values::plain;
 
 /// The longest message a `messageExpression` may make, in bytes.
@@ -138,24 +140,6 @@ impl Compiled {
 fn all(sources: &[String], returns: Returns, decls: &Declarations) -> Result<Vec<Program>, String> {
     let refs: Vec<&str> = sources.iter().map(String::as_str).collect();
     compile_all(&refs, returns, decls).into_iter().collect()
-}
-
-/// Upstream's match-condition matcher: any `false` is no match; otherwise the errors, joined
-/// as Go's aggregate error joins them.
-pub fn conditions(programs: &[Program], act: &mut Activation) -> Result<bool, String> {
-    let mut errors = Vec::new();
-    for p in programs {
-        match act.evaluate(p) {
-            Ok(Cel::Bool(false)) => return Ok(false),
-            Ok(_) => {}
-            Err(e) => errors.push(e.to_string()),
-        }
-    }
-    match errors.len() {
-        0 => Ok(true),
-        1 => Err(errors.remove(0)),
-        _ => Err(format!("[{}]", errors.join(", "))),
-    }
 }
 
 fn message(v: &Validation, act: &mut Activation) -> String {

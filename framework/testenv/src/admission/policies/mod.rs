@@ -125,7 +125,7 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                     continue;
                 }
             };
-            let request = request_map(req, &resource);
+            let request = req.admission_request(&resource);
             let namespace = namespace_object(state, req);
             let actions = crate::api::validation::string_list(bspec.get("validationActions"));
             for param in found {
@@ -246,20 +246,6 @@ fn applies(
         ..selectors
     };
     Ok(matched(state, &some, req, objects)?.map(|(_, r)| r))
-}
-
-/// The `request` variable: upstream's `AdmissionRequest` for the write.
-fn request_map(req: &Request, resource: &Gvr) -> Value {
-    let kind = json!({"group": req.kind.group, "version": req.kind.version, "kind": req.kind.kind});
-    let res = |r: &Gvr| json!({"group": r.group, "version": r.version, "resource": r.resource});
-    json!({
-        "kind": kind, "resource": res(resource), "subResource": req.sub_resource,
-        "requestKind": kind, "requestResource": res(&req.resource),
-        "requestSubResource": req.sub_resource,
-        "name": req.name, "namespace": req.namespace, "operation": req.operation,
-        "userInfo": {"username": req.user.username, "uid": req.user.uid, "groups": req.user.groups},
-        "dryRun": req.dry_run, "options": req.options,
-    })
 }
 
 /// The `namespaceObject` variable: the write's namespace (none for a Namespace itself or a

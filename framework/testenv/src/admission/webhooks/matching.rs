@@ -6,11 +6,14 @@
 //! everything; `scope`), and with `matchPolicy: Equivalent` the same rules against the other
 //! versions of the resource. A selector's error counts only for a webhook a rule matched.
 
+use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
 use super::config::{Hook, Rule};
 use super::equivalent::{self, Conversion};
 use super::{Gvk, Gvr, Objects, Request};
+use crate::api::cel::admission::{Activation, Declarations, Returns, compile_all, conditions};
+use crate::api::cel::values::plain;
 use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
 use crate::storage::selectors::LabelSelector;
@@ -65,6 +68,20 @@ pub fn invocation(
     let Some((kind, resource)) = matched(state, &criteria, req, objects)? else {
         return Ok(None);
     };
+    match conditions_match(hook, req, &resource, objects) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(_) if hook.fail_open => return Ok(None),
+        Err(e) => {
+            let group = &req.resource.group;
+            return Err(ApiError::forbidden(
+                group,
+                &req.resource.resource,
+                &req.name,
+                &e,
+            ));
+        }
+    }
     let conversion = match (&req.crd, resource.version != req.resource.version) {
         (Some(crd), true) => Some(equivalent::of(state, crd)),
         _ => None,
@@ -76,6 +93,33 @@ pub fn invocation(
         conversion,
         target: hook.client.resolve(state),
     }))
+}
+
+/// A webhook's `matchConditions` on the write, as upstream evaluates them once its rules
+/// matched: any `false` skips the webhook; an error (none `false`) is the caller's to decide
+/// under `failurePolicy`. The objects are the write's version (no conversion for an
+/// `Equivalent` rule), `namespaceObject` is null and `params` undeclared.
+fn conditions_match(
+    hook: &Hook,
+    req: &Request,
+    resource: &Gvr,
+    objects: &Objects,
+) -> Result<bool, String> {
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let sources: Vec<&str> = hook.match_conditions.iter().map(String::as_str).collect();
+    let programs = compile_all(&sources, Returns::Bool, &Declarations::default())
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let value = |o: &Option<Value>| o.as_ref().map_or(Cel::Null, plain);
+    let mut act = Activation::new(vec![
+        ("object", value(&objects.object)),
+        ("oldObject", value(&objects.old)),
+        ("request", plain(&req.admission_request(resource))),
+        ("namespaceObject", Cel::Null),
+    ]);
+    conditions(&programs, &mut act)
 }
 
 /// What decides whether a webhook (or a policy, or a policy binding) applies to a write.

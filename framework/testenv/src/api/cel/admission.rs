@@ -227,6 +227,25 @@ impl Activation {
     }
 }
 
+/// Upstream's match-condition matcher (`webhook/matchconditions`), for policies and webhooks
+/// alike: any condition `false` is no match; otherwise the errors, joined as Go's aggregate
+/// error joins them, for the caller's `failurePolicy` to decide.
+pub fn conditions(programs: &[Program], act: &mut Activation) -> Result<bool, String> {
+    let mut errors = Vec::new();
+    for p in programs {
+        match act.evaluate(p) {
+            Ok(Cel::Bool(false)) => return Ok(false),
+            Ok(_) => {}
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
 /// An evaluation's error before it names its expression.
 enum Raw {
     Error(String),

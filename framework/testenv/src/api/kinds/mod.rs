@@ -16,6 +16,7 @@ mod namespace;
 mod node;
 mod pod;
 mod rbac;
+mod registration;
 mod reviews;
 mod secret;
 mod service;

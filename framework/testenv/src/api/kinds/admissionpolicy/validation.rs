@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::super::webhookconfiguration::rule;
+use super::super::registration::{expression, match_conditions, rule};
 use crate::api::cel::admission::{Declarations, Returns, compile};
 use crate::api::cel::types::Ty;
 use crate::api::status::{Cause, go_quote};
@@ -25,18 +25,6 @@ fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
 
 fn is_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(|p| is_label(p, false))
-}
-
-/// A compiled expression's cause, if it does not compile.
-fn expression(
-    field: String,
-    source: &str,
-    returns: Returns,
-    decls: &Declarations,
-) -> Option<Cause> {
-    compile(source, returns, decls)
-        .err()
-        .map(|e| Cause::invalid(field, &go_quote(source), &e))
 }
 
 /// A policy's causes.
@@ -237,48 +225,6 @@ fn match_resources(m: &Value, at: &str) -> Vec<Cause> {
                 }
             }
             causes.extend(rule(r, &at));
-        }
-    }
-    causes
-}
-
-/// Upstream's `validateMatchConditions`: at most 64, each named (a qualified name) and unique,
-/// each expression a bool that compiles.
-pub fn match_conditions(conditions: &[Value], decls: &Declarations, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if conditions.len() > 64 {
-        causes.push(Cause {
-            reason: "FieldValueTooMany",
-            message: format!("Too many: {}: must have at most 64 items", conditions.len()),
-            field: at.to_string(),
-        });
-    }
-    let mut names = std::collections::HashSet::new();
-    for (i, c) in conditions.iter().enumerate() {
-        let at = format!("{at}[{i}]");
-        let source = text(c, "expression").unwrap_or("").trim();
-        if source.is_empty() {
-            causes.push(Cause::required(format!("{at}.expression"), ""));
-        } else {
-            causes.extend(expression(
-                format!("{at}.expression"),
-                source,
-                Returns::Bool,
-                decls,
-            ));
-        }
-        let name = text(c, "name").unwrap_or("");
-        if name.is_empty() {
-            causes.push(Cause::required(format!("{at}.name"), ""));
-        } else {
-            causes.extend(qualified_name(&format!("{at}.name"), name));
-            if !names.insert(name) {
-                causes.push(Cause {
-                    reason: "FieldValueDuplicate",
-                    message: format!("Duplicate value: {}", go_quote(name)),
-                    field: format!("{at}.name"),
-                });
-            }
         }
     }
     causes
