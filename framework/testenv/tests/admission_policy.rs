@@ -493,3 +493,66 @@ async fn webhook_match_conditions_are_validated_at_creation() {
         "Too many: 65: must have at most 64 items"
     );
 }
+
+#[tokio::test]
+async fn the_server_writes_type_checking_into_the_status() {
+    let env = TestEnv::start().await.unwrap();
+    let widgets = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                "type": "object", "properties": {"spec": {"type": "object",
+                    "properties": {"replicas": {"type": "integer"}, "name": {"type": "string"}}}}}}}]}});
+    assert_eq!(create(&env, CRDS, widgets).await.0, 201);
+    let policy = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["widgets"]}]},
+            "validations": [
+                {"expression": "object.spec.replicas > 1 && has(object.metadata.labels)"},
+                {"expression": "object.spec.replica > 1", "messageExpression": "'bad ' + object.spec.nme"}]}});
+    let (code, _, created) = create(&env, POLICIES, policy).await;
+    assert_eq!(code, 201, "{created}");
+    assert!(created.get("status").is_none(), "{created}");
+    let path = format!("{POLICIES}/widgets.example.com");
+    let (_, _, stored) = send(&env, "GET", &path, None).await;
+    assert_eq!(stored["status"]["observedGeneration"], 1, "{stored}");
+    let warnings = stored["status"]["typeChecking"]["expressionWarnings"]
+        .as_array()
+        .unwrap();
+    let fields: Vec<&str> = warnings
+        .iter()
+        .map(|w| w["fieldRef"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.validations[1].expression",
+            "spec.validations[1].messageExpression"
+        ]
+    );
+    for (w, field) in warnings.iter().zip(["replica", "nme"]) {
+        let text = w["warning"].as_str().unwrap();
+        assert!(
+            text.starts_with("example.com/v1, Kind=Widget: ERROR: <input>:1:"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("undefined field '{field}'")) && text.ends_with('\n'),
+            "{text}"
+        );
+    }
+    // A built-in kind has no schema here: nothing to warn about, the generation observed.
+    create(
+        &env,
+        POLICIES,
+        configmap_policy("keys.example.com", json!({})),
+    )
+    .await;
+    let (_, _, stored) = send(&env, "GET", &format!("{POLICIES}/keys.example.com"), None).await;
+    assert_eq!(
+        stored["status"],
+        json!({"observedGeneration": 1, "typeChecking": {}})
+    );
+}

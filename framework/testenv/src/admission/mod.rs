@@ -8,7 +8,7 @@
 pub mod chain;
 mod namespace;
 mod object_meta;
-mod policies;
+pub mod policies;
 mod strategy;
 pub mod webhooks;
 pub mod write_checks;

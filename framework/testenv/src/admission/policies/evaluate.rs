@@ -60,7 +60,7 @@ impl Compiled {
     pub fn of(spec: &Value) -> Result<Compiled, String> {
         let mut decls = Declarations {
             params: spec.get("paramKind").is_some_and(Value::is_object),
-            variables: Vec::new(),
+            ..Declarations::default()
         };
         let sources = |key: &str, field: &str| -> Vec<String> {
             items(spec, key)

@@ -9,11 +9,14 @@
 //! Policies are read from the store at each write, so one applies from the write after it is
 //! stored, as once upstream's informer has seen it.
 //!
+//! `status` writes the policy's status when it is stored.
+//!
 //! Objects are given to the expressions in the version written, also when an `Equivalent`
 //! rule matched another version of a custom resource.
 
 mod evaluate;
 mod params;
+pub mod status;
 
 use std::borrow::Cow;
 

@@ -44,18 +44,23 @@ pub struct Declarations {
     pub params: bool,
     /// The policy's variables before this one, with their types.
     pub variables: Vec<(String, Ty)>,
+    /// The type of `object` and `oldObject` (`dyn` when `None`), for type checking.
+    pub object: Option<Rc<Decl>>,
+    /// The type of `params` (`dyn` when `None`), for type checking.
+    pub params_type: Option<Rc<Decl>>,
 }
 
 impl Declarations {
     fn env(&self) -> Env {
         let dyn_ = || Decl::of(Ty::Dyn);
+        let object = self.object.clone().unwrap_or_else(dyn_);
         let mut env = Env::new()
-            .var("object", dyn_())
-            .var("oldObject", dyn_())
+            .var("object", object.clone())
+            .var("oldObject", object)
             .var("request", dyn_())
             .var("namespaceObject", dyn_());
         if self.params {
-            env = env.var("params", dyn_());
+            env = env.var("params", self.params_type.clone().unwrap_or_else(dyn_));
         }
         let fields: BTreeMap<String, Rc<Decl>> = self
             .variables
@@ -100,6 +105,16 @@ pub fn compile(source: &str, returns: Returns, decls: &Declarations) -> Result<P
     compile_all(&[source], returns, decls)
         .pop()
         .unwrap_or_else(|| Err("compilation failed: no parse result".into()))
+}
+
+/// Type checks `source` alone (any result type): the checker's issues, as cel-go renders
+/// them, if it has any.
+pub fn type_issues(source: &str, decls: &Declarations) -> Option<String> {
+    let parsed = parse_all(&[source]).pop()?;
+    match parsed {
+        Err(e) => Some(e),
+        Ok(p) => check(&p, &decls.env()).err(),
+    }
 }
 
 fn typed(parsed: Result<Parsed, String>, returns: Returns, env: &Env) -> Result<Program, String> {
@@ -304,8 +319,8 @@ mod tests {
         )
         .unwrap();
         let decls = Declarations {
-            params: false,
             variables: vec![("replicas".into(), x.output.clone())],
+            ..Declarations::default()
         };
         let rule = compile("variables.replicas <= 5", Returns::Bool, &decls).unwrap();
         let other = compile("request.operation == 'CREATE'", Returns::Bool, &decls).unwrap();

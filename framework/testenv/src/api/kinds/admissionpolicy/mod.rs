@@ -3,7 +3,8 @@
 //! runs. Upstream's v1 defaults (`failurePolicy: Fail`; a `matchConstraints` or
 //! `matchResources` with `matchPolicy: Equivalent`, empty selectors and its rules' `scope: *`;
 //! a `paramRef`'s `parameterNotFoundAction: Deny`) and its validation (`validation`). A policy
-//! has a status subresource, and both keep `generation`.
+//! has a status subresource, which the server writes (`admission::policies::status`), and both
+//! keep `generation`.
 
 mod validation;
 
@@ -30,7 +31,7 @@ pub const POLICY: Kind = Kind {
         generation: true,
         ..Rest::PLAIN
     },
-    lifecycle: Lifecycle::Object,
+    lifecycle: Lifecycle::AdmissionPolicy,
     name_rule: NameRule::Subdomain,
     field_selectors: &[],
     patch_lists: &[("spec.matchConditions", ListStrategy::MergeByKey("name"))],

@@ -56,7 +56,7 @@ pub fn policy(obj: &Value, _old: Option<&Value>) -> Vec<Cause> {
     }
     let base = Declarations {
         params,
-        variables: Vec::new(),
+        ..Declarations::default()
     };
     causes.extend(match_conditions(
         items(spec, "matchConditions"),
