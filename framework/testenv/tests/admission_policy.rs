@@ -556,3 +556,115 @@ async fn the_server_writes_type_checking_into_the_status() {
         json!({"observedGeneration": 1, "typeChecking": {}})
     );
 }
+
+#[tokio::test]
+async fn what_a_policy_and_its_binding_match() {
+    let env = TestEnv::start().await.unwrap();
+    for (name, labels) in [("team-a", json!({"team": "a"})), ("team-b", json!({}))] {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}});
+        assert_eq!(create(&env, "/api/v1/namespaces", ns).await.0, 201);
+    }
+    let policy = configmap_policy(
+        "scoped.example.com",
+        json!({
+            "matchConstraints": {
+                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}],
+                "excludeResourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"], "resourceNames": ["skip-me"]}]},
+            "matchConditions": [{"name": "not-skipped",
+                "expression": "!has(object.metadata.labels) || !('skip' in object.metadata.labels)"}],
+            "validations": [
+                {"expression": "!has(object.data) || object.data.size() <= 1", "message": "at most one key"},
+                {"expression": "namespaceObject.metadata.labels.team == 'a'", "message": "team a only"}]
+        }),
+    );
+    assert_eq!(create(&env, POLICIES, policy).await.0, 201);
+    let b = binding(
+        "scoped-binding.example.com",
+        "scoped.example.com",
+        json!({"matchResources": {"namespaceSelector": {"matchLabels": {"team": "a"}}}}),
+    );
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    let in_ns = |ns: &str| format!("/api/v1/namespaces/{ns}/configmaps");
+    let big = json!({"x": "1", "y": "2"});
+    let (code, _, status) = create(&env, &in_ns("team-a"), configmap("big", big.clone())).await;
+    assert_eq!(code, 422);
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: at most one key"),
+        "{status}"
+    );
+    // Excluded by name, skipped by a false match condition, outside the binding's namespaces.
+    assert_eq!(
+        create(&env, &in_ns("team-a"), configmap("skip-me", big.clone()))
+            .await
+            .0,
+        201
+    );
+    let mut labelled = configmap("labelled", big.clone());
+    labelled["metadata"]["labels"] = json!({"skip": "yes"});
+    assert_eq!(create(&env, &in_ns("team-a"), labelled).await.0, 201);
+    assert_eq!(
+        create(&env, &in_ns("team-b"), configmap("big", big.clone()))
+            .await
+            .0,
+        201
+    );
+
+    // failurePolicy: Ignore lets an erroring policy through; params not found with Allow too.
+    let ignore = configmap_policy(
+        "ignore.example.com",
+        json!({"failurePolicy": "Ignore",
+        "validations": [{"expression": "object.data.missing == 'x'"}]}),
+    );
+    assert_eq!(create(&env, POLICIES, ignore).await.0, 201);
+    let b = binding(
+        "ignore-binding.example.com",
+        "ignore.example.com",
+        json!({}),
+    );
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    let mut allow = configmap_policy(
+        "allow.example.com",
+        json!({"paramKind": {"apiVersion": "v1", "kind": "Secret"},
+        "validations": [{"expression": "false"}]}),
+    );
+    allow["spec"]["matchConstraints"]["resourceRules"][0]["resources"] = json!(["configmaps"]);
+    assert_eq!(create(&env, POLICIES, allow).await.0, 201);
+    let b = binding(
+        "allow-binding.example.com",
+        "allow.example.com",
+        json!({"paramRef": {
+        "selector": {"matchLabels": {"role": "limit"}}, "parameterNotFoundAction": "Allow"}}),
+    );
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    assert_eq!(
+        create(
+            &env,
+            &in_ns("team-b"),
+            configmap("small", json!({"x": "1"}))
+        )
+        .await
+        .0,
+        201
+    );
+    // Once a Secret the selector picks exists, the policy runs with it as params, and refuses.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "limit", "labels": {"role": "limit"}}});
+    assert_eq!(
+        create(&env, "/api/v1/namespaces/team-b/secrets", secret)
+            .await
+            .0,
+        201
+    );
+    let (code, _, status) = create(
+        &env,
+        &in_ns("team-b"),
+        configmap("later", json!({"x": "1"})),
+    )
+    .await;
+    assert_eq!(code, 422);
+    assert!(status["message"].as_str().unwrap().contains("'allow.example.com' with binding 'allow-binding.example.com' denied request: failed expression: false"), "{status}");
+}
