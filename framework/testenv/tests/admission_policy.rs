@@ -668,3 +668,42 @@ async fn what_a_policy_and_its_binding_match() {
     assert_eq!(code, 422);
     assert!(status["message"].as_str().unwrap().contains("'allow.example.com' with binding 'allow-binding.example.com' denied request: failed expression: false"), "{status}");
 }
+
+#[tokio::test]
+async fn policies_run_before_the_validating_webhooks() {
+    // kube-apiserver's plugin order puts ValidatingAdmissionPolicy before
+    // ValidatingAdmissionWebhook: a policy's denial is the answer, the webhook (here one that
+    // cannot be reached, under failurePolicy: Fail) is never called.
+    let env = TestEnv::start().await.unwrap();
+    let always = json!([{"name": "always", "expression": "true"}]);
+    assert_eq!(
+        create(&env, WEBHOOKS, webhook_config("a", "Fail", always))
+            .await
+            .0,
+        201
+    );
+    create(
+        &env,
+        POLICIES,
+        configmap_policy("keys.example.com", json!({})),
+    )
+    .await;
+    let b = binding("keys-binding.example.com", "keys.example.com", json!({}));
+    assert_eq!(create(&env, BINDINGS, b).await.0, 201);
+    let (code, _, status) = create(
+        &env,
+        CONFIGMAPS,
+        labelled("big", "a", json!({"x": "1", "y": "2"})),
+    )
+    .await;
+    assert_eq!(code, 422, "{status}");
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("denied request: at most one key"),
+        "{status}"
+    );
+    let (code, _, _) = create(&env, CONFIGMAPS, labelled("small", "a", json!({"x": "1"}))).await;
+    assert_eq!(code, 500);
+}
