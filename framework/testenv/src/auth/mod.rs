@@ -8,6 +8,7 @@
 mod aggregation;
 mod attributes;
 mod bootstrap;
+pub mod cel;
 mod config;
 mod env;
 mod escalation;

@@ -11,6 +11,7 @@ use super::Objects;
 use crate::api::cel::admission::{
     Activation, Declarations, Program, Returns, compile_all, conditions,
 };
+use crate::api::cel::authz::Authorizer;
 use crate::api::cel::values::plain;
 
 /// The longest message a `messageExpression` may make, in bytes.
@@ -41,6 +42,8 @@ pub struct Input<'a> {
     pub params: Option<&'a Value>,
     /// `namespaceObject`.
     pub namespace: Option<&'a Value>,
+    /// `authorizer`, and what answers its checks (none: all allowed).
+    pub authorizer: (Cel, Option<&'a dyn Authorizer>),
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -106,13 +109,17 @@ impl Compiled {
     pub fn denials(&self, input: &Input<'_>, fail_open: bool) -> Vec<(String, String)> {
         let object = input.objects.object.as_ref().map_or(Cel::Null, plain);
         let old = input.objects.old.as_ref().map_or(Cel::Null, plain);
-        let mut act = Activation::new(vec![
-            ("object", object),
-            ("oldObject", old),
-            ("request", plain(input.request)),
-            ("params", input.params.map_or(Cel::Null, plain)),
-            ("namespaceObject", input.namespace.map_or(Cel::Null, plain)),
-        ]);
+        let mut act = Activation::new(
+            vec![
+                ("object", object),
+                ("oldObject", old),
+                ("request", plain(input.request)),
+                ("params", input.params.map_or(Cel::Null, plain)),
+                ("namespaceObject", input.namespace.map_or(Cel::Null, plain)),
+                ("authorizer", input.authorizer.0.clone()),
+            ],
+            input.authorizer.1,
+        );
         let error = |m: String| match fail_open {
             true => Vec::new(),
             false => vec![(m, String::new())],
@@ -142,7 +149,7 @@ fn all(sources: &[String], returns: Returns, decls: &Declarations) -> Result<Vec
     compile_all(&refs, returns, decls).into_iter().collect()
 }
 
-fn message(v: &Validation, act: &mut Activation) -> String {
+fn message(v: &Validation, act: &mut Activation<'_>) -> String {
     let from_expression = v
         .message_expression
         .as_ref()

@@ -22,9 +22,11 @@ use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
+use super::webhooks::authorizer::{self, Server};
 use super::webhooks::config::Rule;
 use super::webhooks::matching::{Criteria, matched};
 use super::webhooks::{Gvr, Objects, Request};
+use crate::api::cel::authz::Authorizer;
 use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
 use crate::storage::store::State;
@@ -129,6 +131,8 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                 }
             };
             let request = req.admission_request(&resource);
+            let server = Server::of(state, req);
+            let authorizer = server.as_ref().map(|a| a as &dyn Authorizer);
             let namespace = namespace_object(state, req);
             let actions = crate::api::validation::string_list(bspec.get("validationActions"));
             for param in found {
@@ -137,6 +141,7 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                     request: &request,
                     params: param.as_deref(),
                     namespace: namespace.as_ref(),
+                    authorizer: (authorizer::variable(req), authorizer),
                 };
                 for (message, reason) in compiled.denials(&input, fail_open) {
                     for action in &actions {

@@ -9,10 +9,12 @@
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
+use super::authorizer::{self, Server};
 use super::config::{Hook, Rule};
 use super::equivalent::{self, Conversion};
 use super::{Gvk, Gvr, Objects, Request};
 use crate::api::cel::admission::{Activation, Declarations, Returns, compile_all, conditions};
+use crate::api::cel::authz::Authorizer;
 use crate::api::cel::values::plain;
 use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
@@ -68,7 +70,7 @@ pub fn invocation(
     let Some((kind, resource)) = matched(state, &criteria, req, objects)? else {
         return Ok(None);
     };
-    match conditions_match(hook, req, &resource, objects) {
+    match conditions_match(state, hook, req, &resource, objects) {
         Ok(true) => {}
         Ok(false) => return Ok(None),
         Err(_) if hook.fail_open => return Ok(None),
@@ -100,6 +102,7 @@ pub fn invocation(
 /// under `failurePolicy`. The objects are the write's version (no conversion for an
 /// `Equivalent` rule), `namespaceObject` is null and `params` undeclared.
 fn conditions_match(
+    state: &State,
     hook: &Hook,
     req: &Request,
     resource: &Gvr,
@@ -113,12 +116,17 @@ fn conditions_match(
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
     let value = |o: &Option<Value>| o.as_ref().map_or(Cel::Null, plain);
-    let mut act = Activation::new(vec![
-        ("object", value(&objects.object)),
-        ("oldObject", value(&objects.old)),
-        ("request", plain(&req.admission_request(resource))),
-        ("namespaceObject", Cel::Null),
-    ]);
+    let server = Server::of(state, req);
+    let mut act = Activation::new(
+        vec![
+            ("object", value(&objects.object)),
+            ("oldObject", value(&objects.old)),
+            ("request", plain(&req.admission_request(resource))),
+            ("namespaceObject", Cel::Null),
+            ("authorizer", authorizer::variable(req)),
+        ],
+        server.as_ref().map(|a| a as &dyn Authorizer),
+    );
     conditions(&programs, &mut act)
 }
 

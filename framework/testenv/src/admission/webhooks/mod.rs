@@ -7,12 +7,14 @@
 //!   `matchPolicy: Equivalent`), its `matchConditions` (CEL, through `api::cel::admission`,
 //!   shared with the policies), and the version it is called with;
 //! - `equivalent`: an object converted to the version a webhook's rule names;
+//! - `authorizer`: RBAC as the `authorizer` of policies' and match conditions' CEL;
 //! - `review`: the `AdmissionReview` sent (`v1` or `v1beta1`) and the answer's checks;
 //! - `call`: one call, `sideEffects` against a dry run, the client in `crate::webhook_client`;
 //! - `failure`: every failure and denial in the server's words, under `failurePolicy`;
 //! - `mutation`: mutating webhooks one after another, JSON patches, reinvocation;
 //! - `validation`: validating webhooks all at once, the first refusal to arrive winning.
 
+pub mod authorizer;
 mod call;
 pub mod config;
 pub mod equivalent;
@@ -23,6 +25,9 @@ mod review;
 pub mod validation;
 
 use serde_json::Value;
+
+use crate::api::cel::authz::{Check, Verdict};
+use crate::storage::store::State;
 
 /// What a write tells its webhooks (upstream's `admission.Attributes`), the same for the
 /// mutating and the validating ones.
@@ -115,8 +120,12 @@ impl Gvr {
     }
 }
 
+/// The server's authorizer: decides a check of CEL's `authorizer` for a user on what `state`
+/// holds.
+pub type Authorize = fn(&State, &Requester, &Check) -> Verdict;
+
 /// The user a write acts as, as the review's `userInfo` names them.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Requester {
     /// `username`.
     pub username: String,
@@ -124,6 +133,9 @@ pub struct Requester {
     pub uid: String,
     /// `groups`.
     pub groups: Vec<String>,
+    /// What decides the checks of CEL expressions' `authorizer` for them: RBAC, or none
+    /// when RBAC is off (everything is allowed).
+    pub authorize: Option<Authorize>,
 }
 
 /// The objects of a write as webhooks see them: `object` (none on delete) and `oldObject`

@@ -7,9 +7,9 @@
 //! delete), `request` (the `AdmissionRequest` as a map), `namespaceObject`, `params` (declared
 //! only when the policy has a `paramKind`) and `variables` (each policy variable, with the type
 //! its expression checked to). `object`, `oldObject`, `params`, `request` and `namespaceObject`
-//! are `dyn` here, so a typo in a field of theirs shows at run time, not at creation. Upstream's
-//! `authorizer` is not declared: an expression that uses it is refused at creation as
-//! undeclared.
+//! are `dyn` here, so a typo in a field of theirs shows at run time, not at creation.
+//! `authorizer` (and `authorizer.requestResource`) is upstream's authorization library
+//! ([`super::authz`]), answered by the [`Authorizer`] the caller gives the activation.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
@@ -18,8 +18,9 @@ use kube_cel::cel::Value as Cel;
 use kube_cel::cel::common::ast::{Expr, IdedExpr};
 use kube_cel::cel::objects::{Key, Map};
 
+use super::authz::{AUTHORIZER, Authorizer};
 use super::check::{Env, check};
-use super::eval::{Error, evaluate};
+use super::eval::{Error, evaluate_authorized};
 use super::parse::{Parsed, children, parse_all};
 use super::types::{Decl, Object, Ty};
 use super::validate::{PER_CALL_LIMIT, RUNTIME_BUDGET};
@@ -58,7 +59,8 @@ impl Declarations {
             .var("object", object.clone())
             .var("oldObject", object)
             .var("request", dyn_())
-            .var("namespaceObject", dyn_());
+            .var("namespaceObject", dyn_())
+            .var("authorizer", Decl::of(Ty::named(AUTHORIZER)));
         if self.params {
             env = env.var("params", self.params_type.clone().unwrap_or_else(dyn_));
         }
@@ -157,11 +159,22 @@ fn variables_read(e: &IdedExpr, out: &mut BTreeSet<String>) {
 }
 
 /// The values one evaluation sees, and the cost budget its expressions share.
-#[derive(Debug)]
-pub struct Activation {
+pub struct Activation<'a> {
     vars: Vec<(&'static str, Cel)>,
     variables: Vec<(String, Result<Cel, String>)>,
     budget: i64,
+    authorizer: Option<&'a dyn Authorizer>,
+}
+
+impl std::fmt::Debug for Activation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Activation")
+            .field("vars", &self.vars)
+            .field("variables", &self.variables)
+            .field("budget", &self.budget)
+            .field("authorized", &self.authorizer.is_some())
+            .finish()
+    }
 }
 
 /// Why an evaluation has no value: the error upstream's evaluator reports.
@@ -184,14 +197,19 @@ impl std::fmt::Display for Failed {
     }
 }
 
-impl Activation {
-    /// The write's variables (`params` too when the policy has a `paramKind`), under the
-    /// runtime budget.
-    pub fn new(vars: Vec<(&'static str, Cel)>) -> Activation {
+impl<'a> Activation<'a> {
+    /// The write's variables (`params` too when the policy has a `paramKind`, `authorizer`
+    /// from [`super::authz::variable`]), under the runtime budget; `authorizer` answers the
+    /// authorization checks (none: everything is allowed).
+    pub fn new(
+        vars: Vec<(&'static str, Cel)>,
+        authorizer: Option<&'a dyn Authorizer>,
+    ) -> Activation<'a> {
         Activation {
             vars,
             variables: Vec::new(),
             budget: RUNTIME_BUDGET,
+            authorizer,
         }
     }
 
@@ -232,7 +250,7 @@ impl Activation {
         }
         let mut vars = self.vars.clone();
         vars.push(("variables", Cel::Map(Map::from(fields))));
-        let outcome = evaluate(&program.expr, &vars, PER_CALL_LIMIT);
+        let outcome = evaluate_authorized(&program.expr, &vars, PER_CALL_LIMIT, self.authorizer);
         if outcome.cost as i64 > self.budget {
             self.budget = 0;
             return Err(Raw::OutOfBudget);
@@ -245,7 +263,7 @@ impl Activation {
 /// Upstream's match-condition matcher (`webhook/matchconditions`), for policies and webhooks
 /// alike: any condition `false` is no match; otherwise the errors, joined as Go's aggregate
 /// error joins them, for the caller's `failurePolicy` to decide.
-pub fn conditions(programs: &[Program], act: &mut Activation) -> Result<bool, String> {
+pub fn conditions(programs: &[Program], act: &mut Activation<'_>) -> Result<bool, String> {
     let mut errors = Vec::new();
     for p in programs {
         match act.evaluate(p) {
@@ -273,13 +291,16 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn object(v: serde_json::Value) -> Activation {
-        Activation::new(vec![
-            ("object", plain(&v)),
-            ("oldObject", Cel::Null),
-            ("request", plain(&json!({"operation": "CREATE"}))),
-            ("namespaceObject", Cel::Null),
-        ])
+    fn object(v: serde_json::Value) -> Activation<'static> {
+        Activation::new(
+            vec![
+                ("object", plain(&v)),
+                ("oldObject", Cel::Null),
+                ("request", plain(&json!({"operation": "CREATE"}))),
+                ("namespaceObject", Cel::Null),
+            ],
+            None,
+        )
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! CEL as kube-apiserver runs it: parsing with cel-go's limits (`parse`), the types of a
 //! structural schema in CEL (`types`), type checking against them (`check`), and the Kubernetes
 //! CEL libraries through the `kube-cel` crate; `admission` is the environment of admission's
-//! expressions (policies and match conditions).
+//! expressions (policies and match conditions), `authz` their `authorizer` library.
 
 pub mod admission;
+pub mod authz;
 pub mod check;
 pub mod compile;
 pub mod cost;

@@ -17,6 +17,7 @@ use super::respond::{
 };
 use super::route::{Route, filter_from, parse_query, route};
 use crate::admission::chain::Outcome;
+use crate::admission::webhooks::Authorize;
 use crate::admission::webhooks::Requester;
 use crate::api::decoding;
 use crate::api::status::ApiError;
@@ -248,7 +249,7 @@ pub(super) async fn resource(
         manager: q("fieldManager").unwrap_or_else(|| fields::default_manager(req.user_agent)),
         force: query.get("force").is_some_and(|v| v == "true"),
     };
-    let who = requester(req.user);
+    let who = requester(req.user, shared.auth.enforce);
     match verb {
         "get" => {
             let (obj, converter) = shared.store.with(|s| {
@@ -428,11 +429,13 @@ fn written(
 }
 
 /// The user a write's webhooks are told about.
-fn requester(user: Option<&auth::UserInfo>) -> Requester {
+fn requester(user: Option<&auth::UserInfo>, rbac: bool) -> Requester {
+    let authorize: Authorize = auth::cel::authorize;
     user.map(|u| Requester {
         username: u.name.clone(),
         uid: u.uid.clone(),
         groups: u.groups.clone(),
+        authorize: rbac.then_some(authorize),
     })
     .unwrap_or_default()
 }

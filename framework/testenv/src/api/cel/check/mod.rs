@@ -14,6 +14,7 @@ use kube_cel::cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue,
 };
 
+use super::authz::{AUTHORIZER, RESOURCE_CHECK};
 use super::parse::{Parsed, issue_at, offsets, render};
 use super::types::{Decl, Ty};
 use signatures::{Bindings, declared, with_overloads};
@@ -215,6 +216,9 @@ impl Checker<'_> {
             },
             Ty::Map(_, v) => v.clone(),
             Ty::Dyn => dyn_decl(),
+            Ty::Opaque(AUTHORIZER, _) if field == "requestResource" => {
+                Decl::of(Ty::named(RESOURCE_CHECK))
+            }
             other => {
                 self.error(
                     id,

@@ -5,6 +5,7 @@
 //! cel-go's words (`no such key: x`, `division by zero`); `&&`, `||` and the comprehension
 //! macros absorb an error another operand makes irrelevant, as CEL specifies.
 
+mod authz;
 mod basics;
 mod calls;
 
@@ -19,6 +20,8 @@ use kube_cel::cel::objects::{Key, Map};
 pub use basics::{Error, optional};
 pub use calls::TypeValue;
 
+use crate::api::cel::authz::Authorizer;
+
 use basics::{as_optional, key_of, key_value, no_overload, runtime};
 
 /// An evaluation's value (or error) and its cost.
@@ -32,6 +35,16 @@ pub struct Outcome {
 
 /// Evaluates `expr` with `vars` bound, stopping once its cost passes `limit`.
 pub fn evaluate(expr: &IdedExpr, vars: &[(&str, Cel)], limit: u64) -> Outcome {
+    evaluate_authorized(expr, vars, limit, None)
+}
+
+/// [`evaluate`], with the authorizer `authorizer` checks ask (none: all allowed).
+pub fn evaluate_authorized(
+    expr: &IdedExpr,
+    vars: &[(&str, Cel)],
+    limit: u64,
+    authorizer: Option<&dyn Authorizer>,
+) -> Outcome {
     let mut e = Evaluator {
         scope: vars
             .iter()
@@ -39,6 +52,7 @@ pub fn evaluate(expr: &IdedExpr, vars: &[(&str, Cel)], limit: u64) -> Outcome {
             .collect(),
         cost: 0,
         limit,
+        authorizer,
     };
     let value = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| e.eval(expr)))
         .unwrap_or_else(|_| Err(runtime("internal error: the CEL library panicked")));
@@ -59,10 +73,11 @@ impl kube_cel::cel::objects::Opaque for Failed {
     }
 }
 
-struct Evaluator {
+struct Evaluator<'a> {
     scope: Vec<(String, Cel)>,
     cost: u64,
     limit: u64,
+    authorizer: Option<&'a dyn Authorizer>,
 }
 
 fn literal(l: &LiteralValue) -> Cel {
@@ -77,7 +92,7 @@ fn literal(l: &LiteralValue) -> Cel {
     }
 }
 
-impl Evaluator {
+impl Evaluator<'_> {
     fn charge(&mut self, n: u64) -> Result<(), Error> {
         self.cost = self.cost.saturating_add(n);
         if self.cost > self.limit {
@@ -249,7 +264,10 @@ impl Evaluator {
                 None => args.push(self.eval(a)?),
             }
         }
-        let (value, cost) = calls::call(name, namespace, target.as_ref(), args);
+        let (value, cost) = match target.as_ref().and_then(authz::of) {
+            Some(v) => authz::call(v, name, &args, self.authorizer),
+            None => calls::call(name, namespace, target.as_ref(), args),
+        };
         self.charge(cost)?;
         value
     }
@@ -343,7 +361,10 @@ fn select(operand: &Cel, field: &str, test: bool) -> Result<Cel, Error> {
                 (false, None) => Err(runtime(format!("no such key: {field}"))),
             }
         }
-        _ => Err(no_overload()),
+        other => match authz::of(other) {
+            Some(v) if !test => authz::select(v, field),
+            _ => Err(no_overload()),
+        },
     }
 }
 
