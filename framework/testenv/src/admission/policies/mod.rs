@@ -11,8 +11,11 @@
 //!
 //! `status` writes the policy's status when it is stored.
 //!
-//! Objects are given to the expressions in the version written, also when an `Equivalent`
-//! rule matched another version of a custom resource.
+//! When an `Equivalent` rule matched another version of a custom resource than the one written,
+//! the expressions see the objects (and `request.kind`, `request.resource`) in the version the
+//! rule named, as upstream converts them; a CRD whose conversion is a webhook is the exception:
+//! policies run under the store's lock, where no webhook is called, so they see the version
+//! written.
 
 mod evaluate;
 mod params;
@@ -25,7 +28,7 @@ use serde_json::{Value, json};
 use super::webhooks::authorizer::{self, Server};
 use super::webhooks::config::Rule;
 use super::webhooks::matching::{Criteria, matched};
-use super::webhooks::{Gvr, Objects, Request};
+use super::webhooks::{Gvk, Gvr, Objects, Request, equivalent};
 use crate::api::cel::authz::Authorizer;
 use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
@@ -83,8 +86,8 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
             reason: String::new(),
         };
         let constraints = spec.get("matchConstraints").unwrap_or(&Value::Null);
-        let resource = match applies(state, constraints, req, objects) {
-            Ok(Some(resource)) => resource,
+        let (kind, resource) = match applies(state, constraints, req, objects) {
+            Ok(Some(matched)) => matched,
             Ok(None) => continue,
             Err(e) if fail_open => {
                 let _ = e;
@@ -95,6 +98,9 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                 continue;
             }
         };
+        // Through `matchPolicy: Equivalent`, the version the rule named (see `at_once`).
+        let converted = equivalent::at_once(state, req, &resource, objects);
+        let seen = converted.as_ref().unwrap_or(objects);
         let compiled = match evaluate::Compiled::of(spec) {
             Ok(c) => c,
             Err(_) if fail_open => continue,
@@ -130,14 +136,14 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                     continue;
                 }
             };
-            let request = req.admission_request(&resource);
+            let request = req.admission_request(&kind, &resource);
             let server = Server::of(state, req);
             let authorizer = server.as_ref().map(|a| a as &dyn Authorizer);
             let namespace = namespace_object(state, req);
             let actions = crate::api::validation::string_list(bspec.get("validationActions"));
             for param in found {
                 let input = evaluate::Input {
-                    objects,
+                    objects: seen,
                     request: &request,
                     params: param.as_deref(),
                     namespace: namespace.as_ref(),
@@ -191,13 +197,13 @@ fn rules(m: &Value, key: &str) -> Vec<(Rule, Vec<String>)> {
 
 /// Upstream's policy matcher on a `matchConstraints` or `matchResources`: its selectors, not
 /// an `excludeResourceRules` rule, and one of its `resourceRules` (any write when it has none);
-/// a rule with `resourceNames` matches only those names. The resource the rule named.
+/// a rule with `resourceNames` matches only those names. The kind and resource the rule named.
 fn applies(
     state: &State,
     m: &Value,
     req: &Request,
     objects: &Objects,
-) -> Result<Option<Gvr>, ApiError> {
+) -> Result<Option<(Gvk, Gvr)>, ApiError> {
     let empty = json!({});
     let named = |rules: Vec<(Rule, Vec<String>)>| -> Vec<Rule> {
         rules
@@ -246,14 +252,14 @@ fn applies(
             rules: &any,
             ..selectors
         };
-        return Ok(matched(state, &all, req, objects)?.map(|(_, r)| r));
+        return matched(state, &all, req, objects);
     }
     let included = named(included);
     let some = Criteria {
         rules: &included,
         ..selectors
     };
-    Ok(matched(state, &some, req, objects)?.map(|(_, r)| r))
+    matched(state, &some, req, objects)
 }
 
 /// The `namespaceObject` variable: the write's namespace (none for a Namespace itself or a

@@ -2,11 +2,12 @@
 //! matched through `matchPolicy: Equivalent` (its rule names `v1`, the write came through
 //! `v1beta1`): the webhook gets them in the version it named, and a mutating webhook's patch
 //! applies to that version and is converted back. Built-in kinds have no other version here;
-//! a CRD converts as its `spec.conversion` says.
+//! a CRD converts as its `spec.conversion` says. Policies and match conditions, which run under
+//! the store's lock, see the objects converted too when that needs no webhook (`at_once`).
 
 use serde_json::Value;
 
-use super::Objects;
+use super::{Gvr, Objects, Request};
 use crate::api::status::ApiError;
 use crate::crd::conversion::{self, Converter};
 use crate::storage::store::State;
@@ -28,18 +29,35 @@ pub fn of(state: &State, crd: &str) -> Conversion {
     }
 }
 
+/// `objects` as the version `resource` names, when that needs no call: the write's own version,
+/// or a CRD with `strategy: None` (only `apiVersion` changes). `None` when only the CRD's
+/// conversion webhook can convert them.
+pub fn at_once(state: &State, req: &Request, resource: &Gvr, objects: &Objects) -> Option<Objects> {
+    match (&req.crd, resource.version != req.resource.version) {
+        (Some(crd), true) => match of(state, crd) {
+            Conversion::None => Some(relabel(objects.clone(), &resource.api_version())),
+            Conversion::Webhook(_) => None,
+        },
+        _ => Some(objects.clone()),
+    }
+}
+
+fn relabel(objects: Objects, api_version: &str) -> Objects {
+    let one = |o: Option<Value>| o.map(|o| rewrite(o, api_version));
+    Objects {
+        object: one(objects.object),
+        old: one(objects.old),
+    }
+}
+
 /// `objects` as `api_version` (`group/version`) shows them.
 pub async fn convert(
     conversion: &Conversion,
     objects: Objects,
     api_version: &str,
 ) -> Result<Objects, ApiError> {
-    let one = |o: Option<Value>| o.map(|o| rewrite(o, api_version));
     match conversion {
-        Conversion::None => Ok(Objects {
-            object: one(objects.object),
-            old: one(objects.old),
-        }),
+        Conversion::None => Ok(relabel(objects, api_version)),
         // One review per object, as the server converts each.
         Conversion::Webhook(converter) => {
             let one = async |o: Option<Value>| match o {

@@ -70,7 +70,7 @@ pub fn invocation(
     let Some((kind, resource)) = matched(state, &criteria, req, objects)? else {
         return Ok(None);
     };
-    match conditions_match(state, hook, req, &resource, objects) {
+    match conditions_match(state, hook, req, (&kind, &resource), objects) {
         Ok(true) => {}
         Ok(false) => return Ok(None),
         Err(_) if hook.fail_open => return Ok(None),
@@ -99,13 +99,14 @@ pub fn invocation(
 
 /// A webhook's `matchConditions` on the write, as upstream evaluates them once its rules
 /// matched: any `false` skips the webhook; an error (none `false`) is the caller's to decide
-/// under `failurePolicy`. The objects are the write's version (no conversion for an
-/// `Equivalent` rule), `namespaceObject` is null and `params` undeclared.
+/// under `failurePolicy`. The objects are those the webhook is sent: for an `Equivalent` rule,
+/// converted to the version it named when no conversion webhook is needed for that (else, as
+/// written). `namespaceObject` is null and `params` undeclared.
 fn conditions_match(
     state: &State,
     hook: &Hook,
     req: &Request,
-    resource: &Gvr,
+    (kind, resource): (&Gvk, &Gvr),
     objects: &Objects,
 ) -> Result<bool, String> {
     if hook.match_conditions.is_empty() {
@@ -115,13 +116,15 @@ fn conditions_match(
     let programs = compile_all(&sources, Returns::Bool, &Declarations::default())
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
+    let converted = equivalent::at_once(state, req, resource, objects);
+    let objects = converted.as_ref().unwrap_or(objects);
     let value = |o: &Option<Value>| o.as_ref().map_or(Cel::Null, plain);
     let server = Server::of(state, req);
     let mut act = Activation::new(
         vec![
             ("object", value(&objects.object)),
             ("oldObject", value(&objects.old)),
-            ("request", plain(&req.admission_request(resource))),
+            ("request", plain(&req.admission_request(kind, resource))),
             ("namespaceObject", Cel::Null),
             ("authorizer", authorizer::variable(req)),
         ],

@@ -73,13 +73,14 @@ impl Request {
     }
 
     /// The `request` variable of CEL expressions: upstream's `AdmissionRequest` for the write,
-    /// `resource` the one the matching rule named.
-    pub fn admission_request(&self, resource: &Gvr) -> Value {
-        let kind = serde_json::json!({"group": self.kind.group, "version": self.kind.version, "kind": self.kind.kind});
+    /// `kind` and `resource` the ones the matching rule named.
+    pub fn admission_request(&self, kind: &Gvk, resource: &Gvr) -> Value {
+        let gvk =
+            |k: &Gvk| serde_json::json!({"group": k.group, "version": k.version, "kind": k.kind});
         let res = |r: &Gvr| serde_json::json!({"group": r.group, "version": r.version, "resource": r.resource});
         serde_json::json!({
-            "kind": kind, "resource": res(resource), "subResource": self.sub_resource,
-            "requestKind": kind, "requestResource": res(&self.resource),
+            "kind": gvk(kind), "resource": res(resource), "subResource": self.sub_resource,
+            "requestKind": gvk(&self.kind), "requestResource": res(&self.resource),
             "requestSubResource": self.sub_resource,
             "name": self.name, "namespace": self.namespace, "operation": self.operation,
             "userInfo": {"username": self.user.username, "uid": self.user.uid, "groups": self.user.groups},
