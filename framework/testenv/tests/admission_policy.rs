@@ -2,7 +2,7 @@
 //! stored with their defaults, a write refused with upstream's words and code, `Warn` as a
 //! `Warning` header, params read from the store (and missing ones), bad input answered as the
 //! server answers it, and Gateway API's `safe-upgrades` policy (tests/fixtures/gateway-api,
-//! unmodified) refusing what it should; and webhooks' `matchConditions`, which share the
+//! unmodified) refusing what it should, audit annotations whose errors deny; and webhooks' `matchConditions`, which share the
 //! policies' evaluator.
 
 use http_body_util::BodyExt;
@@ -706,4 +706,41 @@ async fn policies_run_before_the_validating_webhooks() {
     );
     let (code, _, _) = create(&env, CONFIGMAPS, labelled("small", "a", json!({"x": "1"}))).await;
     assert_eq!(code, 500);
+}
+
+#[tokio::test]
+async fn audit_annotations_are_evaluated_and_their_errors_follow_the_failure_policy() {
+    let env = TestEnv::start().await.unwrap();
+    let annotations = json!({"auditAnnotations": [
+        {"key": "first-key", "valueExpression": "'a=' + object.data.a"}]});
+    let mut ignored = annotations.clone();
+    ignored["failurePolicy"] = json!("Ignore");
+    for (policy, extra) in [
+        ("audit.example.com", annotations),
+        ("lenient.example.com", ignored),
+    ] {
+        let (code, _, p) = create(&env, POLICIES, configmap_policy(policy, extra)).await;
+        assert_eq!(code, 201, "{p}");
+        // `Audit` only: a failed validation would do nothing, an annotation's error still denies.
+        let bound = binding(
+            &format!("{policy}-binding"),
+            policy,
+            json!({"validationActions": ["Audit"]}),
+        );
+        assert_eq!(create(&env, BINDINGS, bound).await.0, 201);
+    }
+    let (code, _, v) = create(&env, CONFIGMAPS, configmap("with-a", json!({"a": "1"}))).await;
+    assert_eq!(code, 201, "{v}");
+    let (code, _, status) =
+        create(&env, CONFIGMAPS, configmap("without-a", json!({"b": "2"}))).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        "configmaps \"without-a\" is forbidden: ValidatingAdmissionPolicy 'audit.example.com' with binding 'audit.example.com-binding' denied request: expression ''a=' + object.data.a' resulted in error: no such key: a"
+    );
+    // Under `failurePolicy: Ignore` the same error admits.
+    let path = format!("{BINDINGS}/audit.example.com-binding");
+    assert_eq!(send(&env, "DELETE", &path, None).await.0, 200);
+    let (code, _, v) = create(&env, CONFIGMAPS, configmap("without-a", json!({"b": "2"}))).await;
+    assert_eq!(code, 201, "{v}");
 }

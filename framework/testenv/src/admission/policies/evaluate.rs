@@ -3,6 +3,9 @@
 //! follows `failurePolicy`), then each validation in order, its variables evaluated first, all
 //! under one runtime cost budget. A failed validation's message is its `messageExpression`'s
 //! (trimmed, if it is a string of one line), else its `message`, else `failed expression: <e>`.
+//! Then each audit annotation's `valueExpression`: there is no audit log to publish its value
+//! to, but an evaluation error denies the write under `failurePolicy: Fail` as upstream's does,
+//! whatever the binding's `validationActions`.
 
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
@@ -22,6 +25,18 @@ pub struct Compiled {
     conditions: Vec<Program>,
     variables: Vec<(String, Program)>,
     validations: Vec<Validation>,
+    /// The audit annotations' `valueExpression`s.
+    annotations: Vec<Program>,
+}
+
+/// What one evaluation decided.
+#[derive(Debug, Default)]
+pub struct Decisions {
+    /// The (message, reason) of each validation failed, and of each error under
+    /// `failurePolicy: Fail` (reason empty: `Invalid`); the binding's actions decide.
+    pub failed: Vec<(String, String)>,
+    /// The audit annotations' errors, which deny whatever the actions.
+    pub annotation_errors: Vec<String>,
 }
 
 struct Validation {
@@ -97,16 +112,18 @@ impl Compiled {
                 reason: text(v, "reason").to_string(),
             });
         }
+        let annotations = sources("auditAnnotations", "valueExpression");
+        let annotations = all(&annotations, Returns::StringOrNull, &decls)?;
         Ok(Compiled {
             conditions,
             variables,
             validations,
+            annotations,
         })
     }
 
-    /// The (message, reason) of each validation `input` fails, and of each error under
-    /// `failurePolicy: Fail` (reason empty: `Invalid`).
-    pub fn denials(&self, input: &Input<'_>, fail_open: bool) -> Vec<(String, String)> {
+    /// What `input` makes of the validations and audit annotations.
+    pub fn denials(&self, input: &Input<'_>, fail_open: bool) -> Decisions {
         let object = input.objects.object.as_ref().map_or(Cel::Null, plain);
         let old = input.objects.old.as_ref().map_or(Cel::Null, plain);
         let mut act = Activation::new(
@@ -126,8 +143,13 @@ impl Compiled {
         };
         match conditions(&self.conditions, &mut act) {
             Ok(true) => {}
-            Ok(false) => return Vec::new(),
-            Err(e) => return error(e),
+            Ok(false) => return Decisions::default(),
+            Err(e) => {
+                return Decisions {
+                    failed: error(e),
+                    ..Decisions::default()
+                };
+            }
         }
         for (name, program) in &self.variables {
             act.bind(name, program);
@@ -140,7 +162,19 @@ impl Compiled {
                 Err(e) => out.extend(error(e.to_string())),
             }
         }
-        out
+        let mut annotation_errors = Vec::new();
+        for p in &self.annotations {
+            match act.evaluate(p) {
+                // A string or null, as compiling made sure: no audit log to publish it to.
+                Ok(_) => {}
+                Err(_) if fail_open => {}
+                Err(e) => annotation_errors.push(e.to_string()),
+            }
+        }
+        Decisions {
+            failed: out,
+            annotation_errors,
+        }
     }
 }
 

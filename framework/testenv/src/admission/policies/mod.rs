@@ -4,7 +4,7 @@
 //! policy's `matchConditions`, then its variables and validations (`evaluate`). A failed
 //! validation acts as the binding's `validationActions` say: `Deny` refuses the write with the
 //! first such decision, `Warn` adds a `Warning` header, `Audit` (no audit log here) does nothing
-//! more. An evaluation error, or a policy or binding that cannot be configured (params not
+//! more; an audit annotation's error denies whatever the actions (`evaluate`). An evaluation error, or a policy or binding that cannot be configured (params not
 //! found with `Deny`), denies under `failurePolicy: Fail` and is ignored under `Ignore`.
 //! Policies are read from the store at each write, so one applies from the write after it is
 //! stored, as once upstream's informer has seen it.
@@ -149,7 +149,8 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                     namespace: namespace.as_ref(),
                     authorizer: (authorizer::variable(req), authorizer),
                 };
-                for (message, reason) in compiled.denials(&input, fail_open) {
+                let decisions = compiled.denials(&input, fail_open);
+                for (message, reason) in decisions.failed {
                     for action in &actions {
                         match action.as_str() {
                             "Deny" => denied.push(Denied {
@@ -165,6 +166,17 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
                         }
                     }
                 }
+                denied.extend(
+                    decisions
+                        .annotation_errors
+                        .into_iter()
+                        .map(|message| Denied {
+                            policy: name.to_string(),
+                            binding: Some(bname.to_string()),
+                            message,
+                            reason: String::new(),
+                        }),
+                );
             }
         }
     }
