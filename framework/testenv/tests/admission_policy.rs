@@ -2,8 +2,8 @@
 //! stored with their defaults, a write refused with upstream's words and code, `Warn` as a
 //! `Warning` header, params read from the store (and missing ones), bad input answered as the
 //! server answers it, and Gateway API's `safe-upgrades` policy (tests/fixtures/gateway-api,
-//! unmodified) refusing what it should, audit annotations whose errors deny; and webhooks' `matchConditions`, which share the
-//! policies' evaluator.
+//! unmodified) refusing what it should, audit annotations whose errors deny; and webhooks'
+//! `matchConditions`, which share the policies' evaluator.
 
 use http_body_util::BodyExt;
 use kube_testenv::TestEnv;
@@ -743,4 +743,34 @@ async fn audit_annotations_are_evaluated_and_their_errors_follow_the_failure_pol
     assert_eq!(send(&env, "DELETE", &path, None).await.0, 200);
     let (code, _, v) = create(&env, CONFIGMAPS, configmap("without-a", json!({"b": "2"}))).await;
     assert_eq!(code, 201, "{v}");
+}
+
+#[tokio::test]
+async fn no_estimated_cost_is_checked_at_creation_the_runtime_limit_stops() {
+    let env = TestEnv::start().await.unwrap();
+    // Over unbounded maps its estimate is far past any budget; upstream's policy validation
+    // only compiles, so it is stored, and a write costs what the write's data makes it cost.
+    let cubic = "object.data.all(a, object.data.all(b, object.data.all(c, a != '' || b != c)))";
+    let extra = json!({"validations": [{"expression": cubic}]});
+    let (code, _, p) = create(&env, POLICIES, configmap_policy("cubic.example.com", extra)).await;
+    assert_eq!(code, 201, "{p}");
+    let bound = binding("cubic-binding.example.com", "cubic.example.com", json!({}));
+    assert_eq!(create(&env, BINDINGS, bound).await.0, 201);
+    let (code, _, v) = create(
+        &env,
+        CONFIGMAPS,
+        configmap("few", json!({"a": "1", "b": "2"})),
+    )
+    .await;
+    assert_eq!(code, 201, "{v}");
+    let many: serde_json::Map<String, Value> =
+        (0..120).map(|i| (format!("k{i}"), json!("v"))).collect();
+    let (code, _, status) = create(&env, CONFIGMAPS, configmap("many", Value::Object(many))).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(
+        status["message"],
+        format!(
+            "configmaps \"many\" is forbidden: ValidatingAdmissionPolicy 'cubic.example.com' with binding 'cubic-binding.example.com' denied request: expression '{cubic}' resulted in error: operation cancelled: actual cost limit exceeded"
+        )
+    );
 }
