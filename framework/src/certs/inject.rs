@@ -122,6 +122,21 @@ impl Managed {
         }
     }
 
+    /// Whether every managed `caBundle` of the object is `bundle` (PEM); an object that does
+    /// not exist calls nothing, so it holds any bundle.
+    pub async fn holds(&self, client: &kube::Client, bundle: &str) -> Result<bool, CertsError> {
+        let Some(object) = self.api(client).get_opt(&self.name).await? else {
+            return Ok(true);
+        };
+        let mut json = serde_json::to_value(&object)
+            .map_err(|e| CertsError::Invalid(format!("{self}: {e}")))?;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(bundle);
+        Ok(self
+            .client_configs(&mut json)
+            .iter()
+            .all(|c| c.get("caBundle").and_then(Value::as_str) == Some(encoded.as_str())))
+    }
+
     /// Writes `bundle` (PEM) into every managed `caBundle` of the object that differs;
     /// `Ok(true)` when it wrote.
     pub async fn inject(&self, client: &kube::Client, bundle: &str) -> Result<bool, CertsError> {
