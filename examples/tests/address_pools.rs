@@ -8,10 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use controller_manager::testing::{ManagerProcess, Requests, TestEnv};
-use embedding_examples::address_pool::{AddressPool, POOL_ANNOTATION};
+use embedding_examples::address_pool::{self, AddressPool, POOL_ANNOTATION};
 use k8s_openapi::api::core::v1::{Event, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
 
@@ -19,11 +18,11 @@ fn crd_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/addresspool-crd.yaml")
 }
 
-const CRD_HEADER: &str = "# The AddressPool CRD of metal-ccm's address-pool controller, generated from\n# `embedding_examples::address_pool::AddressPool` (`#[derive(CustomResource)]`); regenerate with\n# `UPDATE_CRD=1 cargo test -p embedding-examples --test address_pools crd_yaml`.\n# `kubectl apply -f docs/deploy/addresspool-crd.yaml`, then start metal-ccm with\n# `--controllers=*,address-pool`.\n";
+const CRD_HEADER: &str = "# The AddressPool CRD of metal-ccm's address-pool controller, generated from\n# `embedding_examples::address_pool::crd()` (v1, the storage version, and v1alpha1, both\n# `#[derive(CustomResource)]`, converted by metal-ccm's address-pool-conversion webhook);\n# regenerate with `UPDATE_CRD=1 cargo test -p embedding-examples --test address_pools crd_yaml`.\n# `kubectl apply -f docs/deploy/addresspool-crd.yaml`, then start metal-ccm with\n# `--controllers=*,address-pool` (and its webhooks: docs/deploy/addresspool-webhooks.yaml).\n";
 
 #[test]
 fn crd_yaml_is_the_derived_crd() {
-    let derived = AddressPool::crd();
+    let derived = address_pool::crd().unwrap();
     if std::env::var_os("UPDATE_CRD").is_some() {
         let yaml = serde_saphyr::to_string(&derived).unwrap();
         std::fs::write(crd_path(), format!("{CRD_HEADER}{yaml}")).unwrap();
@@ -92,11 +91,14 @@ fn load_balancer(name: &str, pool: Option<&str>) -> serde_json::Value {
     })
 }
 
-fn pool(name: &str, addresses: &[&str], auto_assign: bool) -> serde_json::Value {
+/// A `v1` pool: this test runs no webhook, so it writes the storage version, which needs no
+/// conversion, and names the assignment mode, which no defaulting webhook fills in.
+fn pool(name: &str, start: &str, end: &str, automatic: bool) -> serde_json::Value {
+    let assignment = if automatic { "Automatic" } else { "Manual" };
     json!({
-        "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+        "apiVersion": "metal.example.com/v1", "kind": "AddressPool",
         "metadata": {"name": name},
-        "spec": {"addresses": addresses, "autoAssign": auto_assign},
+        "spec": {"ranges": [{"start": start, "end": end}], "assignment": assignment},
     })
 }
 
@@ -138,16 +140,16 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         }
         None => {
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-            crds.create(&PostParams::default(), &AddressPool::crd())
+            crds.create(&PostParams::default(), &address_pool::crd().unwrap())
                 .await
                 .unwrap();
         }
     }
     let pools: Api<AddressPool> = Api::all(client.clone());
-    create(&pools, pool("blue", &["192.0.2.0/30"], true)).await;
+    create(&pools, pool("blue", "192.0.2.0", "192.0.2.3", true)).await;
     create(
         &pools,
-        pool("green", &["198.51.100.10-198.51.100.12"], false),
+        pool("green", "198.51.100.10", "198.51.100.12", false),
     )
     .await;
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
@@ -198,7 +200,7 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     .unwrap();
 
     // A third pool overlapping blue is refused: condition, Event, and no address from it.
-    create(&pools, pool("red", &["192.0.2.2-192.0.2.8"], true)).await;
+    create(&pools, pool("red", "192.0.2.2", "192.0.2.8", true)).await;
     ccm.wait_for(&pools, "red", "red refused", counts(0, 0, "False"))
         .await
         .unwrap();
@@ -257,17 +259,15 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
             .collect();
         assert_eq!(
             rows[0][..5],
-            ["NAME", "AUTO-ASSIGN", "ALLOCATED", "FREE", "READY"],
+            ["NAME", "ASSIGNMENT", "ALLOCATED", "FREE", "READY"],
             "{table}"
         );
         let row = |name: &str| rows.iter().find(|r| r[0] == name).map(|r| r[1..5].to_vec());
-        assert_eq!(row("blue"), Some(vec!["true", "2", "2", "True"]), "{table}");
-        assert_eq!(
-            row("green"),
-            Some(vec!["false", "1", "2", "True"]),
-            "{table}"
-        );
-        assert_eq!(row("red"), Some(vec!["true", "0", "0", "False"]), "{table}");
+        let row_is =
+            |name: &str, cells: [&str; 4]| assert_eq!(row(name), Some(cells.to_vec()), "{table}");
+        row_is("blue", ["Automatic", "2", "2", "True"]);
+        row_is("green", ["Manual", "1", "2", "True"]);
+        row_is("red", ["Automatic", "0", "0", "False"]);
     }
 
     // Deleting a Service releases its address: the count drops and the next Service gets it.

@@ -1,7 +1,9 @@
 //! `metal-ccm`: a bare-metal distro's cloud-controller-manager. The stock cloud controllers, the
 //! `static-inventory` provider and the distro's own controllers (`node-inventory`, and
 //! `address-pool`, which hands LoadBalancer addresses out of `AddressPool` resources) share one
-//! client, one informer cache, one metrics registry and one flag set.
+//! client, one informer cache, one metrics registry and one flag set. Its webhooks (the
+//! `AddressPool` defaults, overlap check and `v1alpha1` ⇄ `v1` conversion) are selected with
+//! `--webhooks` and served on every replica.
 //!
 //! ```text
 //! metal-ccm --cloud-provider=static-inventory --cloud-config=inventory.yaml \
@@ -35,10 +37,12 @@ struct Cli {
 async fn main() -> ExitCode {
     let cli: Cli = app::parse_args();
     let pools = AddressPools::default();
-    CloudControllerManager::new("metal-ccm", cli.ccm)
+    let mut ccm = CloudControllerManager::new("metal-ccm", cli.ccm)
         .controller(node_inventory::initializer(cli.node_inventory))
         .controller(address_pool::initializer(pools.clone()))
-        .provider(static_inventory::NAME, StaticInventory::factory_with(pools))
-        .run_to_exit(shutdown_on_signals())
-        .await
+        .provider(static_inventory::NAME, StaticInventory::factory_with(pools));
+    for webhook in address_pool::webhooks().iter() {
+        ccm = ccm.webhook(webhook.clone());
+    }
+    ccm.run_to_exit(shutdown_on_signals()).await
 }
