@@ -40,7 +40,7 @@ pub struct SelfManagedCerts {
 
 impl SelfManagedCerts {
     /// Certificates in Secret `namespace/secret` for `dns_names`: serving certificates valid a
-    /// year, the CA ten, checked every 30 s; the serving Lease renewed every 10 s and counting
+    /// year, the CA ten, checked every 5 s; the serving Lease renewed every 10 s and counting
     /// for 40 s, named for the host and a random suffix.
     pub fn new(namespace: &str, secret: &str, dns_names: Vec<String>) -> Self {
         SelfManagedCerts {
@@ -50,7 +50,7 @@ impl SelfManagedCerts {
             managed: Vec::new(),
             validity_days: 365,
             ca_validity_days: 3650,
-            resync: Duration::from_secs(30),
+            resync: Duration::from_secs(5),
             identity: lease::default_identity(),
             lease_renew: Duration::from_secs(10),
             lease_duration: Duration::from_secs(40),
