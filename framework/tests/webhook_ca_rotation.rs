@@ -3,7 +3,7 @@
 //! replica's Lease names the new certificate), replicas racing for a step write it once, a full
 //! rotation across three serving replicas is four Secret states in order while no handshake made
 //! with the configuration's bundle fails, and a dead replica's Lease holds the last step back
-//! only until it expires.
+//! only until it expires; the RBAC of docs/deploy/rbac-webhook-certs.yaml is all a rotation needs.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -409,4 +409,154 @@ async fn a_dead_replicas_lease_holds_the_last_step_back_until_it_expires() {
     assert_eq!(states.len(), 4, "{states:?}");
     alive.stop.cancel();
     alive.keeper.await.unwrap();
+}
+
+/// Creates every object of `docs/deploy/<file>` as the admin.
+async fn apply_deploy_file(client: &kube::Client, file: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../docs/deploy")
+        .join(file);
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&std::fs::read_to_string(path).unwrap()).unwrap();
+    for doc in docs {
+        let object: DynamicObject = serde_json::from_value(doc).unwrap();
+        let types = object.types.clone().unwrap();
+        let (group, version) = types.api_version.split_once('/').unwrap();
+        let plural = format!("{}s", types.kind.to_lowercase());
+        let resource = kube::api::ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(group, version, &types.kind),
+            &plural,
+        );
+        let api: Api<DynamicObject> = match object.metadata.namespace.as_deref() {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        api.create(&PostParams::default(), &object).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_shipped_rbac_is_all_a_rotation_needs() {
+    let env = TestEnv::builder()
+        .authorization(true)
+        .start()
+        .await
+        .unwrap();
+    let admin = env.client();
+    let account: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(
+        json!({"metadata": {"name": "cloud-controller-manager", "namespace": NS}}),
+    )
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), NS)
+        .create(&PostParams::default(), &account)
+        .await
+        .unwrap();
+    apply_deploy_file(&admin, "rbac-webhook-certs.yaml").await;
+    let vwc: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "addresspools"},
+        "webhooks": [{"name": "overlap.metal.example.com", "sideEffects": "None",
+            "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore",
+            "clientConfig": {"url": "https://localhost:9443/validate"},
+            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["gadgets"]}]}]
+    }))
+    .unwrap();
+    let resource = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingWebhookConfiguration",
+        ),
+        "validatingwebhookconfigurations",
+    );
+    Api::<DynamicObject>::all_with(admin.clone(), &resource)
+        .create(&PostParams::default(), &vwc)
+        .await
+        .unwrap();
+
+    let token = env
+        .token_for_service_account(NS, "cloud-controller-manager")
+        .unwrap();
+    let yaml = kube_testenv::kubeconfig_yaml_with_token(&env.url(), &token);
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let account = kube::Client::try_from(config).unwrap();
+    let secret = "metal-ccm-webhook-certs";
+    let mine = |identity: &str| {
+        let mut certs =
+            SelfManagedCerts::new(NS, secret, vec!["localhost".to_string()]).managing(vec![
+                "ValidatingWebhookConfiguration/addresspools"
+                    .parse()
+                    .unwrap(),
+            ]);
+        certs.identity = identity.to_string();
+        certs.resync = Duration::from_millis(100);
+        certs
+    };
+    let stop = CancellationToken::new();
+    let (_, a) = mine("a")
+        .start(account.clone(), stop.clone())
+        .await
+        .unwrap();
+    let (_, b) = mine("b")
+        .start(account.clone(), stop.clone())
+        .await
+        .unwrap();
+    let secrets: Api<Secret> = Api::namespaced(admin.clone(), NS);
+    let before = state(&secrets.get(secret).await.unwrap());
+    let patch = json!({"metadata": {"annotations": {ROTATE_ANNOTATION: ROTATE_CA}}});
+    secrets
+        .patch(secret, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let now = state(&secrets.get(secret).await.unwrap());
+        if now.cas == 1 && now.ca != before.ca {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "stuck at {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    stop.cancel();
+    a.await.unwrap();
+    b.await.unwrap();
+    let user = format!("system:serviceaccount:{NS}:cloud-controller-manager");
+    let requests = controller_manager::testing::Requests::of(&env);
+    let mine: Vec<_> = requests
+        .records()
+        .iter()
+        .filter(|r| r.user == user)
+        .collect();
+    let refused: Vec<String> = mine
+        .iter()
+        .filter(|r| r.status == 401 || r.status == 403)
+        .map(|r| format!("{} {} {:?}", r.verb, r.resource, r.name))
+        .collect();
+    assert!(refused.is_empty(), "refused: {refused:?}");
+    let used: std::collections::BTreeSet<(String, String)> = mine
+        .iter()
+        .map(|r| (r.verb.clone(), r.resource.clone()))
+        .collect();
+    for (verb, resource) in [
+        ("create", "secrets"),
+        ("get", "secrets"),
+        ("update", "secrets"),
+        ("create", "leases"),
+        ("get", "leases"),
+        ("list", "leases"),
+        ("update", "leases"),
+        ("delete", "leases"),
+        ("get", "validatingwebhookconfigurations"),
+        ("update", "validatingwebhookconfigurations"),
+    ] {
+        let pair = (verb.to_string(), resource.to_string());
+        assert!(
+            used.contains(&pair),
+            "{verb} {resource} granted but never used"
+        );
+    }
 }
