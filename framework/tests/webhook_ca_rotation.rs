@@ -309,8 +309,11 @@ async fn three_replicas_rotate_the_ca_in_three_writes_and_no_handshake_fails() {
     // Handshakes with every replica, trusting what the configuration holds at that moment, as
     // the API server does.
     let flowing = CancellationToken::new();
+    let rounds = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let rounds_done = || rounds.load(std::sync::atomic::Ordering::SeqCst);
     let flow = {
         let (flowing, client, addrs) = (flowing.clone(), client.clone(), addrs.clone());
+        let rounds = rounds.clone();
         tokio::spawn(async move {
             let mut leaves = Vec::new();
             while !flowing.is_cancelled() {
@@ -322,6 +325,7 @@ async fn three_replicas_rotate_the_ca_in_three_writes_and_no_handshake_fails() {
                         leaves.push(leaf);
                     }
                 }
+                rounds.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             }
             leaves
         })
@@ -330,11 +334,18 @@ async fn three_replicas_rotate_the_ca_in_three_writes_and_no_handshake_fails() {
     let states = watch_states(&client, secret.resource_version().unwrap(), move |s| {
         s.cas == 1 && s.ca != old
     });
+    while rounds_done() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     rotate(&client, ROTATE_CA).await;
     let states = tokio::time::timeout(WAIT, states)
         .await
         .expect("the rotation never finishes")
         .unwrap();
+    let finished = rounds_done();
+    while rounds_done() < finished + 2 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     flowing.cancel();
     let leaves = flow.await.unwrap();
     let steps: Vec<(usize, bool)> = states
