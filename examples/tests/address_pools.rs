@@ -4,6 +4,8 @@
 //! Service releases its address, `kubectl get addresspools` shows the counts, and the pool
 //! informer is shared like every other (one streaming list, a WATCH, for the process).
 
+mod support;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use k8s_openapi::api::core::v1::{Event, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
+use support::Kubectl;
 
 fn crd_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/addresspool-crd.yaml")
@@ -36,44 +39,6 @@ fn crd_yaml_is_the_derived_crd() {
 }
 
 const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/inventory.example.yaml");
-
-/// kubectl against `env`, off the async runtime; `None` when kubectl is not installed.
-struct Kubectl(PathBuf);
-
-impl Drop for Kubectl {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-impl Kubectl {
-    fn new(env: &TestEnv) -> Option<Self> {
-        let installed = std::process::Command::new("kubectl")
-            .args(["version", "--client"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !installed {
-            eprintln!("SKIPPED: kubectl steps (kubectl is not installed)");
-            return None;
-        }
-        let name = format!("address-pools-kubectl-{}.kubeconfig", std::process::id());
-        let kubeconfig = std::env::temp_dir().join(name);
-        env.write_kubeconfig(&kubeconfig).unwrap();
-        Some(Kubectl(kubeconfig))
-    }
-
-    async fn run(&self, args: &[&str]) -> String {
-        let mut cmd = std::process::Command::new("kubectl");
-        cmd.env("KUBECONFIG", &self.0).args(args);
-        let out = tokio::task::spawn_blocking(move || cmd.output())
-            .await
-            .unwrap()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "kubectl {args:?}: {stderr}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
 
 async fn create<K>(api: &Api<K>, obj: serde_json::Value)
 where
@@ -129,7 +94,7 @@ fn counts(allocated: u64, free: u64, ready: &'static str) -> impl Fn(Option<&Add
 async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
-    let kubectl = Kubectl::new(&env);
+    let kubectl = Kubectl::new(&env, "address-pools");
     match &kubectl {
         Some(k) => {
             let crd = crd_path().display().to_string();

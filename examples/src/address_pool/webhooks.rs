@@ -102,9 +102,11 @@ impl Validator<AddressPool> for NoOverlap {
     }
 }
 
-/// A 422 `Invalid` denial, as the server's own validation answers.
+/// A 403 denial (`Verdict::deny`'s code, as controller-runtime's `Denied`, MetalLB's webhook):
+/// kubectl prints its message as it is, where a 422 `Invalid` with causes would be printed as
+/// the causes alone.
 fn invalid(message: String) -> Verdict {
-    Verdict::deny(message).with_code(422).with_reason("Invalid")
+    Verdict::deny(message).with_reason("Forbidden")
 }
 
 /// `first-last`, as a range is written in `v1`.

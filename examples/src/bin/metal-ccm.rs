@@ -8,6 +8,7 @@
 //! ```text
 //! metal-ccm --cloud-provider=static-inventory --cloud-config=inventory.yaml \
 //!           --controllers=*,-route,node-inventory,address-pool --kubeconfig=...
+//! metal-ccm --dev   # all of it on an embedded API server, no cluster needed
 //! ```
 
 use std::process::ExitCode;
@@ -16,6 +17,7 @@ use clap::Parser;
 use cloud_controllers::app::{self, CloudControllerManager, CloudManagerOptions};
 use controller_manager::manager::shutdown_on_signals;
 use embedding_examples::address_pool::{self, AddressPools};
+use embedding_examples::metal_dev::{self, DevOptions};
 use embedding_examples::node_inventory::{self, NodeInventoryOptions};
 use embedding_examples::static_inventory::{self, StaticInventory};
 
@@ -31,11 +33,31 @@ struct Cli {
     ccm: CloudManagerOptions,
     #[command(flatten)]
     node_inventory: NodeInventoryOptions,
+    #[command(flatten)]
+    dev: DevOptions,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli: Cli = app::parse_args();
+    let mut cli: Cli = app::parse_args();
+    let conflicts = cli.dev.conflicts(&cli.ccm);
+    if !conflicts.is_empty() {
+        for e in &conflicts {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(2);
+    }
+    // Kept alive until the manager stops: dropping it stops the embedded API server.
+    let dev = match cli.dev.dev {
+        true => match metal_dev::start(&cli.dev, &mut cli.ccm).await {
+            Ok(env) => Some(env),
+            Err(e) => {
+                eprintln!("error: cannot start the --dev environment: {e:#}");
+                return ExitCode::FAILURE;
+            }
+        },
+        false => None,
+    };
     let pools = AddressPools::default();
     let mut ccm = CloudControllerManager::new("metal-ccm", cli.ccm)
         .controller(node_inventory::initializer(cli.node_inventory))
@@ -43,6 +65,9 @@ async fn main() -> ExitCode {
         .provider(static_inventory::NAME, StaticInventory::factory_with(pools));
     for webhook in address_pool::webhooks().iter() {
         ccm = ccm.webhook(webhook.clone());
+    }
+    if let Some(env) = &dev {
+        ccm = ccm.with_client_config(env.config());
     }
     ccm.run_to_exit(shutdown_on_signals()).await
 }

@@ -6,15 +6,13 @@
 //! thirds of its life (or on `controller-manager.io/rotate: ca`) in four steps that never leave
 //! a replica serving a certificate the configurations do not trust (`rotation`), and writes the
 //! CA bundle into the webhook configurations and CRD conversion stanzas it is told to manage
-//! (`inject`).
+//! (`inject`), pointing their `clientConfig` at a Service or URL when told to ([`ClientTarget`]).
 //!
 //! - `config`: [`SelfManagedCerts`]; `authority`: the CA and serving certificates;
 //!   `secret`: the shared Secret;
 //!   `rotation`: the next write it needs; `lease`: each replica's serving Lease;
 //!   `keeper`: the task that keeps a replica's certificate, Lease and bundles up to date;
-//!   `inject`: `caBundle` injection.
-//!
-//! Not yet: rewriting the managed configurations' `clientConfig` to a Service or URL.
+//!   `inject`: `caBundle` and `clientConfig` injection.
 
 mod authority;
 mod config;
@@ -29,9 +27,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use authority::{Pair, fingerprint};
+// `testing::WebhookInstall` serves a test's webhooks under a CA of its own.
+#[cfg(feature = "testing")]
+pub(crate) use authority::{issue, new_ca};
 pub use config::SelfManagedCerts;
 pub use error::CertsError;
-pub use inject::{Managed, ManagedKind};
+pub use inject::{ClientTarget, Managed, ManagedKind};
 pub use lease::SERVING_CERTIFICATE_ANNOTATION;
 pub use rotation::ROTATE_CA;
 pub use secret::{ROTATE_ANNOTATION, Stored};

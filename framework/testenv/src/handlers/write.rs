@@ -353,9 +353,25 @@ impl Prepared {
     pub fn object(&self) -> &Value {
         &self.object
     }
+
+    /// Step 4, the kind's step against the cluster (a Service's allocations), on the prepared
+    /// object, before the validating webhooks see it.
+    pub fn cluster_step(
+        &mut self,
+        state: &State,
+        cfg: &AdmissionConfig,
+        s: &Staged,
+    ) -> Result<(), ApiError> {
+        let old = s
+            .old
+            .as_deref()
+            .filter(|_| !matches!(s.mode, Mode::Create { .. }));
+        chain::cluster_step(&s.t.rt, &mut self.object, old, state, cfg)
+    }
 }
 
-/// Step 5: stores `obj`, or `None` when the stored object is no longer the staged one.
+/// Step 6: stores `obj`, or `None` when the stored object is no longer the staged one (or what
+/// step 4 allocated was taken).
 pub(super) fn commit(
     state: &mut State,
     cfg: &AdmissionConfig,
@@ -373,6 +389,7 @@ pub(super) fn commit(
         (Mode::Create { .. }, _) | (_, None) => {
             let ns = t.ns.as_deref();
             let obj = chain::admit_create(rt, t.res, ns, prepared.object.clone(), state, cfg)?;
+            let Some(obj) = obj else { return Ok(None) };
             store_created(state, t, record(obj), s.opts.dry_run).map(Some)
         }
         (mode, Some(old)) => {
@@ -380,7 +397,8 @@ pub(super) fn commit(
             if current.map(|c| rv_of(c)) != Some(rv_of(old)) {
                 return Ok(None);
             }
-            let obj = chain::admit_update(rt, old, prepared.object.clone(), state, cfg)?;
+            let obj = chain::admit_update(rt, old, prepared.object.clone(), state, cfg);
+            let Some(obj) = obj else { return Ok(None) };
             let stored = commit_update(state, t, old, record(obj), s.opts.dry_run);
             match mode {
                 Mode::Scale => Ok(Some((200, crd::scale::of(&t.rt, &stored)))),

@@ -10,7 +10,7 @@
 //! - `call`: one call, `sideEffects` against a dry run, the client in `crate::webhook_client`;
 //! - `failure`: every failure and denial in the server's words, under `failurePolicy`;
 //! - `mutation`: mutating webhooks one after another, JSON patches, reinvocation;
-//! - `validation`: validating webhooks all at once, the first refusal winning.
+//! - `validation`: validating webhooks all at once, the first refusal to arrive winning.
 
 mod call;
 pub mod config;
