@@ -3,7 +3,7 @@
 //! replica's Lease names the new certificate), replicas racing for a step write it once, a full
 //! rotation across three serving replicas is four Secret states in order while no handshake made
 //! with the configuration's bundle fails, and a dead replica's Lease holds the last step back
-//! only until it expires; the RBAC of docs/deploy/rbac-webhook-certs.yaml is all a rotation needs.
+//! only until it expires; the RBAC of docs/deploy/metal-ccm.yaml is all a rotation needs.
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -422,7 +422,7 @@ async fn a_dead_replicas_lease_holds_the_last_step_back_until_it_expires() {
     alive.keeper.await.unwrap();
 }
 
-/// Creates every object of `docs/deploy/<file>` as the admin.
+/// Creates every RBAC object of `docs/deploy/<file>` as the admin.
 async fn apply_deploy_file(client: &kube::Client, file: &str) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../docs/deploy")
@@ -432,6 +432,9 @@ async fn apply_deploy_file(client: &kube::Client, file: &str) {
     for doc in docs {
         let object: DynamicObject = serde_json::from_value(doc).unwrap();
         let types = object.types.clone().unwrap();
+        if !types.api_version.starts_with("rbac.authorization.k8s.io/") {
+            continue;
+        }
         let (group, version) = types.api_version.split_once('/').unwrap();
         let plural = format!("{}s", types.kind.to_lowercase());
         let resource = kube::api::ApiResource::from_gvk_with_plural(
@@ -462,10 +465,10 @@ async fn the_shipped_rbac_is_all_a_rotation_needs() {
         .create(&PostParams::default(), &account)
         .await
         .unwrap();
-    apply_deploy_file(&admin, "rbac-webhook-certs.yaml").await;
+    apply_deploy_file(&admin, "metal-ccm.yaml").await;
     let vwc: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "addresspools"},
+        "metadata": {"name": "metal-ccm-addresspools"},
         "webhooks": [{"name": "overlap.metal.example.com", "sideEffects": "None",
             "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore",
             "clientConfig": {"url": "https://localhost:9443/validate"},
@@ -499,7 +502,7 @@ async fn the_shipped_rbac_is_all_a_rotation_needs() {
     let mine = |identity: &str| {
         let mut certs =
             SelfManagedCerts::new(NS, secret, vec!["localhost".to_string()]).managing(vec![
-                "ValidatingWebhookConfiguration/addresspools"
+                "ValidatingWebhookConfiguration/metal-ccm-addresspools"
                     .parse()
                     .unwrap(),
             ]);
@@ -562,7 +565,7 @@ async fn the_shipped_rbac_is_all_a_rotation_needs() {
         ("update", "leases"),
         ("delete", "leases"),
         ("get", "validatingwebhookconfigurations"),
-        ("update", "validatingwebhookconfigurations"),
+        ("patch", "validatingwebhookconfigurations"),
     ] {
         let pair = (verb.to_string(), resource.to_string());
         assert!(
