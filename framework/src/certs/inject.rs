@@ -71,7 +71,8 @@ impl fmt::Display for Managed {
 }
 
 impl Managed {
-    fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
+    /// The API of the object's kind.
+    pub(crate) fn api(&self, client: &kube::Client) -> Api<DynamicObject> {
         let (group, kind, plural) = match self.kind {
             ManagedKind::Validating => (
                 "admissionregistration.k8s.io",
