@@ -281,7 +281,15 @@ impl CloudControllerManager {
         if self.plain_http_admin {
             config.admin_tls = None;
         }
-        let webhook_serving = webhook_options.serving(&gates);
+        let mut webhook_serving = webhook_options.serving(&gates);
+        // `--permit-port-sharing` binds the webhook port as it binds the admin port, so replicas
+        // on one host can share a `--webhook-url` (upstream registers no such flag for webhooks).
+        if let Some(serving) = &mut webhook_serving {
+            serving.sharing = controller_manager::serving::SocketSharing {
+                reuse_port: generic.serving.permit_port_sharing,
+                reuse_address: generic.serving.permit_address_sharing,
+            };
+        }
         let manager = Manager::new(
             config,
             client,

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
-use controller_manager::certs::{Managed, SelfManagedCerts};
+use controller_manager::certs::{ClientTarget, Managed, SelfManagedCerts};
 use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
@@ -97,6 +97,14 @@ pub struct WebhookOptions {
     /// Not upstream's: with --webhook-self-managed-certs, the objects whose caBundle the replicas keep, as KIND/NAME: ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CustomResourceDefinition (its conversion webhook).
     #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub webhook_managed_configurations: Vec<String>,
+
+    /// Not upstream's: with --webhook-managed-configurations, point their webhooks (each keeping its path) at this Service, NAMESPACE/NAME or NAMESPACE/NAME:PORT (port 443 unless given), for replicas in the cluster.
+    #[arg(long, verbatim_doc_comment, conflicts_with = "webhook_url")]
+    pub webhook_service: Option<String>,
+
+    /// Not upstream's: with --webhook-managed-configurations, point their webhooks (each keeping its path) at https://HOST:PORT, for replicas running outside the cluster.
+    #[arg(long, verbatim_doc_comment)]
+    pub webhook_url: Option<String>,
 }
 
 impl WebhookOptions {
@@ -156,8 +164,10 @@ impl WebhookOptions {
         let Some(secret) = &self.webhook_self_managed_certs else {
             if !self.webhook_cert_hosts.is_empty()
                 || !self.webhook_managed_configurations.is_empty()
+                || self.webhook_service.is_some()
+                || self.webhook_url.is_some()
             {
-                return Err("--webhook-cert-hosts and --webhook-managed-configurations need --webhook-self-managed-certs".to_string());
+                return Err("--webhook-cert-hosts, --webhook-managed-configurations, --webhook-service and --webhook-url need --webhook-self-managed-certs".to_string());
             }
             return Ok(None);
         };
@@ -170,11 +180,16 @@ impl WebhookOptions {
         if self.webhook_cert_hosts.is_empty() {
             return Err("--webhook-self-managed-certs needs --webhook-cert-hosts: the names the serving certificate covers".to_string());
         }
+        let target = self.client_target()?;
+        if target.is_some() && self.webhook_managed_configurations.is_empty() {
+            return Err("--webhook-service and --webhook-url point the configurations of --webhook-managed-configurations: name them".to_string());
+        }
         let managed = self
             .webhook_managed_configurations
             .iter()
             .map(|m| {
                 m.parse::<Managed>()
+                    .map(|m| m.pointing_at(target.clone()))
                     .map_err(|e| format!("--webhook-managed-configurations: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -209,6 +224,19 @@ impl WebhookOptions {
                 .map(|e| e.replace("--tls-", "--webhook-tls-"))
                 .collect()
         })
+    }
+
+    /// Where `--webhook-service` or `--webhook-url` point the managed configurations, if set.
+    fn client_target(&self) -> Result<Option<ClientTarget>, String> {
+        match (&self.webhook_service, &self.webhook_url) {
+            (Some(service), _) => ClientTarget::service(service)
+                .map(Some)
+                .map_err(|e| format!("--webhook-service={e}")),
+            (None, Some(url)) => ClientTarget::url(url)
+                .map(Some)
+                .map_err(|e| format!("--webhook-url={e}")),
+            (None, None) => Ok(None),
+        }
     }
 
     /// The certificate and key files the flags name: the pair of files, else `tls.crt` and
@@ -364,6 +392,30 @@ mod tests {
             vec!["ValidatingWebhookConfiguration/ccm".parse().unwrap()]
         );
 
+        let pointed = parse(&[
+            "--webhooks=mine",
+            "--webhook-self-managed-certs=kube-system/ccm-webhook",
+            "--webhook-cert-hosts=127.0.0.1",
+            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm,CustomResourceDefinition/x.y",
+            "--webhook-url=https://127.0.0.1:9443",
+        ]);
+        assert!(pointed.validate(&gates(true), 10258, &mine()).is_empty());
+        let CertSource::SelfManaged(certs) = pointed.serving(&gates(true)).unwrap().certificates
+        else {
+            panic!("self-managed");
+        };
+        let url = ClientTarget::url("https://127.0.0.1:9443").unwrap();
+        assert!(
+            certs.managed.len() == 2 && certs.managed.iter().all(|m| m.client == Some(url.clone())),
+            "{:?}",
+            certs.managed
+        );
+        assert!(
+            parse_group::<WebhookOptions>(&["--webhook-url=https://h:1", "--webhook-service=a/b"])
+                .is_err(),
+            "one or the other"
+        );
+
         for (args, error) in [
             (
                 &["--webhook-self-managed-certs=ccm"][..],
@@ -376,6 +428,36 @@ mod tests {
             (
                 &["--webhook-cert-hosts=x"][..],
                 "need --webhook-self-managed-certs",
+            ),
+            (
+                &["--webhook-url=https://h:1"][..],
+                "need --webhook-self-managed-certs",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-url=https://h:1",
+                ][..],
+                "name them",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
+                    "--webhook-url=http://h:1",
+                ][..],
+                "--webhook-url=\"http://h:1\": the URL must start with https://",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
+                    "--webhook-service=svc",
+                ][..],
+                "--webhook-service=\"svc\": expected NAMESPACE/NAME",
             ),
             (
                 &[

@@ -166,30 +166,31 @@ async fn uncached_reads_go_to_the_api_server_and_open_no_watch() {
 #[tokio::test]
 async fn a_selector_the_api_server_cannot_parse_fails_the_sync_with_its_message() {
     let env = TestEnv::start().await.unwrap();
-    let options = CacheOptions::new().kind::<ConfigMap>(KindOptions::new().labels("team in (x"));
+    let options = CacheOptions::new()
+        .kind::<ConfigMap>(KindOptions::new().labels("team in (x"))
+        .kind::<Secret>(KindOptions::new().fields("spec.bogus=x"));
     let factory = SharedInformerFactory::new(env.client()).with_cache_options(options);
     let _configmaps = factory.informer::<ConfigMap>();
+    let _secrets = factory.informer::<PartialObjectMeta<Secret>>();
     let stop = CancellationToken::new();
     factory.start(stop.clone());
     let err = factory.wait_for_sync(SYNC).await.expect_err("refused");
     assert!(matches!(err, SyncError::Failed { .. }), "{err:?}");
     let message = err.to_string();
-    assert!(
-        message.contains("ConfigMap (labels=team in (x)"),
-        "{message}"
-    );
-    assert!(
-        message.contains("the API server refused its list (400"),
-        "{message}"
-    );
-    // One attempt per way of listing, no retries.
-    assert!(
-        Requests::of(&env)
-            .verb("list")
-            .resource("configmaps")
-            .count()
-            <= 1
-    );
+    // Each kind named with its selector and the server's reason.
+    for expected in [
+        "ConfigMap (labels=team in (x): the API server refused its list (400 BadRequest): unable to parse requirement",
+        "Secret (fields=spec.bogus=x): the API server refused its list (400 BadRequest): field label not supported: spec.bogus",
+    ] {
+        assert!(message.contains(expected), "{message}");
+    }
+    // Refused for its selector, not as a streaming list: one watch each, no fallback to a LIST
+    // (which the server would refuse the same), no retries.
+    for resource in ["configmaps", "secrets"] {
+        let requests = Requests::of(&env).resource(resource);
+        assert_eq!(requests.clone().verb("list").count(), 0, "{resource}");
+        assert_eq!(requests.verb("watch").count(), 1, "{resource}");
+    }
     stop.cancel();
 }
 

@@ -1,4 +1,4 @@
-//! Process figures from /proc: resident set (now and peak) and CPU time, read by each scenario
+//! Process figures from /proc: resident set (now, peak, per mapping) and CPU time, read by each scenario
 //! process about itself so the API server's own memory and CPU are never counted.
 
 /// A value in kB from /proc/self/status (`VmRSS`, `VmHWM`), as bytes; 0 if unreadable.
@@ -42,4 +42,28 @@ pub fn cpu_seconds() -> f64 {
             .unwrap_or(0)
     };
     (ticks(11) + ticks(12)) as f64 / 100.0
+}
+
+/// Resident kB per mapping of this process (the file's name, `[heap]`, `[anon]`...), largest
+/// first, and the thread count: where the RSS beyond the heap lives.
+pub fn resident_by_mapping() -> String {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let mut by_name: std::collections::BTreeMap<&str, u64> = Default::default();
+    let mut name = "[anon]";
+    for line in smaps.lines() {
+        match line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            ["Rss:", kb, ..] => *by_name.entry(name).or_default() += kb.parse::<u64>().unwrap_or(0),
+            // A mapping's header: `start-end perms offset dev inode [path]`.
+            [range, _, _, _, _, path @ ..] if !range.ends_with(':') => {
+                name = path
+                    .first()
+                    .map_or("[anon]", |p| p.rsplit('/').next().unwrap_or(p));
+            }
+            _ => {}
+        }
+    }
+    let mut resident: Vec<(&str, u64)> = by_name.into_iter().filter(|(_, kb)| *kb > 0).collect();
+    resident.sort_by_key(|&(_, kb)| std::cmp::Reverse(kb));
+    let threads = std::fs::read_dir("/proc/self/task").map_or(0, Iterator::count);
+    format!("threads {threads}, resident kB {resident:?}")
 }

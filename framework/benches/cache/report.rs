@@ -50,13 +50,17 @@ impl Figures {
         figures
     }
 
-    /// Fills the process-wide figures (heap, RSS, CPU) as of now.
+    /// Fills the process-wide figures (heap, RSS, CPU) as of now; with `BENCH_SMAPS` set, also
+    /// prints where the resident set lives (`procfs::resident_by_mapping`) to stderr.
     pub fn settle(&mut self) {
         self.heap_steady = alloc::live();
         self.heap_peak = alloc::peak();
         self.rss_steady = procfs::rss();
         self.rss_peak = procfs::rss_peak();
         self.cpu_s = procfs::cpu_seconds();
+        if std::env::var_os("BENCH_SMAPS").is_some() {
+            eprintln!("{}", procfs::resident_by_mapping());
+        }
     }
 
     /// Prints the result line the parent parses.

@@ -3,14 +3,14 @@
 //! wins; see `secret`), serves the Secret's pair through the serving layer's swappable
 //! [`Certificates`], renews the serving certificate at two thirds of its life (or when its
 //! names change, or on the `controller-manager.io/rotate` annotation), and writes the CA bundle
-//! into the webhook configurations and CRD conversion stanzas it is told to manage (`inject`).
+//! into the webhook configurations and CRD conversion stanzas it is told to manage (`inject`),
+//! pointing their `clientConfig` at a Service or URL when told to ([`ClientTarget`]).
 //!
 //! - `authority`: the CA and serving certificates; `secret`: the shared Secret;
-//!   `inject`: `caBundle` injection.
+//!   `inject`: `caBundle` and `clientConfig` injection.
 //!
 //! Not yet: rotating the CA itself (it is made for ten years; a rotation needs the two-CA
-//! bundle and per-replica serving Leases of docs/webhooks.md), and rewriting the managed
-//! configurations' `clientConfig` to a Service or URL.
+//! bundle and per-replica serving Leases of docs/webhooks.md).
 
 mod authority;
 mod error;
@@ -25,8 +25,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use authority::Pair;
+// `testing::WebhookInstall` serves a test's webhooks under a CA of its own.
+#[cfg(feature = "testing")]
+pub(crate) use authority::{issue, new_ca};
 pub use error::CertsError;
-pub use inject::{Managed, ManagedKind};
+pub use inject::{ClientTarget, Managed, ManagedKind};
 pub use secret::{ROTATE_ANNOTATION, Stored};
 
 use crate::serving::Certificates;

@@ -22,7 +22,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::key::ObjectKey;
-use super::object::Obj;
+use super::object::{Obj, stored};
 use super::resource::CacheResource;
 
 /// A function applied to every object before it is cached (e.g. dropping managedFields).
@@ -66,8 +66,7 @@ pub(crate) async fn drive<K, S, C>(
     let mut relist: Option<Vec<(ObjectKey, Obj)>> = None;
     let prepare = |mut obj: K| {
         transform(&mut obj);
-        let obj: Obj = Arc::new(obj);
-        (ObjectKey::from_meta(obj.meta()), obj)
+        (ObjectKey::from_object(&obj), stored(obj))
     };
     loop {
         let item = tokio::select! {

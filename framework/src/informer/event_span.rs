@@ -12,7 +12,6 @@
 use tracing::Span;
 
 use super::event::Event;
-use super::key::ObjectKey;
 use super::object::Object;
 use super::source::EventSource;
 
@@ -36,7 +35,7 @@ pub(crate) fn event_span(kind: &str, source: EventSource, event: &Event<dyn Obje
         "k8s.kind" = kind,
         "event.type" = event_type(source, event),
         "event.source" = source.as_str(),
-        "object.ref" = %ObjectKey::from_meta(obj.meta()),
-        "k8s.resource_version" = obj.meta().resource_version.as_deref().unwrap_or(""),
+        "object.ref" = %obj.key(),
+        "k8s.resource_version" = obj.resource_version().unwrap_or(""),
     )
 }

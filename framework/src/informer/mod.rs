@@ -51,6 +51,7 @@
 //!   [`InformerError::AlreadyStarted`] (client-go returns the same kind of error).
 
 mod backoff;
+mod compact;
 mod dispatch;
 mod driver;
 mod entry;

@@ -56,7 +56,7 @@ impl<V: super::resource::CacheResource> Store<V> {
     pub(crate) fn holding(objects: impl IntoIterator<Item = V>) -> Self {
         let store = Objects::new();
         for obj in objects {
-            store.upsert(ObjectKey::from_object(&obj), Arc::new(obj));
+            store.upsert(ObjectKey::from_object(&obj), super::object::stored(obj));
         }
         Store::new(store, Arc::new(Projection::new()))
     }
@@ -319,10 +319,7 @@ impl Objects {
 }
 
 fn same_version(old: &dyn Object, new: &dyn Object) -> bool {
-    match (
-        old.meta().resource_version.as_deref(),
-        new.meta().resource_version.as_deref(),
-    ) {
+    match (old.resource_version(), new.resource_version()) {
         (Some(a), Some(b)) => !a.is_empty() && a == b,
         _ => false,
     }

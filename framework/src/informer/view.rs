@@ -2,8 +2,9 @@
 //! type the informer watched them as.
 //!
 //! - The stored type itself: the same `Arc`, no copy.
-//! - Metadata only (`PartialObjectMeta<K>`, `PartialObjectMeta<DynamicObject>`) of a full
-//!   informer: the object's `ObjectMeta`, cloned into the view's type on each read or event.
+//! - Metadata only (`PartialObjectMeta<K>`, `PartialObjectMeta<DynamicObject>`): of a full
+//!   informer, the object's `ObjectMeta` cloned into the view's type on each read or event; of
+//!   a metadata-only informer, which stores it packed (`compact.rs`), unpacked the same way.
 //! - Another full type (a `DynamicObject` view of a typed informer): through JSON.
 //!
 //! Within one event the old and the new object are projected once when they are the same
@@ -42,7 +43,7 @@ impl<V: CacheResource> Projection<V> {
         let convert = move |obj: &dyn Object| match &prototype {
             Some(prototype) => {
                 let mut view = prototype.clone();
-                view.meta_mut().clone_from(obj.meta());
+                *view.meta_mut() = obj.meta().into_owned();
                 Some(view)
             }
             None => through_json(obj),
@@ -122,7 +123,7 @@ fn through_json<V: CacheResource>(obj: &dyn Object) -> Option<V> {
         Err(error) => {
             tracing::warn!(
                 view = std::any::type_name::<V>(),
-                object = ?obj.meta().name,
+                object = %obj.key(),
                 %error,
                 "cached object does not convert into this view's type; skipped"
             );

@@ -11,9 +11,11 @@
 //! bookmark starts over with a fresh `Init`, so a partial snapshot is never applied.
 //!
 //! When the server does not serve them:
-//! - a 400 or 422 answer to the request (v1.23 refuses `resourceVersionMatch` on a watch;
-//!   1.27–1.33 with the `WatchList` gate off refuse `sendInitialEvents`) falls back; client-go
-//!   falls back on such an error too, but asks again at every relist, where this remembers;
+//! - a 400 or 422 answer that names one of those parameters (v1.23 refuses
+//!   `resourceVersionMatch` on a watch; 1.27–1.33 with the `WatchList` gate off refuse
+//!   `sendInitialEvents`) falls back; client-go falls back on such an error too, but asks again
+//!   at every relist, where this remembers. A 400 or 422 about anything else (a selector) fails
+//!   the informer as a refused LIST would;
 //! - so does a server that ignores both parameters and serves a plain watch: anything but ADDED
 //!   before the end bookmark (a MODIFIED, DELETED or plain BOOKMARK, which a server serving
 //!   streaming lists never sends first) proves it. client-go would wait for the bookmark
@@ -99,9 +101,18 @@ fn params(config: &watcher::Config, initial_events: bool) -> WatchParams {
     }
 }
 
-/// Whether a refused request says the server does not take these parameters.
+/// The request parameters only a server serving streaming lists takes on a watch; its refusal
+/// names the one it does not take (`sendInitialEvents is forbidden for watch unless the WatchList
+/// feature gate is enabled`, `resourceVersionMatch is forbidden for watch`).
+const STREAMING_PARAMETERS: [&str; 2] = ["sendInitialEvents", "resourceVersionMatch"];
+
+/// Whether a refused request says the server does not take the streaming-list parameters. A
+/// refusal of anything else in it (a selector that does not parse, a field the kind cannot be
+/// selected on) is not: a LIST would be refused the same.
 fn refuses_parameters(error: &kube::Error) -> bool {
-    matches!(error, kube::Error::Api(s) if s.code == 400 || s.code == 422)
+    matches!(error, kube::Error::Api(s)
+        if (s.code == 400 || s.code == 422)
+            && STREAMING_PARAMETERS.iter().any(|p| s.message.contains(p)))
 }
 
 fn is_gone(status: &Status) -> bool {
@@ -126,7 +137,8 @@ where
                         self.fall_back(&format!("the server refused it: {e}"));
                     }
                     // The streaming list is this informer's list: a 403 or 5xx is retried as
-                    // one, a 406 (no such representation) fails it for good.
+                    // one; a 406 (no such representation) or a refused selector fails it for
+                    // good.
                     Err(e) => return Some(Err(watcher::Error::InitialListFailed(e))),
                 },
                 Phase::Initial(mut stream) => match next(&mut stream, self.config.timeout).await {

@@ -89,6 +89,7 @@ impl<C: Send + Sync + 'static> Manager<C> {
                 ManagedKind::CustomResourceDefinition => continue,
             };
             let Some(object) = m
+                .kind
                 .api(&self.client)
                 .get_opt(&m.name)
                 .await

@@ -17,31 +17,37 @@
 //!    ServiceAccount, tolerations, priority); a custom resource's schema prunes and defaults.
 //! 3. Validation: on create the kind's name rule, then the object-meta rules, then the kind's
 //!    own rules or the custom resource's schema; any cause is a 422.
-//! 4. **Validating admission webhooks** (`webhooks::validation`), all at once, on the object
-//!    steps 1 to 3 made (wh-mutating-then-validating.txt); `ValidatingAdmissionPolicy`
-//!    (issue 34) after them.
-//! 5. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
-//!    name is free (409). (On update the handler has found the object.)
-//! 6. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
-//!    a new Node's not-ready taint, a new Namespace's finalizer; a Node's immutable fields.
+//! 4. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
+//!    a new Node's not-ready taint, a new Namespace's finalizer; a Node's immutable fields. It
+//!    comes before the validating admission, as upstream's generic store runs a kind's
+//!    `BeginCreate` / `BeginUpdate` (where the Service REST storage allocates its clusterIP and
+//!    nodePorts) and the strategy before the validating admission it is handed: a validating
+//!    webhook sees a Service's allocated clusterIP and nodePorts, a mutating one does not.
+//! 5. **`ValidatingAdmissionPolicy`** (`policies`), under the lock, on the object steps 1 to 4
+//!    made, then the **validating admission webhooks** (`webhooks::validation`), all at once
+//!    (wh-mutating-then-validating.txt): kube-apiserver's plugin order runs the policies before
+//!    the webhooks, so a policy's refusal means no webhook is called.
+//! 6. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
+//!    name is free (409) (on update the handler has found the object); then step 4 checked
+//!    again against the cluster as it is now: upstream holds what it allocated in the
+//!    allocator until the write ends, here another write may have taken an address while the
+//!    webhooks were called, and the write starts again (see [`run`]).
 //!
-//! [`prepare_create`] and [`prepare_update`] are steps 1 to 3, [`admit_create`] and
-//! [`admit_update`] steps 5 and 6. The webhooks are called with no store lock held: [`run`]
-//! takes a write ([`Write`], implemented where the verbs live, `handlers`) through the steps,
-//! taking the lock for 1 to 3 and again for 5, 6 and storage, and starts again from the stored
-//! object when it changed in between, as upstream's `GuaranteedUpdate` retries, so a webhook
-//! never approves an object other than the one stored. A write no webhook matches runs every
-//! step in one hold of the lock. Every webhook's warnings go back with the answer, a refusal's
-//! too. (kube-apiserver runs a strategy's PrepareForCreate, here the CRD's `prepare`, and a few
-//! of the cluster steps, such as a Service's allocations, before its validating webhooks;
-//! docs/webhooks.md has the order.)
+//! [`prepare_create`] and [`prepare_update`] are steps 1 to 3, [`cluster_step`] step 4,
+//! [`admit_create`] and [`admit_update`] step 6. The webhooks are called with no store lock
+//! held: [`run`] takes a write ([`Write`], implemented where the verbs live, `handlers`) through
+//! the steps, taking the lock for 1 to 4 and again for 6 and storage, and starts again from the
+//! stored object when it changed in between, as upstream's `GuaranteedUpdate` retries, so a
+//! webhook never approves an object other than the one stored. A write no webhook matches runs
+//! every step in one hold of the lock. Every webhook's warnings go back with the answer, a
+//! refusal's too. docs/webhooks.md has the order.
 
 use serde_json::Value;
 
 use super::object_meta::{self, Endpoint};
 use super::webhooks::config::{self, Phase};
 use super::webhooks::{Objects, Request, matching, mutation, validation};
-use super::{namespace, strategy};
+use super::{namespace, policies, strategy};
 use crate::api::cluster::AdmissionConfig;
 use crate::api::kinds::ResId;
 use crate::api::status::{ApiError, Cause};
@@ -60,15 +66,27 @@ pub fn prepare_create(rt: &Served, ns: Option<&str>, obj: Value) -> Result<Value
     Ok(obj)
 }
 
-/// Steps 5 and 6 of a create, on the object [`prepare_create`] made.
+/// Step 4 of a create (`old` none) or an update: the kind's step against the cluster.
+pub fn cluster_step(
+    rt: &Served,
+    obj: &mut Value,
+    old: Option<&Value>,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Result<(), ApiError> {
+    strategy::admit(rt, obj, old, state, cfg)
+}
+
+/// Step 6 of a create, on the object steps 1 to 4 made; `None` when what step 4 allocated was
+/// taken since.
 pub fn admit_create(
     rt: &Served,
     res: ResId,
     ns: Option<&str>,
-    mut obj: Value,
+    obj: Value,
     state: &State,
     cfg: &AdmissionConfig,
-) -> Result<Value, ApiError> {
+) -> Result<Option<Value>, ApiError> {
     if let Some(ns) = ns.filter(|_| rt.namespaced()) {
         namespace::check_open(state, ns)?;
     }
@@ -84,8 +102,7 @@ pub fn admit_create(
     if state.get(res, ns_key, name).is_some() {
         return Err(ApiError::already_exists(rt.group(), rt.plural(), name));
     }
-    strategy::admit(rt, &mut obj, None, state, cfg)?;
-    Ok(obj)
+    Ok(still_admitted(rt, obj, None, state, cfg))
 }
 
 /// Steps 1 to 3 of an update of `old` to `new` (PUT, or the result of a patch).
@@ -109,16 +126,29 @@ pub fn prepare_update(
     Ok(new)
 }
 
-/// Step 6 of an update, on the object [`prepare_update`] made.
+/// Step 6 of an update, on the object steps 1 to 4 made; `None` when what step 4 allocated was
+/// taken since.
 pub fn admit_update(
     rt: &Served,
     old: &Value,
-    mut new: Value,
+    new: Value,
     state: &State,
     cfg: &AdmissionConfig,
-) -> Result<Value, ApiError> {
-    strategy::admit(rt, &mut new, Some(old), state, cfg)?;
-    Ok(new)
+) -> Option<Value> {
+    still_admitted(rt, new, Some(old), state, cfg)
+}
+
+/// Step 4 again on its own result, against the cluster as it is now: it passed before, so a
+/// refusal now (an address another write took meanwhile) means the write must start again.
+fn still_admitted(
+    rt: &Served,
+    mut obj: Value,
+    old: Option<&Value>,
+    state: &State,
+    cfg: &AdmissionConfig,
+) -> Option<Value> {
+    strategy::admit(rt, &mut obj, old, state, cfg).ok()?;
+    Some(obj)
 }
 
 /// What the server does to an object when it decodes one, before step 0 and again after each
@@ -174,8 +204,9 @@ pub trait Write: Sync {
     /// A patched object's decode-time defaults (see [`decoded`]).
     fn redefault(&self, object: &mut Value) -> Result<(), String>;
 
-    /// Steps 1 to 3: the object the mutating webhooks left (`None`: none was called) prepared
-    /// and validated, and the objects as the validating webhooks see them.
+    /// Steps 1 to 4: the object the mutating webhooks left (`None`: none was called) prepared,
+    /// validated and taken through the kind's cluster step, and the objects as the validating
+    /// webhooks see them.
     fn prepare(
         &self,
         state: &mut State,
@@ -183,8 +214,8 @@ pub trait Write: Sync {
         mutated: Option<Value>,
     ) -> Result<(Self::Prepared, Objects), ApiError>;
 
-    /// Steps 5, 6 and storage: the answer, or `None` when the stored object changed since the
-    /// write was staged.
+    /// Step 6 and storage: the answer, or `None` when the stored object changed since the write
+    /// was staged, or what step 4 allocated was taken.
     fn commit(
         &self,
         state: &mut State,
@@ -244,7 +275,7 @@ async fn attempt<W: Write>(
             false => config::load(s, Phase::Mutating),
         };
         if matching::invocations(s, &hooks, &req, &objects)?.is_empty() {
-            return prepare(s, w, staged, req, None).map(First::Prepared);
+            return prepare(s, w, staged, req, None, warnings).map(First::Prepared);
         }
         Ok(First::Mutate(Box::new((staged, req, objects, hooks))))
     })?;
@@ -257,7 +288,7 @@ async fn attempt<W: Write>(
             if let Some(e) = m.refusal {
                 return Err(e);
             }
-            store.with(|s| prepare(s, w, staged, req, m.objects.object))?
+            store.with(|s| prepare(s, w, staged, req, m.objects.object, warnings))?
         }
         First::Prepared(next) => next,
     };
@@ -275,15 +306,22 @@ async fn attempt<W: Write>(
     }
 }
 
-/// Steps 1 to 3, then 5 and 6 in the same hold of the lock when no validating webhook matches.
+/// Steps 1 to 4 and the policies, then 6 in the same hold of the lock when no validating
+/// webhook matches.
 fn prepare<W: Write>(
     s: &mut State,
     w: &W,
     staged: W::Staged,
     req: Request,
     mutated: Option<Value>,
+    warnings: &mut Vec<String>,
 ) -> Result<Next<W>, ApiError> {
     let (prepared, objects) = w.prepare(s, staged, mutated)?;
+    let said = policies::run(s, &req, &objects);
+    warnings.extend(said.warnings);
+    if let Some(e) = said.refusal {
+        return Err(e);
+    }
     let hooks = match req.exempt() {
         true => Vec::new(),
         false => config::load(s, Phase::Validating),

@@ -20,6 +20,8 @@ use crate::webhook_client::{self, ClientConfig, Target};
 
 /// Where upstream's webhook client decoder says it was made, in its "no kind" errors.
 const SCHEME: &str = "k8s.io/apiserver/pkg/util/webhook/client.go:69";
+/// The `ConversionReview` version sent unless the CRD asks only for `v1beta1`.
+const V1: &str = "apiextensions.k8s.io/v1";
 /// The deadline of one conversion call (the captures' `?timeout=30s`).
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -52,7 +54,7 @@ pub fn of_crd(state: &State, crd: &str) -> Option<Converter> {
     let client = ClientConfig::from_json(webhook.get("clientConfig").unwrap_or(&Value::Null));
     let versions = crate::api::validation::string_list(webhook.get("conversionReviewVersions"));
     let review_version = match versions.iter().any(|v| v == "v1") || versions.is_empty() {
-        true => "apiextensions.k8s.io/v1",
+        true => V1,
         false => "apiextensions.k8s.io/v1beta1",
     };
     Some(Converter {
@@ -97,7 +99,8 @@ pub async fn convert(
     ];
     let answer =
         webhook_client::decode(&answer, &known, SCHEME).map_err(|e| failed(e.to_string()))?;
-    let converted = converted_objects(&answer, &uid).map_err(failed)?;
+    let uid_checked = (converter.review_version == V1).then_some(uid.as_str());
+    let converted = converted_objects(&answer, uid_checked).map_err(failed)?;
     if converted.len() != objects.len() {
         return Err(error(format!(
             "conversion webhook for {from} returned {} objects, expected {}",
@@ -133,8 +136,14 @@ pub async fn read(
     let stored = format!("{}/{}", c.group, c.storage_version);
     let desired = rt.api_version();
     let mut out = Vec::with_capacity(objects.len());
-    // One review per object, as upstream decodes a list's items one by one
-    // (conv-list-old-version.txt).
+    // One review per object, a list's items too. A LIST through v1alpha1 on kube-apiserver
+    // v1.23 (conv-list-old-version.txt, two Widgets) sent three reviews of one object each and
+    // none with the whole list: its storage decodes what it reads from etcd item by item, and
+    // each item is converted on its own as it is decoded (the third review, w2 again, is the
+    // server's own, its watch cache's). The webhook converter can take a whole list in one
+    // review, and a server that converts a list at once when it encodes it would send one;
+    // no capture shows that, so a list here makes as many reviews as it has items, as the
+    // capture does, and a webhook written against kube-testenv must answer both shapes anyway.
     for mut o in objects.drain(..) {
         if o.is_object() {
             o["apiVersion"] = stored.clone().into();
@@ -145,10 +154,19 @@ pub async fn read(
     Ok(out)
 }
 
+/// How a watch sends an event's object once converted (a Table row, its metadata), by the
+/// event's type.
+pub type Shape = dyn Fn(&str, Value) -> Value + Send + Sync;
+
 /// A chunk of a JSON watch through `rt` (whole `{"type", "object"}` lines) with each event's
-/// object converted; a conversion that fails ends in an `ERROR` event with its Status, and
-/// anything else (bookmarks, other formats) passes through.
-pub async fn watch_chunk(converter: &Converter, rt: &Served, chunk: bytes::Bytes) -> bytes::Bytes {
+/// object converted, then shaped by `shape` (bookmarks are only shaped); a conversion that
+/// fails ends in an `ERROR` event with its Status, and anything else passes through.
+pub async fn watch_chunk(
+    converter: &Converter,
+    rt: &Served,
+    shape: &Shape,
+    chunk: bytes::Bytes,
+) -> bytes::Bytes {
     let Ok(text) = std::str::from_utf8(&chunk) else {
         return chunk;
     };
@@ -159,9 +177,16 @@ pub async fn watch_chunk(converter: &Converter, rt: &Served, chunk: bytes::Bytes
             Some(mut e) if matches!(e["type"].as_str(), Some("ADDED" | "MODIFIED" | "DELETED")) => {
                 let object = e["object"].take();
                 match read(Some(converter), rt, vec![object]).await {
-                    Ok(mut o) => e["object"] = o.pop().unwrap_or_default(),
+                    Ok(mut o) => {
+                        let ty = e["type"].as_str().unwrap_or("").to_string();
+                        e["object"] = shape(&ty, o.pop().unwrap_or_default());
+                    }
                     Err(err) => e = json!({"type": "ERROR", "object": err.to_status()}),
                 }
+                Some(e)
+            }
+            Some(mut e) if e["type"].as_str() == Some("BOOKMARK") => {
+                e["object"] = shape("BOOKMARK", e["object"].take());
                 Some(e)
             }
             _ => None,
@@ -198,13 +223,16 @@ fn without_resource_version(o: &Value) -> Value {
     o
 }
 
-/// `response.convertedObjects` of a `Success`, as upstream's `getConvertedObjectsFromResponse`.
-fn converted_objects(review: &Value, uid: &str) -> Result<Vec<Value>, String> {
+/// `response.convertedObjects` of a `Success`, as upstream's `getConvertedObjectsFromResponse`:
+/// the uid is checked (`uid`) only in a `v1` review, as upstream skips it for `v1beta1`, whose
+/// first implementation did not check it. (A review of the other version than the one sent
+/// never gets here: decoding it is already the "unknown conversion" error.)
+fn converted_objects(review: &Value, uid: Option<&str>) -> Result<Vec<Value>, String> {
     let Some(response) = review.get("response").filter(|r| r.is_object()) else {
         return Err("no response provided".into());
     };
     let got = response.get("uid").and_then(Value::as_str).unwrap_or("");
-    if got != uid {
+    if let Some(uid) = uid.filter(|uid| got != *uid) {
         return Err(format!("expected response.uid={uid:?}, got {got:?}"));
     }
     let result = response.get("result").unwrap_or(&Value::Null);
@@ -315,15 +343,15 @@ mod tests {
         // conv-webhook-failure-get.txt
         let review = json!({"response": {"uid": "x", "result": {"status": "Failure", "message": "cannot convert widget: size out of range"}}});
         assert_eq!(
-            converted_objects(&review, "x").unwrap_err(),
+            converted_objects(&review, Some("x")).unwrap_err(),
             "cannot convert widget: size out of range"
         );
         assert_eq!(
-            converted_objects(&json!({"response": {"uid": "y"}}), "x").unwrap_err(),
+            converted_objects(&json!({"response": {"uid": "y"}}), Some("x")).unwrap_err(),
             "expected response.uid=\"x\", got \"y\""
         );
         assert_eq!(
-            converted_objects(&json!({}), "x").unwrap_err(),
+            converted_objects(&json!({}), Some("x")).unwrap_err(),
             "no response provided"
         );
     }

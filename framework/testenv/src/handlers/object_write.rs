@@ -81,11 +81,12 @@ impl Write for ObjectWrite<'_> {
 
     fn prepare(
         &self,
-        _: &mut State,
+        state: &mut State,
         (s, managed): Self::Staged,
         mutated: Option<Value>,
     ) -> Result<(Self::Prepared, Objects), ApiError> {
-        let obj = write::prepare(&s, mutated, managed)?;
+        let mut obj = write::prepare(&s, mutated, managed)?;
+        obj.cluster_step(state, self.cfg, &s)?;
         let view = match s.mode {
             Mode::Scale => crd::scale::of(&s.t.rt, obj.object()),
             _ => obj.object().clone(),

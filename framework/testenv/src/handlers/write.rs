@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::target::{
     Target, WriteOptions, record_update, record_update_of, requested_managed_fields,
 };
+use crate::admission::policies::status as policy_status;
 use crate::admission::write_checks;
 use crate::admission::{self, Endpoint, chain};
 use crate::api::cluster::AdmissionConfig;
@@ -353,9 +354,25 @@ impl Prepared {
     pub fn object(&self) -> &Value {
         &self.object
     }
+
+    /// Step 4, the kind's step against the cluster (a Service's allocations), on the prepared
+    /// object, before the validating webhooks see it.
+    pub fn cluster_step(
+        &mut self,
+        state: &State,
+        cfg: &AdmissionConfig,
+        s: &Staged,
+    ) -> Result<(), ApiError> {
+        let old = s
+            .old
+            .as_deref()
+            .filter(|_| !matches!(s.mode, Mode::Create { .. }));
+        chain::cluster_step(&s.t.rt, &mut self.object, old, state, cfg)
+    }
 }
 
-/// Step 5: stores `obj`, or `None` when the stored object is no longer the staged one.
+/// Step 6: stores `obj`, or `None` when the stored object is no longer the staged one (or what
+/// step 4 allocated was taken).
 pub(super) fn commit(
     state: &mut State,
     cfg: &AdmissionConfig,
@@ -373,6 +390,7 @@ pub(super) fn commit(
         (Mode::Create { .. }, _) | (_, None) => {
             let ns = t.ns.as_deref();
             let obj = chain::admit_create(rt, t.res, ns, prepared.object.clone(), state, cfg)?;
+            let Some(obj) = obj else { return Ok(None) };
             store_created(state, t, record(obj), s.opts.dry_run).map(Some)
         }
         (mode, Some(old)) => {
@@ -380,7 +398,8 @@ pub(super) fn commit(
             if current.map(|c| rv_of(c)) != Some(rv_of(old)) {
                 return Ok(None);
             }
-            let obj = chain::admit_update(rt, old, prepared.object.clone(), state, cfg)?;
+            let obj = chain::admit_update(rt, old, prepared.object.clone(), state, cfg);
+            let Some(obj) = obj else { return Ok(None) };
             let stored = commit_update(state, t, old, record(obj), s.opts.dry_run);
             match mode {
                 Mode::Scale => Ok(Some((200, crd::scale::of(&t.rt, &stored)))),
@@ -431,8 +450,10 @@ fn store_created(
     let rt = &t.rt;
     limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
-    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
-        crd::lifecycle::created(state, &stored);
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => crd::lifecycle::created(state, &stored),
+        Lifecycle::AdmissionPolicy => policy_status::reconcile(state, t.res, &stored),
+        _ => {}
     }
     Ok((201, crd::to_version(rt, stored)))
 }
@@ -466,8 +487,10 @@ fn commit_update(
         return crd::to_version(rt, new);
     }
     let stored = (*state.put(res, new, EventType::Modified)).clone();
-    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
-        crd::lifecycle::updated(state, &stored);
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => crd::lifecycle::updated(state, &stored),
+        Lifecycle::AdmissionPolicy => policy_status::reconcile(state, res, &stored),
+        _ => {}
     }
     crd::to_version(rt, stored)
 }

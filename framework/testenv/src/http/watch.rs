@@ -109,11 +109,8 @@ pub fn open(
         watch_line("BOOKMARK", &metadata(&obj).unwrap_or(obj))
     };
     let line = move |e: &Event| -> Bytes {
-        if conversion == Conversion::Table {
-            return watch_line(e.ty.as_str(), &crate::http::table::single(&rt, &e.object));
-        }
-        match metadata(&e.object) {
-            Some(partial) => watch_line(e.ty.as_str(), &partial),
+        match shaped(&rt, conversion, &e.object) {
+            Some(shaped) => watch_line(e.ty.as_str(), &shaped),
             None => e.line(),
         }
     };
@@ -169,6 +166,20 @@ pub fn open(
         }
     });
     Ok(out_rx)
+}
+
+/// An event's object as a watch asking for `conversion` sends it: a one-row Table, its metadata
+/// only, or (`None`) whole.
+pub fn shaped(
+    rt: &Served,
+    conversion: Conversion,
+    obj: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    match conversion {
+        Conversion::Table => Some(crate::http::table::single(rt, obj)),
+        Conversion::Metadata { list, version } => partial::event_object(obj, list, version),
+        Conversion::None => None,
+    }
 }
 
 /// Whether a query flag is set the way Go's `strconv.ParseBool` reads it.

@@ -19,6 +19,11 @@ use super::{Target, go_seconds, tls};
 /// webhook's answer without a bound, but within the call's deadline).
 pub const MAX_ANSWER_BYTES: usize = 3 << 20;
 
+/// The most of an answer's status line and headers read: Go's HTTP client's default
+/// (`Transport.MaxResponseHeaderBytes` unset: 10 MiB); a longer head ends the call at once (so
+/// does a head of more than 100 headers, hyper's bound, where Go has none).
+const MAX_HEAD_BYTES: usize = 10 << 20;
+
 /// What a webhook answered.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -32,16 +37,54 @@ pub struct Answer {
     pub body: Bytes,
 }
 
-/// POSTs `body` (JSON) to `target`, all of it within `timeout`.
+/// POSTs `body` (JSON) to `target`, all of it within `timeout`. The deadline reads as Go's
+/// does where it strikes: before the answer's head as the `Post` failing, while its body is read
+/// as client-go's body-read error (a webhook that dribbles its body forever).
 pub async fn post(target: &Target, body: Vec<u8>, timeout: Duration) -> Result<Answer, CallError> {
     let url = format!("{}?timeout={}", target.url, go_seconds(timeout));
-    match tokio::time::timeout(timeout, exchange(target, &url, body)).await {
-        Ok(result) => result,
-        Err(_) => Err(CallError::post(&url, "context deadline exceeded")),
-    }
+    let deadline = tokio::time::Instant::now() + timeout;
+    let response = match tokio::time::timeout_at(deadline, exchange(target, &url, body)).await {
+        Ok(result) => result?,
+        Err(_) => return Err(CallError::post(&url, "context deadline exceeded")),
+    };
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let read = Limited::new(response.into_body(), MAX_ANSWER_BYTES).collect();
+    let body = match tokio::time::timeout_at(deadline, read).await {
+        Ok(Ok(body)) => body.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return Err(body_error(format!(
+                "the answer is larger than {MAX_ANSWER_BYTES} bytes"
+            )));
+        }
+        Ok(Err(e)) => return Err(body_error(e.to_string())),
+        Err(_) => return Err(body_error("context deadline exceeded".into())),
+    };
+    Ok(Answer {
+        url,
+        status,
+        content_type,
+        body,
+    })
 }
 
-async fn exchange(target: &Target, url: &str, body: Vec<u8>) -> Result<Answer, CallError> {
+/// client-go's error for an answer whose body could not be read.
+fn body_error(why: String) -> CallError {
+    CallError::Call(format!(
+        "unexpected error when reading response body. Please retry. Original error: {why}"
+    ))
+}
+
+/// Connects, sends the request and reads the answer's head.
+async fn exchange(
+    target: &Target,
+    url: &str,
+    body: Vec<u8>,
+) -> Result<http::Response<hyper::body::Incoming>, CallError> {
     let dial = target
         .dial
         .as_deref()
@@ -55,7 +98,9 @@ async fn exchange(target: &Target, url: &str, body: Vec<u8>) -> Result<Answer, C
         .connect(name, tcp)
         .await
         .map_err(|e| CallError::post(url, tls::go_text(&e, &target.server_name)))?;
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+    let (mut sender, conn) = hyper::client::conn::http1::Builder::new()
+        .max_buf_size(MAX_HEAD_BYTES)
+        .handshake(TokioIo::new(stream))
         .await
         .map_err(|e| CallError::post(url, e))?;
     // The connection ends with this call (the sender is dropped on return).
@@ -74,36 +119,10 @@ async fn exchange(target: &Target, url: &str, body: Vec<u8>) -> Result<Answer, C
         .header(header::USER_AGENT, "kube-apiserver-admission")
         .body(Full::new(Bytes::from(body)))
         .map_err(|e| CallError::post(url, e))?;
-    let response = sender
+    sender
         .send_request(request)
         .await
-        .map_err(|e| CallError::post(url, hyper_text(&e)))?;
-    let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
-    let body = Limited::new(response.into_body(), MAX_ANSWER_BYTES)
-        .collect()
-        .await
-        .map_err(|e| {
-            let why = if e.is::<http_body_util::LengthLimitError>() {
-                format!("the answer is larger than {MAX_ANSWER_BYTES} bytes")
-            } else {
-                e.to_string()
-            };
-            CallError::Call(format!(
-                "unexpected error when reading response body. Please retry. Original error: {why}"
-            ))
-        })?
-        .to_bytes();
-    Ok(Answer {
-        url: url.to_string(),
-        status,
-        content_type,
-        body,
-    })
+        .map_err(|e| CallError::post(url, hyper_text(&e)))
 }
 
 /// Dials `addr` (`host:port`) as Go's dialer reports failures (`dial tcp 127.0.0.1:1: connect:
@@ -130,6 +149,11 @@ async fn connect(addr: &str) -> Result<TcpStream, String> {
 fn hyper_text(e: &hyper::Error) -> String {
     if e.is_incomplete_message() || e.is_canceled() {
         return "EOF".into();
+    }
+    if e.is_parse_too_large() {
+        return format!(
+            "net/http: server response headers exceeded {MAX_HEAD_BYTES} bytes; aborted"
+        );
     }
     e.to_string()
 }

@@ -306,21 +306,26 @@ pub(super) async fn resource(
                 timeout: query::watch_timeout(query)?,
                 conversion: req.conversion,
             };
-            let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
-            // Events carry whole objects only without a Table or metadata conversion.
-            let converter = match req.conversion {
-                Conversion::None => shared.store.with(|s| converter_of(s, t)),
-                _ => None,
+            // Through a converted version the events leave the store whole, are converted, and
+            // only then become Table rows or metadata, as upstream converts before it encodes.
+            let converter = shared.store.with(|s| converter_of(s, t));
+            let params = match converter {
+                Some(_) => WatchParams {
+                    conversion: Conversion::None,
+                    ..params
+                },
+                None => params,
             };
+            let mut rx = watch::open(&shared.store, t.res, rt.clone(), params, shared.watch)?;
             let chunks = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
             let stream = match converter {
                 None => chunks.boxed(),
                 Some(c) => {
-                    let rt = rt.clone();
+                    let (rt, shape) = (rt.clone(), watch_shape(rt, req.conversion));
                     chunks
                         .then(move |b| {
-                            let (c, rt) = (c.clone(), rt.clone());
-                            async move { conversion::watch_chunk(&c, &rt, b).await }
+                            let (c, rt, shape) = (c.clone(), rt.clone(), shape.clone());
+                            async move { conversion::watch_chunk(&c, &rt, &*shape, b).await }
                         })
                         .boxed()
                 }
@@ -430,6 +435,16 @@ fn requester(user: Option<&auth::UserInfo>) -> Requester {
         groups: u.groups.clone(),
     })
     .unwrap_or_default()
+}
+
+/// A converted watch event's object (by event type) as `conversion` asks: a bookmark is
+/// shaped only for metadata, as [`watch::open`] shapes it.
+fn watch_shape(rt: &Served, conversion: Conversion) -> Arc<conversion::Shape> {
+    let rt = rt.clone();
+    Arc::new(move |ty: &str, obj: Value| match (ty, conversion) {
+        ("BOOKMARK", Conversion::Table) => obj,
+        _ => watch::shaped(&rt, conversion, &obj).unwrap_or(obj),
+    })
 }
 
 /// The conversion webhook a read of `t` needs (none for `/scale`, an `autoscaling/v1` Scale).
