@@ -15,6 +15,7 @@ use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
 use controller_manager::options::{EndHelpHeading, GoBoolArg};
+use controller_manager::serving::TlsSettings;
 use controller_manager::webhook::{WebhookServing, Webhooks};
 
 use crate::CloudContext;
@@ -135,6 +136,12 @@ impl WebhookOptions {
         if let Err(e) = self.self_managed() {
             errors.push(e);
         }
+        if let Err(tls) = self.tls_settings() {
+            errors.extend(tls);
+        }
+        if !self.webhook_tls_sni_cert_key.is_empty() && self.webhook_self_managed_certs.is_some() {
+            errors.push("--webhook-tls-sni-cert-key adds certificate files beside --webhook-tls-cert-file; with --webhook-self-managed-certs the process presents only the certificate it makes: drop one of them".to_string());
+        }
         let serves = selection.is_some_and(|s| !s.enabled().is_empty());
         if errors.is_empty()
             && serves
@@ -192,6 +199,33 @@ impl WebhookOptions {
         ))
     }
 
+    /// The TLS versions, cipher suites, SNI certificates and HTTP/2 the `--webhook-tls-*` and
+    /// `--webhook-disable-http2-serving` flags ask for, with the admin server's checks, each
+    /// error naming the webhook flag.
+    fn tls_settings(&self) -> Result<TlsSettings, Vec<String>> {
+        let non_empty = |values: &[String]| -> Vec<String> {
+            values
+                .iter()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect()
+        };
+        TlsSettings::from_flags(
+            self.webhook_tls_min_version.as_deref(),
+            &non_empty(&self.webhook_tls_cipher_suites),
+            &[],
+            &self.webhook_tls_sni_cert_key,
+            !self.webhook_disable_http2_serving,
+            0,
+        )
+        .map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| e.replace("--tls-", "--webhook-tls-"))
+                .collect()
+        })
+    }
+
     /// Where `--webhook-service` or `--webhook-url` point the managed configurations, if set.
     fn client_target(&self) -> Result<Option<ClientTarget>, String> {
         match (&self.webhook_service, &self.webhook_url) {
@@ -221,7 +255,7 @@ impl WebhookOptions {
 
     /// How the webhook server is served, or `None` when upstream would serve none: the gate off,
     /// port 0, or no certificate flags (which [`Self::validate`] refuses when a webhook is
-    /// selected). Self-managed certificates win over files.
+    /// selected). Self-managed certificates win over files. The TLS flags apply to either.
     pub fn serving(&self, gates: &FeatureGates) -> Option<WebhookServing> {
         if self.webhook_secure_port == 0 || !gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK) {
             return None;
@@ -233,7 +267,10 @@ impl WebhookOptions {
             (None, None) => return None,
         };
         serving.webhooks = self.webhooks.clone();
-        serving.tls.http2 = !self.webhook_disable_http2_serving;
+        // Flags that do not parse are refused by `validate` before anything is served.
+        if let Ok(tls) = self.tls_settings() {
+            serving.tls = tls;
+        }
         Some(serving)
     }
 }
@@ -437,6 +474,120 @@ mod tests {
                 "{args:?}: {errors:?}"
             );
         }
+    }
+
+    /// Serves HTTPS as `serving.tls` says; the address and the CA to trust.
+    async fn serve_with(
+        serving: &WebhookServing,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> (
+        SocketAddr,
+        tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+    ) {
+        use controller_manager::serving::{
+            Certificates, SelfSignedPair, Server, SocketSharing, Tls,
+        };
+        use tokio_rustls::rustls::pki_types::CertificateDer;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        let pair = SelfSignedPair::generate().unwrap();
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .unwrap();
+        let certificates =
+            Certificates::from_pem(pair.cert_pem.as_bytes(), pair.key_pem.as_bytes()).unwrap();
+        let tls = Tls::new(certificates, &serving.tls).unwrap();
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), SocketSharing::default())
+            .unwrap()
+            .with_tls(tls);
+        let addr = server.local_addr();
+        let answer = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        });
+        tokio::spawn(server.serve(answer, stop));
+        (addr, chain[chain.len() - 1].clone())
+    }
+
+    /// A TLS handshake with a client offering only `version` and, if given, only `suite`.
+    async fn handshake(
+        addr: SocketAddr,
+        ca: &tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+        version: &'static tokio_rustls::rustls::SupportedProtocolVersion,
+        suite: Option<tokio_rustls::rustls::CipherSuite>,
+    ) -> std::io::Result<()> {
+        use std::sync::Arc;
+        use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+        let mut provider = ring::default_provider();
+        if let Some(suite) = suite {
+            provider.cipher_suites.retain(|s| s.suite() == suite);
+        }
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.clone()).unwrap();
+        let config = ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map(drop)
+    }
+
+    /// The `--webhook-tls-*` flags reach the served port: a client offering only what they
+    /// leave out is refused at the handshake, one offering what they allow gets through.
+    #[tokio::test]
+    async fn the_webhook_tls_flags_are_applied_to_the_served_port() {
+        use tokio_rustls::rustls::CipherSuite;
+        use tokio_rustls::rustls::version::{TLS12, TLS13};
+        let stop = tokio_util::sync::CancellationToken::new();
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-cert-dir=/certs",
+            "--webhook-tls-min-version=VersionTLS13",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let (addr, ca) = serve_with(&o.serving(&gates(true)).unwrap(), stop.clone()).await;
+        let refused = handshake(addr, &ca, &TLS12, None).await.unwrap_err();
+        assert!(refused.to_string().contains("ProtocolVersion"), "{refused}");
+        handshake(addr, &ca, &TLS13, None).await.unwrap();
+
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-cert-dir=/certs",
+            "--webhook-tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let (addr, ca) = serve_with(&o.serving(&gates(true)).unwrap(), stop.clone()).await;
+        let other = CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384;
+        let refused = handshake(addr, &ca, &TLS12, Some(other)).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("HandshakeFailure"),
+            "{refused}"
+        );
+        let allowed = CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256;
+        handshake(addr, &ca, &TLS12, Some(allowed)).await.unwrap();
+        stop.cancel();
+    }
+
+    #[test]
+    fn bad_webhook_tls_flags_are_refused_naming_the_webhook_flag() {
+        let o = parse(&[
+            "--webhook-tls-min-version=VersionTLS10",
+            "--webhook-tls-cipher-suites=NOPE",
+        ]);
+        let errors = o.validate(&gates(true), 10258, &mine());
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("--webhook-tls-min-version=VersionTLS10: "),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1],
+            "--webhook-tls-cipher-suites: Cipher suite NOPE not supported or doesn't exist"
+        );
     }
 
     #[test]
