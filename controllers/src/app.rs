@@ -56,7 +56,9 @@ use crate::cloud::{
 use crate::webhooks::cloud_webhooks;
 use crate::{CloudContext, cloud_initializers};
 
-pub use args::{controllers_help, parse_args, try_parse_args_from, try_parse_args_with};
+pub use args::{
+    controllers_help, parse_args, try_parse_args_from, try_parse_args_with, webhooks_help,
+};
 pub use error::AppError;
 pub use flags::CloudManagerOptions;
 pub use repeated::{RepeatedFlag, repeated_flags};
@@ -167,9 +169,13 @@ impl CloudControllerManager {
     /// cloud was given with [`Self::with_cloud`]); empty means [`Self::run`] may start.
     ///
     /// A `--help` that [`parse_args`] deferred is printed here, listing this manager's
-    /// controllers, and the process exits 0.
+    /// controllers and webhooks, and the process exits 0.
     pub fn validate(&self) -> Vec<String> {
-        if args::print_deferred_help(&self.initializers.known()) {
+        let known = args::Known {
+            controllers: &self.initializers.known(),
+            webhooks: &crate::webhooks::known_webhooks(&self.webhooks),
+        };
+        if args::print_deferred_help(known) {
             std::process::exit(0);
         }
         let mut errors = self.registration_errors.clone();

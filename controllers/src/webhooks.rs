@@ -15,6 +15,7 @@ use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
 use controller_manager::options::{EndHelpHeading, GoBoolArg};
+use controller_manager::serving::TlsSettings;
 use controller_manager::webhook::{WebhookServing, Webhooks};
 
 use crate::CloudContext;
@@ -135,6 +136,12 @@ impl WebhookOptions {
         if let Err(e) = self.self_managed() {
             errors.push(e);
         }
+        if let Err(tls) = self.tls_settings() {
+            errors.extend(tls);
+        }
+        if !self.webhook_tls_sni_cert_key.is_empty() && self.webhook_self_managed_certs.is_some() {
+            errors.push("--webhook-tls-sni-cert-key adds certificate files beside --webhook-tls-cert-file; with --webhook-self-managed-certs the process presents only the certificate it makes: drop one of them".to_string());
+        }
         let serves = selection.is_some_and(|s| !s.enabled().is_empty());
         if errors.is_empty()
             && serves
@@ -192,6 +199,33 @@ impl WebhookOptions {
         ))
     }
 
+    /// The TLS versions, cipher suites, SNI certificates and HTTP/2 the `--webhook-tls-*` and
+    /// `--webhook-disable-http2-serving` flags ask for, with the admin server's checks, each
+    /// error naming the webhook flag.
+    fn tls_settings(&self) -> Result<TlsSettings, Vec<String>> {
+        let non_empty = |values: &[String]| -> Vec<String> {
+            values
+                .iter()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect()
+        };
+        TlsSettings::from_flags(
+            self.webhook_tls_min_version.as_deref(),
+            &non_empty(&self.webhook_tls_cipher_suites),
+            &[],
+            &self.webhook_tls_sni_cert_key,
+            !self.webhook_disable_http2_serving,
+            0,
+        )
+        .map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| e.replace("--tls-", "--webhook-tls-"))
+                .collect()
+        })
+    }
+
     /// Where `--webhook-service` or `--webhook-url` point the managed configurations, if set.
     fn client_target(&self) -> Result<Option<ClientTarget>, String> {
         match (&self.webhook_service, &self.webhook_url) {
@@ -221,7 +255,7 @@ impl WebhookOptions {
 
     /// How the webhook server is served, or `None` when upstream would serve none: the gate off,
     /// port 0, or no certificate flags (which [`Self::validate`] refuses when a webhook is
-    /// selected). Self-managed certificates win over files.
+    /// selected). Self-managed certificates win over files. The TLS flags apply to either.
     pub fn serving(&self, gates: &FeatureGates) -> Option<WebhookServing> {
         if self.webhook_secure_port == 0 || !gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK) {
             return None;
@@ -233,219 +267,14 @@ impl WebhookOptions {
             (None, None) => return None,
         };
         serving.webhooks = self.webhooks.clone();
-        serving.tls.http2 = !self.webhook_disable_http2_serving;
+        // Flags that do not parse are refused by `validate` before anything is served.
+        if let Ok(tls) = self.tls_settings() {
+            serving.tls = tls;
+        }
         Some(serving)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use controller_manager::options::parse_group;
-    use controller_manager::webhook::{CertSource, Review, Validator, Verdict, WebhookInitializer};
-    use k8s_openapi::api::core::v1::ConfigMap;
-
-    use super::*;
-
-    fn parse(args: &[&str]) -> WebhookOptions {
-        parse_group(args).unwrap()
-    }
-
-    fn gates(on: bool) -> FeatureGates {
-        let mut g = FeatureGates::default();
-        g.set(CLOUD_CONTROLLER_MANAGER_WEBHOOK, on);
-        g
-    }
-
-    struct Allow;
-    impl Validator<ConfigMap> for Allow {
-        async fn validate(&self, _: &Review<ConfigMap>) -> Verdict {
-            Verdict::allow()
-        }
-    }
-
-    fn mine() -> Webhooks<CloudContext> {
-        cloud_webhooks().with(WebhookInitializer::validating::<ConfigMap, _, _, _>(
-            "mine",
-            "/validate-configmap",
-            |_| async { Ok(Allow) },
-        ))
-    }
-
-    #[test]
-    fn defaults_are_upstreams_and_serve_nothing() {
-        let o = parse(&[]);
-        assert_eq!(o.webhook_secure_port, 10260);
-        assert_eq!(o.webhook_bind_address.to_string(), "0.0.0.0");
-        assert!(o.webhooks.is_empty());
-        assert!(
-            o.validate(&gates(true), 10258, &cloud_webhooks())
-                .is_empty()
-        );
-        assert!(o.serving(&gates(true)).is_none(), "no certificate flags");
-    }
-
-    #[test]
-    fn unknown_webhooks_are_named_as_unknown_controllers_are() {
-        let o = parse(&["--webhooks=*,-foo,bar"]);
-        assert_eq!(
-            o.validate(&gates(false), 10258, &mine()),
-            vec![
-                "\"foo\" is not in the list of known webhooks, \"bar\" is not in the list of known webhooks; known webhooks: mine (use '*' for all, '-NAME' to disable one)"
-            ]
-        );
-    }
-
-    #[test]
-    fn a_selected_webhook_needs_certificate_files() {
-        let o = parse(&["--webhooks=*"]);
-        let errors = o.validate(&gates(true), 10258, &mine());
-        assert_eq!(errors.len(), 1, "{errors:?}");
-        assert!(
-            errors[0].contains("--webhook-cert-dir holding tls.crt and tls.key"),
-            "{errors:?}"
-        );
-        // Gate off, the port off, or nothing selected: nothing would be served, as upstream.
-        assert!(o.validate(&gates(false), 10258, &mine()).is_empty());
-        let off = parse(&["--webhooks=*", "--webhook-secure-port=0"]);
-        assert!(off.validate(&gates(true), 10258, &mine()).is_empty());
-        assert!(
-            o.validate(&gates(true), 10258, &cloud_webhooks())
-                .is_empty()
-        );
-
-        let o = parse(&[
-            "--webhooks=mine",
-            "--webhook-cert-dir=/certs",
-            "--webhook-secure-port=9443",
-        ]);
-        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
-        let serving = o.serving(&gates(true)).unwrap();
-        assert_eq!(
-            serving.certificates,
-            CertSource::Files {
-                cert: PathBuf::from("/certs/tls.crt"),
-                key: PathBuf::from("/certs/tls.key"),
-            }
-        );
-        assert_eq!(serving.addr.to_string(), "0.0.0.0:9443");
-        assert_eq!(serving.webhooks, vec!["mine"]);
-        assert!(o.serving(&gates(false)).is_none());
-    }
-
-    #[test]
-    fn self_managed_certificates_are_asked_for_with_their_hosts_and_targets() {
-        let o = parse(&[
-            "--webhooks=mine",
-            "--webhook-self-managed-certs=kube-system/ccm-webhook",
-            "--webhook-cert-hosts=ccm-webhook.kube-system.svc",
-            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm",
-        ]);
-        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
-        let serving = o.serving(&gates(true)).unwrap();
-        let CertSource::SelfManaged(certs) = serving.certificates else {
-            panic!("{:?}", serving.certificates);
-        };
-        assert_eq!(
-            (certs.namespace.as_str(), certs.secret.as_str()),
-            ("kube-system", "ccm-webhook")
-        );
-        assert_eq!(certs.dns_names, vec!["ccm-webhook.kube-system.svc"]);
-        assert_eq!(
-            certs.managed,
-            vec!["ValidatingWebhookConfiguration/ccm".parse().unwrap()]
-        );
-
-        let pointed = parse(&[
-            "--webhooks=mine",
-            "--webhook-self-managed-certs=kube-system/ccm-webhook",
-            "--webhook-cert-hosts=127.0.0.1",
-            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm,CustomResourceDefinition/x.y",
-            "--webhook-url=https://127.0.0.1:9443",
-        ]);
-        assert!(pointed.validate(&gates(true), 10258, &mine()).is_empty());
-        let CertSource::SelfManaged(certs) = pointed.serving(&gates(true)).unwrap().certificates
-        else {
-            panic!("self-managed");
-        };
-        let url = ClientTarget::url("https://127.0.0.1:9443").unwrap();
-        assert!(
-            certs.managed.len() == 2 && certs.managed.iter().all(|m| m.client == Some(url.clone())),
-            "{:?}",
-            certs.managed
-        );
-        assert!(
-            parse_group::<WebhookOptions>(&["--webhook-url=https://h:1", "--webhook-service=a/b"])
-                .is_err(),
-            "one or the other"
-        );
-
-        for (args, error) in [
-            (
-                &["--webhook-self-managed-certs=ccm"][..],
-                "expected NAMESPACE/NAME",
-            ),
-            (
-                &["--webhook-self-managed-certs=a/b"][..],
-                "needs --webhook-cert-hosts",
-            ),
-            (
-                &["--webhook-cert-hosts=x"][..],
-                "need --webhook-self-managed-certs",
-            ),
-            (
-                &["--webhook-url=https://h:1"][..],
-                "need --webhook-self-managed-certs",
-            ),
-            (
-                &[
-                    "--webhook-self-managed-certs=a/b",
-                    "--webhook-cert-hosts=x",
-                    "--webhook-url=https://h:1",
-                ][..],
-                "name them",
-            ),
-            (
-                &[
-                    "--webhook-self-managed-certs=a/b",
-                    "--webhook-cert-hosts=x",
-                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
-                    "--webhook-url=http://h:1",
-                ][..],
-                "--webhook-url=\"http://h:1\": the URL must start with https://",
-            ),
-            (
-                &[
-                    "--webhook-self-managed-certs=a/b",
-                    "--webhook-cert-hosts=x",
-                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
-                    "--webhook-service=svc",
-                ][..],
-                "--webhook-service=\"svc\": expected NAMESPACE/NAME",
-            ),
-            (
-                &[
-                    "--webhook-self-managed-certs=a/b",
-                    "--webhook-cert-hosts=x",
-                    "--webhook-managed-configurations=Pod/p",
-                ][..],
-                "Pod is not ValidatingWebhookConfiguration",
-            ),
-        ] {
-            let errors = parse(args).validate(&gates(true), 10258, &mine());
-            assert!(
-                errors.len() == 1 && errors[0].contains(error),
-                "{args:?}: {errors:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_webhook_port_must_differ_from_the_secure_port() {
-        let o = parse(&["--webhook-secure-port=10258"]);
-        assert_eq!(
-            o.validate(&gates(false), 10258, &cloud_webhooks()),
-            vec!["--webhook-secure-port cannot be the same value as --secure-port (10258)"]
-        );
-        assert!(o.validate(&gates(false), 0, &cloud_webhooks()).is_empty());
-    }
-}
+#[path = "webhooks_tests.rs"]
+mod tests;

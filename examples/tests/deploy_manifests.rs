@@ -426,7 +426,8 @@ fn metal_ccm_serves_its_webhooks_with_self_managed_certificates_the_manifests_ag
     }
     let role = metal_doc(&docs, "Role");
     assert_eq!(role["metadata"]["namespace"], certs.namespace.as_str());
-    for verb in ["get", "list", "watch", "update"] {
+    // The replicas read the Secret with a get every resync (no watch), and replace it.
+    for verb in ["get", "update"] {
         assert_eq!(
             granted(role, "secrets", verb),
             [vec![certs.secret.clone()]],
@@ -434,8 +435,18 @@ fn metal_ccm_serves_its_webhooks_with_self_managed_certificates_the_manifests_ag
         );
     }
     assert_eq!(granted(role, "secrets", "create"), [Vec::<String>::new()]);
-    for verb in ["get", "list", "watch", "create", "update"] {
+    for verb in ["get", "list", "create", "update", "delete"] {
         assert_eq!(granted(role, "leases", verb).len(), 1, "{verb} leases");
+    }
+    for (resource, verb) in [
+        ("secrets", "list"),
+        ("secrets", "watch"),
+        ("leases", "watch"),
+    ] {
+        assert!(
+            granted(role, resource, verb).is_empty(),
+            "{verb} {resource}: granted but never used"
+        );
     }
     let sa = documents("rbac.yaml")
         .into_iter()

@@ -261,6 +261,22 @@ impl Managed {
         self
     }
 
+    /// Whether every managed `caBundle` of the object is `bundle` (PEM); an object that does
+    /// not exist calls nothing, so it holds any bundle.
+    pub async fn holds(&self, client: &kube::Client, bundle: &str) -> Result<bool, CertsError> {
+        let Some(object) = self.kind.api(client).get_opt(&self.name).await? else {
+            return Ok(true);
+        };
+        let mut json = serde_json::to_value(&object)
+            .map_err(|e| CertsError::Invalid(format!("{self}: {e}")))?;
+        let encoded = base64::engine::general_purpose::STANDARD.encode(bundle);
+        Ok(self
+            .kind
+            .client_configs(&mut json)
+            .iter()
+            .all(|c| c.get("caBundle").and_then(Value::as_str) == Some(encoded.as_str())))
+    }
+
     /// Writes `bundle` (PEM) into every managed `caBundle` of the object that differs, and
     /// points its client configs at [`Self::client`]; `Ok(true)` when it wrote. The write is a
     /// JSON patch testing the resourceVersion read, so it never undoes a concurrent change.

@@ -174,33 +174,35 @@ mod json_size {
     pub const MIN_DURATION: u64 = 3;
 }
 
+/// CEL's reserved words: no identifier may be one.
+pub const RESERVED: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// Escapes a property name into a CEL identifier as upstream does (`__` -> `__underscores__`,
 /// `.` `-` `/` -> `__dot__` `__dash__` `__slash__`, reserved words -> `__word__`); `None` for a
 /// name CEL cannot name (it is then left out of the object type).
 pub fn escape(name: &str) -> Option<String> {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let first = name.chars().next()?;
     if first.is_ascii_digit() {
         return None;

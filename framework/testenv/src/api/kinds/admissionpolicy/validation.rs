@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::super::registration::{expression, match_conditions, rule};
 use crate::api::cel::admission::{Declarations, Returns, compile};
-use crate::api::cel::types::Ty;
+use crate::api::cel::types::{RESERVED, Ty};
 use crate::api::status::{Cause, go_quote};
 use crate::api::validation::{SUBDOMAIN_MSG, is_label, qualified_name, string_list};
 
@@ -141,29 +141,6 @@ pub fn policy(obj: &Value, _old: Option<&Value>) -> Vec<Cause> {
 
 /// Upstream's `isCELIdentifier`.
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     chars
         .next()
