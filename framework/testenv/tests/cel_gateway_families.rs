@@ -306,6 +306,10 @@ fn cases() -> Vec<Case> {
         grpc("spec.rules[0].filters[0].requestMirror.fraction", "numerator must be less than or equal to denominator",
             filters(json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "m", "port": 80}, "fraction": {"numerator": 2, "denominator": 2}}}])),
             filters(json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "m", "port": 80}, "fraction": {"numerator": 3, "denominator": 2}}}]))),
+        // The denominator the rule reads is the schema's default.
+        http("spec.rules[0].filters[0].requestMirror.fraction", "numerator must be less than or equal to denominator",
+            filters(json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "m", "port": 80}, "fraction": {"numerator": 100}}}])),
+            filters(json!([{"type": "RequestMirror", "requestMirror": {"backendRef": {"name": "m", "port": 80}, "fraction": {"numerator": 101}}}]))),
         grpc("spec.rules[0].matches[0].method", "One or both of 'service' or 'method' must be specified",
             grpc_method(json!({"method": "Get"})), grpc_method(json!({"type": "Exact"}))),
         grpc("spec.rules[0].matches[0].method", "service must only contain valid characters (matching ^(?i)\\.?[a-z_][a-z_0-9]*(\\.[a-z_][a-z_0-9]*)*$)",
@@ -391,6 +395,10 @@ fn cases() -> Vec<Case> {
         http("spec.rules[0].timeouts", "backendRequest timeout cannot be longer than request timeout",
             route_rule(json!({"timeouts": {"request": "2m", "backendRequest": "1m"}})),
             route_rule(json!({"timeouts": {"request": "1m", "backendRequest": "61s"}}))),
+        // Durations compare by length, whatever their units.
+        http("spec.rules[0].timeouts", "backendRequest timeout cannot be longer than request timeout",
+            route_rule(json!({"timeouts": {"request": "1h", "backendRequest": "59m60s"}})),
+            route_rule(json!({"timeouts": {"request": "1h", "backendRequest": "59m59s1001ms"}}))),
         // A zero request timeout means none: any backend timeout fits.
         http("spec.rules[0].timeouts", "backendRequest timeout cannot be longer than request timeout",
             route_rule(json!({"timeouts": {"request": "0s", "backendRequest": "1h"}})),
@@ -437,11 +445,11 @@ async fn gateway_api() -> (TestEnv, BTreeSet<String>) {
     (env, found)
 }
 
-fn api(env: &TestEnv, kind: &str) -> Api<DynamicObject> {
+fn api(env: &TestEnv, kind: &str, version: &str) -> Api<DynamicObject> {
     let suffix = if kind.ends_with("Class") { "es" } else { "s" };
     let plural = kind.to_lowercase() + suffix;
     let ar = ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", kind),
+        &GroupVersionKind::gvk("gateway.networking.k8s.io", version, kind),
         &plural,
     );
     if kind == "GatewayClass" {
@@ -451,9 +459,9 @@ fn api(env: &TestEnv, kind: &str) -> Api<DynamicObject> {
     }
 }
 
-fn object(kind: &str, name: &str, spec: &Value) -> DynamicObject {
+fn object(kind: &str, version: &str, name: &str, spec: &Value) -> DynamicObject {
     serde_json::from_value(json!({
-        "apiVersion": "gateway.networking.k8s.io/v1", "kind": kind,
+        "apiVersion": format!("gateway.networking.k8s.io/{version}"), "kind": kind,
         "metadata": {"name": name}, "spec": spec}))
     .unwrap()
 }
@@ -469,31 +477,42 @@ fn causes(r: kube::Result<DynamicObject>) -> (u16, Vec<String>) {
     (status.code, causes)
 }
 
-/// Writes `body` (a spec, or a status for [`Write::Status`]) as object `name`; the object as
-/// written, for naming the type of a refused field.
+/// Writes `body` (a spec, or a status for [`Write::Status`]) as object `name` at `version`,
+/// created at v1 and applied server-side at v1beta1; the object as written, for naming the type
+/// of a refused field.
 async fn write(
-    api: &Api<DynamicObject>,
+    env: &TestEnv,
     c: &Case,
+    version: &str,
     name: &str,
     body: &Value,
 ) -> (Value, kube::Result<DynamicObject>) {
+    let api = api(env, c.kind, version);
     let pp = PostParams::default();
     let patch = |key: &str| Patch::Merge(json!({key: body}));
+    let create = |spec: &Value| {
+        let obj = object(c.kind, version, name, spec);
+        let api = api.clone();
+        async move {
+            if version == "v1" {
+                api.create(&pp, &obj).await
+            } else {
+                let apply = PatchParams::apply("families").force();
+                api.patch(name, &apply, &Patch::Apply(obj)).await
+            }
+        }
+    };
     match &c.write {
-        Write::Create => (
-            json!({"spec": body}),
-            api.create(&pp, &object(c.kind, name, body)).await,
-        ),
+        Write::Create => (json!({"spec": body}), create(body).await),
         Write::Update(base) => {
-            api.create(&pp, &object(c.kind, name, base)).await.unwrap();
+            create(base).await.unwrap();
             let r = api
                 .patch(name, &PatchParams::default(), &patch("spec"))
                 .await;
             (json!({"spec": body}), r)
         }
         Write::Status => {
-            let base = gateway(json!([http_listener()]));
-            api.create(&pp, &object(c.kind, name, &base)).await.unwrap();
+            create(&gateway(json!([http_listener()]))).await.unwrap();
             let r = api
                 .patch_status(name, &PatchParams::default(), &patch("status"))
                 .await;
@@ -515,31 +534,35 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
     );
     assert_eq!(found.len(), 70, "families in the standard channel");
 
+    // Gateway, GatewayClass and HTTPRoute carry their rules at v1beta1 too; GRPCRoute has v1 only.
+    let runs = ["v1", "v1beta1"]
+        .into_iter()
+        .flat_map(|v| cases.iter().enumerate().map(move |(i, c)| (v, i, c)))
+        .filter(|(v, _, c)| *v == "v1" || c.kind != "GRPCRoute");
     let mut failures = Vec::new();
-    for (i, c) in cases.iter().enumerate() {
-        let api = api(&env, c.kind);
-        if let (_, Err(e)) = write(&api, c, &format!("ok-{i}"), &c.ok).await {
-            failures.push(format!("{}: valid object refused: {e}", c.message));
+    for (version, i, c) in runs {
+        let (_, r) = write(&env, c, version, &format!("{version}-ok-{i}"), &c.ok).await;
+        if let Err(e) = r {
+            failures.push(format!(
+                "{version} {}: valid object refused: {e}",
+                c.message
+            ));
         }
-        let (sent, r) = write(&api, c, &format!("bad-{i}"), &c.bad).await;
-        let want = format!(
-            "Invalid value: \"{}\": {}",
-            type_name(&sent, c.field),
-            c.message
-        );
-        let Err(e) = r else {
-            failures.push(format!("{}: invalid object admitted", c.message));
+        let (sent, r) = write(&env, c, version, &format!("{version}-bad-{i}"), &c.bad).await;
+        if r.is_ok() {
+            failures.push(format!("{version} {}: invalid object admitted", c.message));
             continue;
-        };
-        let (code, got) = causes(Err(e));
-        let want = format!("{}: {want}", c.field);
+        }
+        let ty = type_name(&sent, c.field);
+        let want = format!("{}: Invalid value: \"{ty}\": {}", c.field, c.message);
+        let (code, got) = causes(r);
         if code != 422 || !got.contains(&want) {
-            failures.push(format!("{}: want `{want}`, got {code} {got:#?}", c.message));
+            failures.push(format!("{version}: want `{want}`, got {code} {got:#?}"));
         }
     }
     assert!(
         failures.is_empty(),
-        "{} of {} cases failed:\n{}",
+        "{} writes of {} cases failed:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
@@ -552,13 +575,13 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
 #[tokio::test]
 async fn a_rule_reading_an_absent_field_fails_as_on_a_cluster() {
     let (env, _) = gateway_api().await;
-    let gateways = api(&env, "Gateway");
+    let gateways = api(&env, "Gateway", "v1");
     let pp = PostParams::default();
     let https =
         |tls: Value| gateway(json!([{"name": "s", "protocol": "HTTPS", "port": 443, "tls": tls}]));
     let no_certs = https(json!({"mode": "Terminate"}));
     let r = gateways
-        .create(&pp, &object("Gateway", "no-certs", &no_certs))
+        .create(&pp, &object("Gateway", "v1", "no-certs", &no_certs))
         .await;
     assert_eq!(
         causes(r),
@@ -571,7 +594,7 @@ async fn a_rule_reading_an_absent_field_fails_as_on_a_cluster() {
     );
     let options_only = https(json!({"options": {"example.com/o": "v"}}));
     gateways
-        .create(&pp, &object("Gateway", "options-only", &options_only))
+        .create(&pp, &object("Gateway", "v1", "options-only", &options_only))
         .await
         .unwrap();
 }
