@@ -1,8 +1,10 @@
 //! Every rule family of Gateway API's standard-channel CRDs (tests/fixtures/gateway-api,
 //! unmodified) proven on real objects through a real `kube::Client`: one object the rule admits
-//! and one it refuses with its own message on its own field. A family is one message (or, without
-//! one, one rule text) repeated wherever the schemas carry it; the families are read from the
-//! YAML, and a family without an entry in the table fails the test.
+//! and one it refuses with its own message on its own field, written at v1 and again at v1beta1
+//! (server-side applied) where the kind has it. A family is one message (or, without one, one
+//! rule text) repeated wherever the schemas carry it; the families are read from the YAML, and a
+//! family without a case, or a case for no family, fails the test. One family can never fail on
+//! a cluster (a schema error stops the rules first): its case asks for the cluster's refusal.
 
 use std::collections::BTreeSet;
 
@@ -540,7 +542,6 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
         missing.is_empty() && stale.is_empty(),
         "families without a case: {missing:#?}\ncases for no family: {stale:#?}"
     );
-    assert_eq!(found.len(), 70, "families in the standard channel");
 
     // Gateway, GatewayClass and HTTPRoute carry their rules at v1beta1 too; GRPCRoute has v1 only.
     let runs = ["v1", "v1beta1"]
