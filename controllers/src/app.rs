@@ -56,7 +56,9 @@ use crate::cloud::{
 use crate::webhooks::cloud_webhooks;
 use crate::{CloudContext, cloud_initializers};
 
-pub use args::{controllers_help, parse_args, try_parse_args_from, try_parse_args_with};
+pub use args::{
+    controllers_help, parse_args, try_parse_args_from, try_parse_args_with, webhooks_help,
+};
 pub use error::AppError;
 pub use flags::CloudManagerOptions;
 pub use repeated::{RepeatedFlag, repeated_flags};
@@ -167,9 +169,13 @@ impl CloudControllerManager {
     /// cloud was given with [`Self::with_cloud`]); empty means [`Self::run`] may start.
     ///
     /// A `--help` that [`parse_args`] deferred is printed here, listing this manager's
-    /// controllers, and the process exits 0.
+    /// controllers and webhooks, and the process exits 0.
     pub fn validate(&self) -> Vec<String> {
-        if args::print_deferred_help(&self.initializers.known()) {
+        let known = args::Known {
+            controllers: &self.initializers.known(),
+            webhooks: &crate::webhooks::known_webhooks(&self.webhooks),
+        };
+        if args::print_deferred_help(known) {
             std::process::exit(0);
         }
         let mut errors = self.registration_errors.clone();
@@ -275,7 +281,15 @@ impl CloudControllerManager {
         if self.plain_http_admin {
             config.admin_tls = None;
         }
-        let webhook_serving = webhook_options.serving(&gates);
+        let mut webhook_serving = webhook_options.serving(&gates);
+        // `--permit-port-sharing` binds the webhook port as it binds the admin port, so replicas
+        // on one host can share a `--webhook-url` (upstream registers no such flag for webhooks).
+        if let Some(serving) = &mut webhook_serving {
+            serving.sharing = controller_manager::serving::SocketSharing {
+                reuse_port: generic.serving.permit_port_sharing,
+                reuse_address: generic.serving.permit_address_sharing,
+            };
+        }
         let manager = Manager::new(
             config,
             client,

@@ -10,11 +10,12 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
-use controller_manager::certs::{Managed, SelfManagedCerts};
+use controller_manager::certs::{ClientTarget, Managed, SelfManagedCerts};
 use controller_manager::manager::{ControllerSelection, KnownControllers};
 use controller_manager::options::FeatureGates;
 use controller_manager::options::feature_gates::CLOUD_CONTROLLER_MANAGER_WEBHOOK;
 use controller_manager::options::{EndHelpHeading, GoBoolArg};
+use controller_manager::serving::TlsSettings;
 use controller_manager::webhook::{WebhookServing, Webhooks};
 
 use crate::CloudContext;
@@ -96,6 +97,14 @@ pub struct WebhookOptions {
     /// Not upstream's: with --webhook-self-managed-certs, the objects whose caBundle the replicas keep, as KIND/NAME: ValidatingWebhookConfiguration, MutatingWebhookConfiguration or CustomResourceDefinition (its conversion webhook).
     #[arg(long, value_delimiter = ',', verbatim_doc_comment)]
     pub webhook_managed_configurations: Vec<String>,
+
+    /// Not upstream's: with --webhook-managed-configurations, point their webhooks (each keeping its path) at this Service, NAMESPACE/NAME or NAMESPACE/NAME:PORT (port 443 unless given), for replicas in the cluster.
+    #[arg(long, verbatim_doc_comment, conflicts_with = "webhook_url")]
+    pub webhook_service: Option<String>,
+
+    /// Not upstream's: with --webhook-managed-configurations, point their webhooks (each keeping its path) at https://HOST:PORT, for replicas running outside the cluster.
+    #[arg(long, verbatim_doc_comment)]
+    pub webhook_url: Option<String>,
 }
 
 impl WebhookOptions {
@@ -127,6 +136,12 @@ impl WebhookOptions {
         if let Err(e) = self.self_managed() {
             errors.push(e);
         }
+        if let Err(tls) = self.tls_settings() {
+            errors.extend(tls);
+        }
+        if !self.webhook_tls_sni_cert_key.is_empty() && self.webhook_self_managed_certs.is_some() {
+            errors.push("--webhook-tls-sni-cert-key adds certificate files beside --webhook-tls-cert-file; with --webhook-self-managed-certs the process presents only the certificate it makes: drop one of them".to_string());
+        }
         let serves = selection.is_some_and(|s| !s.enabled().is_empty());
         if errors.is_empty()
             && serves
@@ -149,8 +164,10 @@ impl WebhookOptions {
         let Some(secret) = &self.webhook_self_managed_certs else {
             if !self.webhook_cert_hosts.is_empty()
                 || !self.webhook_managed_configurations.is_empty()
+                || self.webhook_service.is_some()
+                || self.webhook_url.is_some()
             {
-                return Err("--webhook-cert-hosts and --webhook-managed-configurations need --webhook-self-managed-certs".to_string());
+                return Err("--webhook-cert-hosts, --webhook-managed-configurations, --webhook-service and --webhook-url need --webhook-self-managed-certs".to_string());
             }
             return Ok(None);
         };
@@ -163,11 +180,16 @@ impl WebhookOptions {
         if self.webhook_cert_hosts.is_empty() {
             return Err("--webhook-self-managed-certs needs --webhook-cert-hosts: the names the serving certificate covers".to_string());
         }
+        let target = self.client_target()?;
+        if target.is_some() && self.webhook_managed_configurations.is_empty() {
+            return Err("--webhook-service and --webhook-url point the configurations of --webhook-managed-configurations: name them".to_string());
+        }
         let managed = self
             .webhook_managed_configurations
             .iter()
             .map(|m| {
                 m.parse::<Managed>()
+                    .map(|m| m.pointing_at(target.clone()))
                     .map_err(|e| format!("--webhook-managed-configurations: {e}"))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -175,6 +197,46 @@ impl WebhookOptions {
             SelfManagedCerts::new(namespace, name, self.webhook_cert_hosts.clone())
                 .managing(managed),
         ))
+    }
+
+    /// The TLS versions, cipher suites, SNI certificates and HTTP/2 the `--webhook-tls-*` and
+    /// `--webhook-disable-http2-serving` flags ask for, with the admin server's checks, each
+    /// error naming the webhook flag.
+    fn tls_settings(&self) -> Result<TlsSettings, Vec<String>> {
+        let non_empty = |values: &[String]| -> Vec<String> {
+            values
+                .iter()
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect()
+        };
+        TlsSettings::from_flags(
+            self.webhook_tls_min_version.as_deref(),
+            &non_empty(&self.webhook_tls_cipher_suites),
+            &[],
+            &self.webhook_tls_sni_cert_key,
+            !self.webhook_disable_http2_serving,
+            0,
+        )
+        .map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| e.replace("--tls-", "--webhook-tls-"))
+                .collect()
+        })
+    }
+
+    /// Where `--webhook-service` or `--webhook-url` point the managed configurations, if set.
+    fn client_target(&self) -> Result<Option<ClientTarget>, String> {
+        match (&self.webhook_service, &self.webhook_url) {
+            (Some(service), _) => ClientTarget::service(service)
+                .map(Some)
+                .map_err(|e| format!("--webhook-service={e}")),
+            (None, Some(url)) => ClientTarget::url(url)
+                .map(Some)
+                .map_err(|e| format!("--webhook-url={e}")),
+            (None, None) => Ok(None),
+        }
     }
 
     /// The certificate and key files the flags name: the pair of files, else `tls.crt` and
@@ -193,7 +255,7 @@ impl WebhookOptions {
 
     /// How the webhook server is served, or `None` when upstream would serve none: the gate off,
     /// port 0, or no certificate flags (which [`Self::validate`] refuses when a webhook is
-    /// selected). Self-managed certificates win over files.
+    /// selected). Self-managed certificates win over files. The TLS flags apply to either.
     pub fn serving(&self, gates: &FeatureGates) -> Option<WebhookServing> {
         if self.webhook_secure_port == 0 || !gates.enabled(CLOUD_CONTROLLER_MANAGER_WEBHOOK) {
             return None;
@@ -205,7 +267,10 @@ impl WebhookOptions {
             (None, None) => return None,
         };
         serving.webhooks = self.webhooks.clone();
-        serving.tls.http2 = !self.webhook_disable_http2_serving;
+        // Flags that do not parse are refused by `validate` before anything is served.
+        if let Ok(tls) = self.tls_settings() {
+            serving.tls = tls;
+        }
         Some(serving)
     }
 }
@@ -327,6 +392,30 @@ mod tests {
             vec!["ValidatingWebhookConfiguration/ccm".parse().unwrap()]
         );
 
+        let pointed = parse(&[
+            "--webhooks=mine",
+            "--webhook-self-managed-certs=kube-system/ccm-webhook",
+            "--webhook-cert-hosts=127.0.0.1",
+            "--webhook-managed-configurations=ValidatingWebhookConfiguration/ccm,CustomResourceDefinition/x.y",
+            "--webhook-url=https://127.0.0.1:9443",
+        ]);
+        assert!(pointed.validate(&gates(true), 10258, &mine()).is_empty());
+        let CertSource::SelfManaged(certs) = pointed.serving(&gates(true)).unwrap().certificates
+        else {
+            panic!("self-managed");
+        };
+        let url = ClientTarget::url("https://127.0.0.1:9443").unwrap();
+        assert!(
+            certs.managed.len() == 2 && certs.managed.iter().all(|m| m.client == Some(url.clone())),
+            "{:?}",
+            certs.managed
+        );
+        assert!(
+            parse_group::<WebhookOptions>(&["--webhook-url=https://h:1", "--webhook-service=a/b"])
+                .is_err(),
+            "one or the other"
+        );
+
         for (args, error) in [
             (
                 &["--webhook-self-managed-certs=ccm"][..],
@@ -339,6 +428,36 @@ mod tests {
             (
                 &["--webhook-cert-hosts=x"][..],
                 "need --webhook-self-managed-certs",
+            ),
+            (
+                &["--webhook-url=https://h:1"][..],
+                "need --webhook-self-managed-certs",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-url=https://h:1",
+                ][..],
+                "name them",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
+                    "--webhook-url=http://h:1",
+                ][..],
+                "--webhook-url=\"http://h:1\": the URL must start with https://",
+            ),
+            (
+                &[
+                    "--webhook-self-managed-certs=a/b",
+                    "--webhook-cert-hosts=x",
+                    "--webhook-managed-configurations=ValidatingWebhookConfiguration/v",
+                    "--webhook-service=svc",
+                ][..],
+                "--webhook-service=\"svc\": expected NAMESPACE/NAME",
             ),
             (
                 &[
@@ -355,6 +474,120 @@ mod tests {
                 "{args:?}: {errors:?}"
             );
         }
+    }
+
+    /// Serves HTTPS as `serving.tls` says; the address and the CA to trust.
+    async fn serve_with(
+        serving: &WebhookServing,
+        stop: tokio_util::sync::CancellationToken,
+    ) -> (
+        SocketAddr,
+        tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+    ) {
+        use controller_manager::serving::{
+            Certificates, SelfSignedPair, Server, SocketSharing, Tls,
+        };
+        use tokio_rustls::rustls::pki_types::CertificateDer;
+        use tokio_rustls::rustls::pki_types::pem::PemObject;
+        let pair = SelfSignedPair::generate().unwrap();
+        let chain: Vec<CertificateDer<'static>> =
+            CertificateDer::pem_slice_iter(pair.cert_pem.as_bytes())
+                .collect::<Result<_, _>>()
+                .unwrap();
+        let certificates =
+            Certificates::from_pem(pair.cert_pem.as_bytes(), pair.key_pem.as_bytes()).unwrap();
+        let tls = Tls::new(certificates, &serving.tls).unwrap();
+        let server = Server::bind("127.0.0.1:0".parse().unwrap(), SocketSharing::default())
+            .unwrap()
+            .with_tls(tls);
+        let addr = server.local_addr();
+        let answer = tower::service_fn(|_: http::Request<hyper::body::Incoming>| async {
+            Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        });
+        tokio::spawn(server.serve(answer, stop));
+        (addr, chain[chain.len() - 1].clone())
+    }
+
+    /// A TLS handshake with a client offering only `version` and, if given, only `suite`.
+    async fn handshake(
+        addr: SocketAddr,
+        ca: &tokio_rustls::rustls::pki_types::CertificateDer<'static>,
+        version: &'static tokio_rustls::rustls::SupportedProtocolVersion,
+        suite: Option<tokio_rustls::rustls::CipherSuite>,
+    ) -> std::io::Result<()> {
+        use std::sync::Arc;
+        use tokio_rustls::rustls::{ClientConfig, RootCertStore, crypto::ring};
+        let mut provider = ring::default_provider();
+        if let Some(suite) = suite {
+            provider.cipher_suites.retain(|s| s.suite() == suite);
+        }
+        let mut roots = RootCertStore::empty();
+        roots.add(ca.clone()).unwrap();
+        let config = ClientConfig::builder_with_provider(Arc::new(provider))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let tcp = tokio::net::TcpStream::connect(addr).await?;
+        let name = tokio_rustls::rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, tcp)
+            .await
+            .map(drop)
+    }
+
+    /// The `--webhook-tls-*` flags reach the served port: a client offering only what they
+    /// leave out is refused at the handshake, one offering what they allow gets through.
+    #[tokio::test]
+    async fn the_webhook_tls_flags_are_applied_to_the_served_port() {
+        use tokio_rustls::rustls::CipherSuite;
+        use tokio_rustls::rustls::version::{TLS12, TLS13};
+        let stop = tokio_util::sync::CancellationToken::new();
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-cert-dir=/certs",
+            "--webhook-tls-min-version=VersionTLS13",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let (addr, ca) = serve_with(&o.serving(&gates(true)).unwrap(), stop.clone()).await;
+        let refused = handshake(addr, &ca, &TLS12, None).await.unwrap_err();
+        assert!(refused.to_string().contains("ProtocolVersion"), "{refused}");
+        handshake(addr, &ca, &TLS13, None).await.unwrap();
+
+        let o = parse(&[
+            "--webhooks=mine",
+            "--webhook-cert-dir=/certs",
+            "--webhook-tls-cipher-suites=TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+        ]);
+        assert!(o.validate(&gates(true), 10258, &mine()).is_empty());
+        let (addr, ca) = serve_with(&o.serving(&gates(true)).unwrap(), stop.clone()).await;
+        let other = CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384;
+        let refused = handshake(addr, &ca, &TLS12, Some(other)).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("HandshakeFailure"),
+            "{refused}"
+        );
+        let allowed = CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256;
+        handshake(addr, &ca, &TLS12, Some(allowed)).await.unwrap();
+        stop.cancel();
+    }
+
+    #[test]
+    fn bad_webhook_tls_flags_are_refused_naming_the_webhook_flag() {
+        let o = parse(&[
+            "--webhook-tls-min-version=VersionTLS10",
+            "--webhook-tls-cipher-suites=NOPE",
+        ]);
+        let errors = o.validate(&gates(true), 10258, &mine());
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(
+            errors[0].starts_with("--webhook-tls-min-version=VersionTLS10: "),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1],
+            "--webhook-tls-cipher-suites: Cipher suite NOPE not supported or doesn't exist"
+        );
     }
 
     #[test]

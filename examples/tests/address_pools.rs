@@ -4,26 +4,28 @@
 //! Service releases its address, `kubectl get addresspools` shows the counts, and the pool
 //! informer is shared like every other (one streaming list, a WATCH, for the process).
 
+mod support;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use controller_manager::testing::{ManagerProcess, Requests, TestEnv};
-use embedding_examples::address_pool::{AddressPool, POOL_ANNOTATION};
+use embedding_examples::address_pool::{self, AddressPool, POOL_ANNOTATION};
 use k8s_openapi::api::core::v1::{Event, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::json;
+use support::Kubectl;
 
 fn crd_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/deploy/addresspool-crd.yaml")
 }
 
-const CRD_HEADER: &str = "# The AddressPool CRD of metal-ccm's address-pool controller, generated from\n# `embedding_examples::address_pool::AddressPool` (`#[derive(CustomResource)]`); regenerate with\n# `UPDATE_CRD=1 cargo test -p embedding-examples --test address_pools crd_yaml`.\n# `kubectl apply -f docs/deploy/addresspool-crd.yaml`, then start metal-ccm with\n# `--controllers=*,address-pool`.\n";
+const CRD_HEADER: &str = "# The AddressPool CRD of metal-ccm's address-pool controller, generated from\n# `embedding_examples::address_pool::crd()` (v1, the storage version, and v1alpha1, both\n# `#[derive(CustomResource)]`, converted by metal-ccm's address-pool-conversion webhook);\n# regenerate with `UPDATE_CRD=1 cargo test -p embedding-examples --test address_pools crd_yaml`.\n# `kubectl apply -f docs/deploy/addresspool-crd.yaml`, then start metal-ccm with\n# `--controllers=*,address-pool` (and its webhooks: docs/deploy/addresspool-webhooks.yaml).\n";
 
 #[test]
 fn crd_yaml_is_the_derived_crd() {
-    let derived = AddressPool::crd();
+    let derived = address_pool::crd().unwrap();
     if std::env::var_os("UPDATE_CRD").is_some() {
         let yaml = serde_saphyr::to_string(&derived).unwrap();
         std::fs::write(crd_path(), format!("{CRD_HEADER}{yaml}")).unwrap();
@@ -37,44 +39,6 @@ fn crd_yaml_is_the_derived_crd() {
 }
 
 const INVENTORY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/inventory.example.yaml");
-
-/// kubectl against `env`, off the async runtime; `None` when kubectl is not installed.
-struct Kubectl(PathBuf);
-
-impl Drop for Kubectl {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-impl Kubectl {
-    fn new(env: &TestEnv) -> Option<Self> {
-        let installed = std::process::Command::new("kubectl")
-            .args(["version", "--client"])
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !installed {
-            eprintln!("SKIPPED: kubectl steps (kubectl is not installed)");
-            return None;
-        }
-        let name = format!("address-pools-kubectl-{}.kubeconfig", std::process::id());
-        let kubeconfig = std::env::temp_dir().join(name);
-        env.write_kubeconfig(&kubeconfig).unwrap();
-        Some(Kubectl(kubeconfig))
-    }
-
-    async fn run(&self, args: &[&str]) -> String {
-        let mut cmd = std::process::Command::new("kubectl");
-        cmd.env("KUBECONFIG", &self.0).args(args);
-        let out = tokio::task::spawn_blocking(move || cmd.output())
-            .await
-            .unwrap()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "kubectl {args:?}: {stderr}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-}
 
 async fn create<K>(api: &Api<K>, obj: serde_json::Value)
 where
@@ -92,11 +56,14 @@ fn load_balancer(name: &str, pool: Option<&str>) -> serde_json::Value {
     })
 }
 
-fn pool(name: &str, addresses: &[&str], auto_assign: bool) -> serde_json::Value {
+/// A `v1` pool: this test runs no webhook, so it writes the storage version, which needs no
+/// conversion, and names the assignment mode, which no defaulting webhook fills in.
+fn pool(name: &str, start: &str, end: &str, automatic: bool) -> serde_json::Value {
+    let assignment = if automatic { "Automatic" } else { "Manual" };
     json!({
-        "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+        "apiVersion": "metal.example.com/v1", "kind": "AddressPool",
         "metadata": {"name": name},
-        "spec": {"addresses": addresses, "autoAssign": auto_assign},
+        "spec": {"ranges": [{"start": start, "end": end}], "assignment": assignment},
     })
 }
 
@@ -127,7 +94,7 @@ fn counts(allocated: u64, free: u64, ready: &'static str) -> impl Fn(Option<&Add
 async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
-    let kubectl = Kubectl::new(&env);
+    let kubectl = Kubectl::new(&env, "address-pools");
     match &kubectl {
         Some(k) => {
             let crd = crd_path().display().to_string();
@@ -138,16 +105,16 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
         }
         None => {
             let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-            crds.create(&PostParams::default(), &AddressPool::crd())
+            crds.create(&PostParams::default(), &address_pool::crd().unwrap())
                 .await
                 .unwrap();
         }
     }
     let pools: Api<AddressPool> = Api::all(client.clone());
-    create(&pools, pool("blue", &["192.0.2.0/30"], true)).await;
+    create(&pools, pool("blue", "192.0.2.0", "192.0.2.3", true)).await;
     create(
         &pools,
-        pool("green", &["198.51.100.10-198.51.100.12"], false),
+        pool("green", "198.51.100.10", "198.51.100.12", false),
     )
     .await;
     let services: Api<Service> = Api::namespaced(client.clone(), "default");
@@ -198,7 +165,7 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
     .unwrap();
 
     // A third pool overlapping blue is refused: condition, Event, and no address from it.
-    create(&pools, pool("red", &["192.0.2.2-192.0.2.8"], true)).await;
+    create(&pools, pool("red", "192.0.2.2", "192.0.2.8", true)).await;
     ccm.wait_for(&pools, "red", "red refused", counts(0, 0, "False"))
         .await
         .unwrap();
@@ -257,17 +224,15 @@ async fn services_get_addresses_from_pools_and_overlaps_are_refused() {
             .collect();
         assert_eq!(
             rows[0][..5],
-            ["NAME", "AUTO-ASSIGN", "ALLOCATED", "FREE", "READY"],
+            ["NAME", "ASSIGNMENT", "ALLOCATED", "FREE", "READY"],
             "{table}"
         );
         let row = |name: &str| rows.iter().find(|r| r[0] == name).map(|r| r[1..5].to_vec());
-        assert_eq!(row("blue"), Some(vec!["true", "2", "2", "True"]), "{table}");
-        assert_eq!(
-            row("green"),
-            Some(vec!["false", "1", "2", "True"]),
-            "{table}"
-        );
-        assert_eq!(row("red"), Some(vec!["true", "0", "0", "False"]), "{table}");
+        let row_is =
+            |name: &str, cells: [&str; 4]| assert_eq!(row(name), Some(cells.to_vec()), "{table}");
+        row_is("blue", ["Automatic", "2", "2", "True"]);
+        row_is("green", ["Manual", "1", "2", "True"]);
+        row_is("red", ["Automatic", "0", "0", "False"]);
     }
 
     // Deleting a Service releases its address: the count drops and the next Service gets it.

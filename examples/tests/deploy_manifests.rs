@@ -254,3 +254,213 @@ async fn a_manager_started_with_the_deployment_args_answers_its_probes() {
     stop.cancel();
     manager.await.unwrap().unwrap();
 }
+
+/// metal-ccm's flag set, as its binary parses it.
+#[derive(Parser)]
+struct MetalCli {
+    #[command(flatten)]
+    ccm: CloudManagerOptions,
+    #[command(flatten)]
+    node_inventory: embedding_examples::node_inventory::NodeInventoryOptions,
+}
+
+fn metal_doc<'a>(docs: &'a [Value], kind: &str) -> &'a Value {
+    let mut found = docs.iter().filter(|d| d["kind"] == kind);
+    let doc = found.next().unwrap_or_else(|| panic!("no {kind}"));
+    assert!(found.next().is_none(), "one {kind}");
+    doc
+}
+
+/// The rules of `role` that grant `verb` on `resource`: the names they are limited to (empty:
+/// every name).
+fn granted(role: &Value, resource: &str, verb: &str) -> Vec<Vec<String>> {
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str().map(str::to_string))
+            .collect()
+    };
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| strings(&r["resources"]).iter().any(|r| r == resource))
+        .filter(|r| strings(&r["verbs"]).iter().any(|v| v == verb))
+        .map(|r| strings(&r["resourceNames"]))
+        .collect()
+}
+
+#[test]
+fn metal_ccm_serves_its_webhooks_with_self_managed_certificates_the_manifests_agree_with() {
+    use cloud_controllers::app::CloudControllerManager;
+    use controller_manager::certs::{ClientTarget, ManagedKind};
+    use controller_manager::webhook::CertSource;
+    use embedding_examples::address_pool::{self, AddressPools};
+    use embedding_examples::static_inventory::{self, StaticInventory};
+
+    let docs = documents("metal-ccm.yaml");
+    let deployment: Deployment =
+        serde_json::from_value(metal_doc(&docs, "Deployment").clone()).unwrap();
+    let c = container(&deployment);
+    let argv = std::iter::once("metal-ccm".to_string()).chain(c.args.clone().unwrap());
+    let cli = MetalCli::try_parse_from(argv).expect("metal-ccm parses the Deployment args");
+    let pools = AddressPools::default();
+    let mut ccm = CloudControllerManager::new("metal-ccm", cli.ccm.clone())
+        .controller(embedding_examples::node_inventory::initializer(
+            cli.node_inventory,
+        ))
+        .controller(address_pool::initializer(pools.clone()))
+        .provider(static_inventory::NAME, StaticInventory::factory_with(pools));
+    for webhook in address_pool::webhooks().iter() {
+        ccm = ccm.webhook(webhook.clone());
+    }
+    assert_eq!(ccm.validate(), Vec::<String>::new());
+
+    // Self-managed certificates, on by default, naming the Service's DNS name.
+    let gates = cli.ccm.generic.feature_gates().unwrap();
+    let serving = cli.ccm.webhooks.serving(&gates).expect("webhooks served");
+    let CertSource::SelfManaged(certs) = serving.certificates else {
+        panic!("self-managed certificates: {:?}", serving.certificates);
+    };
+    let service = metal_doc(&docs, "Service");
+    let (svc_ns, svc_name) = (
+        service["metadata"]["namespace"].as_str().unwrap(),
+        service["metadata"]["name"].as_str().unwrap(),
+    );
+    assert_eq!(certs.dns_names, [format!("{svc_name}.{svc_ns}.svc")]);
+    let webhook_port = i32::from(cli.ccm.webhooks.webhook_secure_port);
+    let target = &service["spec"]["ports"][0];
+    assert_eq!(target["port"], 443);
+    let named = IntOrString::String(target["targetPort"].as_str().unwrap().to_string());
+    assert_eq!(
+        port_of(&c, &named),
+        webhook_port,
+        "the Service reaches --webhook-secure-port"
+    );
+    let pod_labels = deployment
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .labels;
+    for (k, v) in service["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(
+            pod_labels.as_ref().unwrap().get(k).map(String::as_str),
+            v.as_str()
+        );
+    }
+
+    // Every configuration and the CRD are managed, pointed at that Service, and call a path a
+    // registered webhook serves.
+    let mut shipped = documents("addresspool-webhooks.yaml");
+    shipped.extend(documents("addresspool-crd.yaml"));
+    let served: Vec<String> = address_pool::webhooks::<()>()
+        .iter()
+        .map(|w| w.path().to_string())
+        .collect();
+    let mut objects = Vec::new();
+    for mut doc in shipped {
+        let kind = ManagedKind::of(doc["kind"].as_str().unwrap()).unwrap();
+        let name = format!(
+            "{}/{}",
+            doc["kind"].as_str().unwrap(),
+            doc["metadata"]["name"].as_str().unwrap()
+        );
+        for config in kind.client_configs(&mut doc) {
+            assert_eq!(config["service"]["namespace"], svc_ns, "{name}");
+            assert_eq!(config["service"]["name"], svc_name, "{name}");
+            let path = ClientTarget::path_in(config).unwrap();
+            assert!(
+                served.contains(&path),
+                "{name} calls {path}, not in {served:?}"
+            );
+        }
+        objects.push(name);
+    }
+    let managed: Vec<String> = certs.managed.iter().map(|m| m.to_string()).collect();
+    let (mut sorted_objects, mut sorted_managed) = (objects.clone(), managed.clone());
+    sorted_objects.sort();
+    sorted_managed.sort();
+    assert_eq!(sorted_managed, sorted_objects);
+    let pointed = ClientTarget::service(&format!("{svc_ns}/{svc_name}")).unwrap();
+    assert!(
+        certs
+            .managed
+            .iter()
+            .all(|m| m.client == Some(pointed.clone()))
+    );
+
+    // RBAC: get and patch on exactly the managed objects; the Secret by name in its namespace.
+    let cluster_role = metal_doc(&docs, "ClusterRole");
+    for (resource, kind) in [
+        (
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+        ),
+        (
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+        ),
+        ("customresourcedefinitions", "CustomResourceDefinition"),
+    ] {
+        let names: Vec<String> = certs
+            .managed
+            .iter()
+            .filter(|m| m.to_string().starts_with(&format!("{kind}/")))
+            .map(|m| m.name.clone())
+            .collect();
+        for verb in ["get", "patch"] {
+            assert_eq!(
+                granted(cluster_role, resource, verb),
+                std::slice::from_ref(&names),
+                "{verb} {resource}"
+            );
+        }
+        assert!(
+            granted(cluster_role, resource, "update").is_empty(),
+            "{resource}: patch, never update"
+        );
+    }
+    let role = metal_doc(&docs, "Role");
+    assert_eq!(role["metadata"]["namespace"], certs.namespace.as_str());
+    // The replicas read the Secret with a get every resync (no watch), and replace it.
+    for verb in ["get", "update"] {
+        assert_eq!(
+            granted(role, "secrets", verb),
+            [vec![certs.secret.clone()]],
+            "{verb} secrets"
+        );
+    }
+    assert_eq!(granted(role, "secrets", "create"), [Vec::<String>::new()]);
+    for verb in ["get", "list", "create", "update", "delete"] {
+        assert_eq!(granted(role, "leases", verb).len(), 1, "{verb} leases");
+    }
+    for (resource, verb) in [
+        ("secrets", "list"),
+        ("secrets", "watch"),
+        ("leases", "watch"),
+    ] {
+        assert!(
+            granted(role, resource, verb).is_empty(),
+            "{verb} {resource}: granted but never used"
+        );
+    }
+    let sa = documents("rbac.yaml")
+        .into_iter()
+        .find(|d| d["kind"] == "ServiceAccount")
+        .unwrap();
+    let pod = deployment.spec.unwrap().template.spec.unwrap();
+    assert_eq!(
+        pod.service_account_name.as_deref(),
+        sa["metadata"]["name"].as_str()
+    );
+    for binding in ["ClusterRoleBinding", "RoleBinding"] {
+        assert_eq!(
+            metal_doc(&docs, binding)["subjects"][0]["name"],
+            sa["metadata"]["name"]
+        );
+    }
+}

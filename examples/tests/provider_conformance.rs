@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use cloud_provider_conformance::{Fixture, Instance, load_balancer_service};
 use controller_manager::informer::SharedInformerFactory;
-use embedding_examples::address_pool::{AddressPool, AddressPools};
+use embedding_examples::address_pool::{self, AddressPool, AddressPools};
 use embedding_examples::static_inventory::{Inventory, StaticInventory};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::CustomResourceExt;
 use kube::api::{Api, PostParams};
 use kube_testenv::TestEnv;
 use tokio_util::sync::CancellationToken;
@@ -44,13 +43,13 @@ mod static_vips {
 async fn static_inventory_with_address_pools_conforms() {
     let env = TestEnv::start().await.unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(env.client());
-    crds.create(&PostParams::default(), &AddressPool::crd())
+    crds.create(&PostParams::default(), &address_pool::crd().unwrap())
         .await
         .unwrap();
     let pool: AddressPool = serde_json::from_value(serde_json::json!({
-        "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+        "apiVersion": "metal.example.com/v1", "kind": "AddressPool",
         "metadata": {"name": "default"},
-        "spec": {"addresses": ["198.51.100.0/30"], "autoAssign": true},
+        "spec": {"ranges": [{"start": "198.51.100.0", "end": "198.51.100.3"}], "assignment": "Automatic"},
     }))
     .unwrap();
     Api::<AddressPool>::all(env.client())

@@ -3,8 +3,9 @@
 //! `upstream/apiserver-responses/webhooks/`): a validator, a defaulter and a hub-and-spoke
 //! conversion answer as the captured webhook did; the failure paths (a panicking handler, a
 //! slow one, a bad body, an object that does not decode, an unknown path) answer what the server
-//! needs and the process keeps serving; and a manager serves its webhooks while another replica
-//! holds the Lease.
+//! needs and the process keeps serving; a manager serves its webhooks while another replica
+//! holds the Lease, and on shutdown fails `/readyz` while it answers the reviews in flight; and a
+//! managed configuration that sends a typed webhook another kind stops start-up.
 
 mod support;
 
@@ -719,7 +720,7 @@ async fn bad_bodies_unknown_paths_and_undecodable_objects_get_clear_answers() {
 }
 
 #[tokio::test]
-async fn a_replica_that_does_not_hold_the_lease_serves_its_webhooks_and_reports_them_ready() {
+async fn a_replica_that_does_not_hold_the_lease_serves_its_webhooks_and_drains_them_unready() {
     let env = kube_testenv::TestEnv::start().await.unwrap();
     let free = || {
         TcpListener::bind("127.0.0.1:0")
@@ -804,6 +805,13 @@ async fn a_replica_that_does_not_hold_the_lease_serves_its_webhooks_and_reports_
     });
     tokio::time::sleep(Duration::from_millis(300)).await;
     stop.cancel();
+    // `/readyz` fails, visibly, while that review is answered.
+    let (status, body) = support::get(admin, "/readyz?verbose")
+        .await
+        .expect("the admin server answers while reviews drain");
+    assert_eq!(status, 500, "{body}");
+    assert!(body.contains("[-]webhook-server failed"), "{body}");
+    assert!(!in_flight.is_finished(), "the review is still in flight");
     let (status, body) = in_flight.await.unwrap();
     assert_eq!(status, 200, "{body}");
     tokio::time::timeout(WAIT, run)
@@ -811,6 +819,9 @@ async fn a_replica_that_does_not_hold_the_lease_serves_its_webhooks_and_reports_
         .unwrap()
         .unwrap()
         .unwrap();
+    // Then both servers are gone.
+    assert!(tokio::net::TcpStream::connect(hooks).await.is_err());
+    assert!(support::get(admin, "/readyz").await.is_none());
 }
 
 #[tokio::test]
@@ -963,4 +974,68 @@ async fn a_validator_reads_the_shared_informer_cache() {
     let answer: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(answer["response"]["allowed"], true, "{answer}");
     support::shut_down(&stop, run, WAIT).await;
+}
+
+/// A managed webhook configuration that sends a typed webhook another kind than its Rust type
+/// stops start-up, naming the webhook, the configuration and the kinds; the manager never
+/// serves a webhook that would refuse every review it gets.
+#[tokio::test]
+async fn a_configuration_sending_a_typed_webhook_another_kind_stops_start_up() {
+    let env = kube_testenv::TestEnv::start().await.unwrap();
+    let hooks = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let configs: kube::Api<DynamicObject> = kube::Api::all_with(
+        env.client(),
+        &kube::core::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingWebhookConfiguration",
+            ),
+            "validatingwebhookconfigurations",
+        ),
+    );
+    let config: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "hooks"},
+        "webhooks": [{
+            "name": "rules.example.com",
+            "clientConfig": {"url": format!("https://localhost:{}/validate", hooks.port())},
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["apps"],
+                       "apiVersions": ["v1"], "resources": ["deployments"]}],
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"]
+        }]
+    }))
+    .unwrap();
+    configs.create(&Default::default(), &config).await.unwrap();
+    let certs = controller_manager::certs::SelfManagedCerts::new(
+        "kube-system",
+        "webhook-certs",
+        vec!["localhost".into()],
+    )
+    .managing(vec![
+        "ValidatingWebhookConfiguration/hooks".parse().unwrap(),
+    ]);
+    let mut serving = WebhookServing::self_managed(hooks, certs);
+    serving.webhooks = vec!["rules".into()];
+    let manager = Manager::new(ManagerConfig::new("w"), env.client(), ())
+        .with_webhooks(webhooks(), Some(serving));
+    let error = tokio::time::timeout(WAIT, manager.run(CancellationToken::new()))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        error.to_string().contains(
+            "webhook \"rules\" decodes ConfigMap (v1 configmaps), but ValidatingWebhookConfiguration \"hooks\" (its webhook \"rules.example.com\" calls /validate) also sends it apps/v1 deployments: narrow the rules to v1 configmaps or register a webhook for those types"
+        ),
+        "{error}"
+    );
+    assert!(
+        tokio::net::TcpStream::connect(hooks).await.is_err(),
+        "nothing is served"
+    );
 }

@@ -1,6 +1,7 @@
 //! Parsing the process arguments with upstream's (pflag's) rules: the last of a repeated flag
-//! wins, and `--controllers` help lists the known controllers: those of the map the process
-//! runs, so [`parse_args`] leaves `--help` to the [`CloudControllerManager`] that knows it.
+//! wins, and the `--controllers` and `--webhooks` help lists the known controllers and webhooks:
+//! those of the maps the process runs, so [`parse_args`] leaves `--help` to the
+//! [`CloudControllerManager`] that knows them.
 //!
 //! [`CloudControllerManager`]: super::CloudControllerManager
 
@@ -12,6 +13,7 @@ use controller_manager::manager::KnownControllers;
 
 use super::repeated::repeated_flags;
 use crate::cloud_initializers;
+use crate::webhooks::{cloud_webhooks, known_webhooks};
 
 /// Parses the process arguments into `P` as `P::parse()` does, with upstream's (pflag's) rule
 /// that a flag given twice takes its last value (clap would refuse it), so overlays that append
@@ -55,7 +57,7 @@ fn warn_repeated<P: Parser>(args: &[String]) {
     }
 }
 
-/// A `--help` that [`parse_args`] left for the manager to print once its map is known.
+/// A `--help` that [`parse_args`] left for the manager to print once its maps are known.
 struct PendingHelp {
     command: Command,
     long: bool,
@@ -67,7 +69,11 @@ static PENDING_HELP: Mutex<Option<PendingHelp>> = Mutex::new(None);
 /// `--controllers` or the rest does not parse.
 fn defer_help<P: Parser>(args: &[String]) -> Option<(P, PendingHelp)> {
     let (rest, long) = without_help_flags(args)?;
-    let (parsed, command) = parse_with::<P>(rest, &cloud_initializers().known()).ok()?;
+    let known = Known {
+        controllers: &cloud_initializers().known(),
+        webhooks: &known_webhooks(&cloud_webhooks()),
+    };
+    let (parsed, command) = parse_with::<P>(rest, known).ok()?;
     let has_controllers = command.get_arguments().any(|a| a.get_id() == "controllers");
     has_controllers.then_some((parsed, PendingHelp { command, long }))
 }
@@ -88,9 +94,17 @@ fn without_help_flags(args: &[String]) -> Option<(Vec<String>, bool)> {
     Some((rest, long))
 }
 
-/// Prints the help [`parse_args`] deferred, with `--controllers` listing `known` (in colour
-/// when stdout is a terminal, as clap does); `false` if none was asked for. Taken once.
-pub(super) fn print_deferred_help(known: &KnownControllers) -> bool {
+/// The controllers and webhooks the help lists.
+#[derive(Clone, Copy)]
+pub(super) struct Known<'a> {
+    pub controllers: &'a KnownControllers,
+    pub webhooks: &'a KnownControllers,
+}
+
+/// Prints the help [`parse_args`] deferred, with `--controllers` and `--webhooks` listing
+/// `known` (in colour when stdout is a terminal, as clap does); `false` if none was asked for.
+/// Taken once.
+pub(super) fn print_deferred_help(known: Known<'_>) -> bool {
     let pending = PENDING_HELP
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -108,10 +122,22 @@ pub(super) fn print_deferred_help(known: &KnownControllers) -> bool {
     true
 }
 
-fn help_command(pending: PendingHelp, known: &KnownControllers) -> Command {
-    pending
-        .command
-        .mut_arg("controllers", |a| a.help(controllers_help(known)))
+fn help_command(pending: PendingHelp, known: Known<'_>) -> Command {
+    with_lists(pending.command, known)
+}
+
+/// `command` with the `--controllers` and `--webhooks` help (those it has) listing `known`.
+fn with_lists(mut command: Command, known: Known<'_>) -> Command {
+    let has = |command: &Command, id: &str| command.get_arguments().any(|a| a.get_id() == id);
+    if has(&command, "controllers") {
+        let help = controllers_help(known.controllers);
+        command = command.mut_arg("controllers", |a| a.help(help));
+    }
+    if has(&command, "webhooks") {
+        let help = webhooks_help(known.webhooks);
+        command = command.mut_arg("webhooks", |a| a.help(help));
+    }
+    command
 }
 
 /// [`parse_args`] over explicit arguments (the first is the program name), returning the error.
@@ -127,20 +153,21 @@ pub fn try_parse_args_with<P: Parser>(
     args: impl IntoIterator<Item = String>,
     known: &KnownControllers,
 ) -> Result<P, clap::Error> {
+    let webhooks = known_webhooks(&cloud_webhooks());
+    let known = Known {
+        controllers: known,
+        webhooks: &webhooks,
+    };
     parse_with(args, known).map(|(parsed, _)| parsed)
 }
 
 /// [`try_parse_args_with`], and the command as parsing left it (its binary name set).
 fn parse_with<P: Parser>(
     args: impl IntoIterator<Item = String>,
-    known: &KnownControllers,
+    known: Known<'_>,
 ) -> Result<(P, Command), clap::Error> {
     let args: Vec<String> = args.into_iter().collect();
-    let mut command = P::command().args_override_self(true);
-    if command.get_arguments().any(|a| a.get_id() == "controllers") {
-        let help = controllers_help(known);
-        command = command.mut_arg("controllers", |a| a.help(help));
-    }
+    let mut command = with_lists(P::command().args_override_self(true), known);
     let mut matches = command.try_get_matches_from_mut(&args)?;
     let parsed = P::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut command))?;
     Ok((parsed, command))
@@ -149,6 +176,16 @@ fn parse_with<P: Parser>(
 /// Upstream's `--controllers` help: the syntax, then every canonical name and the
 /// disabled-by-default ones, each sorted and comma separated.
 pub fn controllers_help(known: &KnownControllers) -> String {
+    list_help("controller", known)
+}
+
+/// Upstream's `--webhooks` help, worded as `--controllers`' over the webhook map.
+pub fn webhooks_help(known: &KnownControllers) -> String {
+    list_help("webhook", known)
+}
+
+/// The help of a selection flag over `known` entries of `kind`.
+fn list_help(kind: &str, known: &KnownControllers) -> String {
     let mut all: Vec<&str> = known.iter().map(|c| c.name.as_str()).collect();
     let mut off: Vec<&str> = known
         .iter()
@@ -158,7 +195,7 @@ pub fn controllers_help(known: &KnownControllers) -> String {
     all.sort_unstable();
     off.sort_unstable();
     format!(
-        "A list of controllers to enable. '*' enables all on-by-default controllers, 'foo' enables the controller named 'foo', '-foo' disables the controller named 'foo'.\nAll controllers: {}\nDisabled-by-default controllers: {}",
+        "A list of {kind}s to enable. '*' enables all on-by-default {kind}s, 'foo' enables the {kind} named 'foo', '-foo' disables the {kind} named 'foo'.\nAll {kind}s: {}\nDisabled-by-default {kind}s: {}",
         all.join(", "),
         off.join(", ")
     )
@@ -167,8 +204,12 @@ pub fn controllers_help(known: &KnownControllers) -> String {
 #[cfg(test)]
 mod tests {
     use controller_manager::manager::Initializer;
+    use controller_manager::webhook::WebhookInitializer;
+    use kube::core::DynamicObject;
+    use kube::core::admission::{AdmissionRequest, AdmissionResponse};
 
     use super::*;
+    use crate::CloudContext;
     use crate::app::CloudManagerOptions;
 
     #[derive(Parser)]
@@ -195,8 +236,9 @@ mod tests {
         );
     }
 
-    /// The help `parse_args` defers lists the controllers of the map it is rendered with, a
-    /// distro's disabled-by-default one included, and keeps the other flags parsed.
+    /// The help `parse_args` defers lists the controllers and webhooks of the maps it is
+    /// rendered with, a distro's disabled-by-default ones included, and keeps the other flags
+    /// parsed.
     #[test]
     fn deferred_help_lists_the_map_it_is_rendered_with() {
         let (cli, pending) =
@@ -207,7 +249,16 @@ mod tests {
                 Initializer::new("my-extra", |_ctx| async { unreachable!() }).disabled_by_default(),
             )
             .known();
-        let help = help_command(pending, &known).render_long_help().to_string();
+        let webhooks = known_webhooks(
+            &cloud_webhooks()
+                .with(allow("my-webhook", "/a"))
+                .with(allow("my-off-webhook", "/b").disabled_by_default()),
+        );
+        let known = Known {
+            controllers: &known,
+            webhooks: &webhooks,
+        };
+        let help = help_command(pending, known).render_long_help().to_string();
         assert!(help.contains("Usage: distro"), "{help}");
         assert!(
             help.contains("cloud-node-lifecycle-controller, my-extra, node-route-controller"),
@@ -216,6 +267,38 @@ mod tests {
         assert!(
             help.contains("Disabled-by-default controllers: my-extra"),
             "{help}"
+        );
+        assert!(
+            help.contains("All webhooks: my-off-webhook, my-webhook"),
+            "{help}"
+        );
+        assert!(
+            help.contains("Disabled-by-default webhooks: my-off-webhook"),
+            "{help}"
+        );
+    }
+
+    /// A webhook that allows everything.
+    fn allow(name: &str, path: &str) -> WebhookInitializer<CloudContext> {
+        WebhookInitializer::raw(name, path, |_| async {
+            Ok(tower::service_fn(
+                |r: AdmissionRequest<DynamicObject>| async move {
+                    Ok::<_, std::convert::Infallible>(AdmissionResponse::from(&r))
+                },
+            ))
+        })
+    }
+
+    #[test]
+    fn webhooks_help_lists_known_and_disabled_by_default_names() {
+        let known = known_webhooks(
+            &cloud_webhooks()
+                .with(allow("b-hook", "/b"))
+                .with(allow("a-hook", "/a").disabled_by_default()),
+        );
+        assert_eq!(
+            webhooks_help(&known),
+            "A list of webhooks to enable. '*' enables all on-by-default webhooks, 'foo' enables the webhook named 'foo', '-foo' disables the webhook named 'foo'.\nAll webhooks: a-hook, b-hook\nDisabled-by-default webhooks: a-hook"
         );
     }
 }

@@ -6,7 +6,7 @@
 //! Choice of address, in order: the one it already holds; else one its status (after a restart)
 //! or its `spec.loadBalancerIP` names, if free and in an eligible pool; else the first free one of
 //! the eligible pools in name order. Eligible: the pool the `metal.example.com/address-pool`
-//! annotation names, or else every pool with `autoAssign: true`; never an overlapping or invalid
+//! annotation names, or else every pool with `assignment: Automatic`; never an overlapping or invalid
 //! pool. "Free" means no other Service holds it, in this process's assignments or in any
 //! Service's status, so assignments survive restarts without a database.
 
@@ -119,7 +119,7 @@ fn eligible(
             })?;
             vec![*pool]
         }
-        None => sorted.into_iter().filter(|p| p.spec.auto_assign).collect(),
+        None => sorted.into_iter().filter(|p| p.is_automatic()).collect(),
     };
     let mut out = Vec::new();
     for pool in &candidates {
@@ -136,7 +136,7 @@ fn eligible(
     }
     if out.is_empty() {
         return Err(CloudError::other(
-            "no usable AddressPool with autoAssign: true: create one, or name one with the metal.example.com/address-pool annotation",
+            "no usable AddressPool with assignment: Automatic: create one, or name one with the metal.example.com/address-pool annotation",
         ));
     }
     Ok(out)
@@ -149,12 +149,13 @@ mod tests {
 
     use super::*;
 
-    fn pool(name: &str, created: &str, addresses: &[&str], auto_assign: bool) -> Arc<AddressPool> {
+    fn pool(name: &str, created: &str, range: (&str, &str), automatic: bool) -> Arc<AddressPool> {
+        let assignment = if automatic { "Automatic" } else { "Manual" };
         Arc::new(
             serde_json::from_value(json!({
-                "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+                "apiVersion": "metal.example.com/v1", "kind": "AddressPool",
                 "metadata": {"name": name, "creationTimestamp": created},
-                "spec": {"addresses": addresses, "autoAssign": auto_assign},
+                "spec": {"ranges": [{"start": range.0, "end": range.1}], "assignment": assignment},
             }))
             .unwrap(),
         )
@@ -174,9 +175,24 @@ mod tests {
 
     fn pools() -> Vec<Arc<AddressPool>> {
         vec![
-            pool("a", "2026-01-01T00:00:00Z", &["192.0.2.0/31"], true),
-            pool("b", "2026-01-02T00:00:00Z", &["198.51.100.7"], false),
-            pool("c", "2026-01-03T00:00:00Z", &["192.0.2.1-192.0.2.5"], true),
+            pool(
+                "a",
+                "2026-01-01T00:00:00Z",
+                ("192.0.2.0", "192.0.2.1"),
+                true,
+            ),
+            pool(
+                "b",
+                "2026-01-02T00:00:00Z",
+                ("198.51.100.7", "198.51.100.7"),
+                false,
+            ),
+            pool(
+                "c",
+                "2026-01-03T00:00:00Z",
+                ("192.0.2.1", "192.0.2.5"),
+                true,
+            ),
         ]
     }
 
@@ -229,7 +245,7 @@ mod tests {
         let none = choose(&svc("s", None, None), &[], &[], &Assignments::new()).unwrap_err();
         assert!(
             none.to_string()
-                .contains("no usable AddressPool with autoAssign: true"),
+                .contains("no usable AddressPool with assignment: Automatic"),
             "{none}"
         );
     }

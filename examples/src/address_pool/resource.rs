@@ -1,10 +1,12 @@
-//! The `AddressPool` custom resource (`addresspools.metal.example.com`, cluster-scoped), modelled
-//! on MetalLB's `IPAddressPool`: CIDRs and ranges a LoadBalancer Service may get its ingress IP
-//! from, and whether Services get one without asking for the pool by name.
+//! The `AddressPool` custom resource (`addresspools.metal.example.com`, cluster-scoped, version
+//! `v1`: the storage version and the conversion hub), modelled on MetalLB's `IPAddressPool`:
+//! ranges a LoadBalancer Service may get its ingress IP from, and whether Services get one
+//! without asking for the pool by name. The older `v1alpha1` shape is [`super::v1alpha1`].
 //!
 //! Also owns reading the addresses ([`AddressRange`]) and deciding which pools may hand them out
-//! ([`usable`]): the allocator and the status controller ask the same function, so a pool the
-//! status calls Overlapping is never allocated from, whatever the status write's latency.
+//! ([`usable`]): the allocator, the status controller and the overlap webhook ask the same
+//! functions, so a pool the status calls Overlapping is never allocated from, whatever the status
+//! write's latency.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -23,17 +25,13 @@ pub const POOL_ANNOTATION: &str = "metal.example.com/address-pool";
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "metal.example.com",
-    version = "v1alpha1",
+    version = "v1",
     kind = "AddressPool",
     plural = "addresspools",
     shortname = "apool",
     status = "AddressPoolStatus",
     doc = "A pool of addresses for LoadBalancer Services, handed out by metal-ccm's address-pool controller.",
-    printcolumn(
-        name = "Auto-Assign",
-        type_ = "boolean",
-        json_path = ".spec.autoAssign"
-    ),
+    printcolumn(name = "Assignment", type_ = "string", json_path = ".spec.assignment"),
     printcolumn(name = "Allocated", type_ = "integer", json_path = ".status.allocated"),
     printcolumn(name = "Free", type_ = "integer", json_path = ".status.free"),
     printcolumn(
@@ -49,16 +47,39 @@ pub const POOL_ANNOTATION: &str = "metal.example.com/address-pool";
 )]
 #[serde(rename_all = "camelCase")]
 pub struct AddressPoolSpec {
-    /// CIDRs (`192.0.2.0/28`, `2001:db8::/120`) and inclusive ranges (`192.0.2.10-192.0.2.20`).
-    pub addresses: Vec<String>,
-    /// Whether Services without the `metal.example.com/address-pool` annotation may get an
-    /// address from this pool. Pools are tried in name order.
-    #[serde(default = "auto_assign_default")]
-    pub auto_assign: bool,
+    /// Inclusive address ranges (`{start: 192.0.2.0, end: 192.0.2.15}`), IPv4 or IPv6.
+    pub ranges: Vec<IpRange>,
+    /// `Automatic`: Services without the `metal.example.com/address-pool` annotation may get an
+    /// address from this pool (pools are tried in name order); `Manual`: only Services naming
+    /// it. Left out, the defaulting webhook writes `Automatic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assignment: Option<Assignment>,
 }
 
-fn auto_assign_default() -> bool {
-    true
+/// One inclusive range of addresses of one family.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+pub struct IpRange {
+    /// The first address.
+    pub start: String,
+    /// The last address (the same as `start` for a single address).
+    pub end: String,
+}
+
+/// Which Services a pool hands addresses to.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Assignment {
+    /// Any LoadBalancer Service, unless it names another pool.
+    Automatic,
+    /// Only Services whose `metal.example.com/address-pool` annotation names the pool.
+    Manual,
+}
+
+impl AddressPool {
+    /// Whether Services that name no pool may get an address from this one (unset counts as
+    /// `Automatic`, for pools written while the defaulting webhook was not running).
+    pub fn is_automatic(&self) -> bool {
+        self.spec.assignment != Some(Assignment::Manual)
+    }
 }
 
 /// What the address-pool controller observed.
@@ -117,18 +138,52 @@ impl AddressRange {
             Some((a, b)) => (ip(a)?, ip(b)?),
             None => (ip(text)?, ip(text)?),
         };
+        Self::between(first, last).map_err(|why| format!("{text:?} {why}"))
+    }
+
+    /// The range from `first` to `last`, both included; the error says what is wrong.
+    pub fn between(first: IpAddr, last: IpAddr) -> Result<Self, String> {
         if first.is_ipv6() != last.is_ipv6() {
-            return Err(format!("{text:?} mixes IPv4 and IPv6"));
+            return Err("mixes IPv4 and IPv6".to_string());
         }
         let (a, b) = (to_int(first), to_int(last));
         if a > b {
-            return Err(format!("{text:?} ends before it starts"));
+            return Err("ends before it starts".to_string());
         }
         Ok(Self {
             v6: first.is_ipv6(),
             first: a,
             last: b,
         })
+    }
+
+    /// Reads a `v1` range: `start` and `end` addresses of one family, in order.
+    pub fn of(range: &IpRange) -> Result<Self, String> {
+        let ip = |field: &str, s: &str| {
+            s.trim()
+                .parse::<IpAddr>()
+                .map_err(|_| format!("{field} {s:?} is not an IP address"))
+        };
+        let (start, end) = (ip("start", &range.start)?, ip("end", &range.end)?);
+        Self::between(start, end).map_err(|why| format!("{start}-{end} {why}"))
+    }
+
+    /// The first address.
+    pub fn first(&self) -> IpAddr {
+        from_int(self.v6, self.first)
+    }
+
+    /// The last address.
+    pub fn last(&self) -> IpAddr {
+        from_int(self.v6, self.last)
+    }
+
+    /// As `v1` writes it.
+    pub fn to_spec(&self) -> IpRange {
+        IpRange {
+            start: self.first().to_string(),
+            end: self.last().to_string(),
+        }
     }
 
     /// Whether `ip` lies in this range.
@@ -157,6 +212,26 @@ impl AddressRange {
     }
 }
 
+/// The shortest `v1alpha1` text: one address, a CIDR when the range is one aligned block, else
+/// `first-last`. [`AddressRange::parse`] reads it back to the same range.
+impl std::fmt::Display for AddressRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (first, last) = (self.first(), self.last());
+        if self.first == self.last {
+            return write!(f, "{first}");
+        }
+        let bits = if self.v6 { 128 } else { 32 };
+        let size = self.last - self.first;
+        // A block: its size is 2^n - 1 apart and its start is aligned to it.
+        let block = size.checked_add(1).is_none_or(u128::is_power_of_two);
+        if block && self.first & size == 0 {
+            let host_bits = 128 - size.leading_zeros();
+            return write!(f, "{first}/{}", bits - host_bits);
+        }
+        write!(f, "{first}-{last}")
+    }
+}
+
 fn to_int(ip: IpAddr) -> u128 {
     match ip {
         IpAddr::V4(v4) => u128::from(u32::from(v4)),
@@ -176,7 +251,7 @@ fn from_int(v6: bool, n: u128) -> IpAddr {
 /// Why a pool hands out nothing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refusal {
-    /// An entry of `spec.addresses` cannot be read.
+    /// An entry of `spec.ranges` cannot be read.
     Invalid(String),
     /// It shares addresses with `with`, which was created first (or, created together, sorts first).
     Overlapping {
@@ -193,31 +268,60 @@ pub fn usable(pool: &AddressPool, all: &[Arc<AddressPool>]) -> Result<Vec<Addres
     let seniority = |p: &AddressPool| (p.creation_timestamp().map(|t| t.0), p.name_any());
     let older = all
         .iter()
-        .filter(|other| seniority(other) < seniority(pool))
-        .filter_map(|other| Some((other, ranges_of_valid(other)?)));
-    for (other, theirs) in older {
-        if ranges.iter().any(|r| theirs.iter().any(|t| r.overlaps(t))) {
-            return Err(Refusal::Overlapping {
-                with: other.name_any(),
-            });
+        .filter(|other| seniority(other) < seniority(pool));
+    match first_overlap(&ranges, older) {
+        Some(overlap) => Err(Refusal::Overlapping { with: overlap.pool }),
+        None => Ok(ranges),
+    }
+}
+
+/// Where a pool's ranges meet another pool's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    /// The index in `spec.ranges` of the range that overlaps.
+    pub index: usize,
+    /// That range.
+    pub range: AddressRange,
+    /// The other pool.
+    pub pool: String,
+    /// The other pool's range it meets.
+    pub theirs: AddressRange,
+}
+
+/// The first range of `ranges` that meets a range of one of `others` (whose invalid ranges do
+/// not count).
+pub fn first_overlap<'a>(
+    ranges: &[AddressRange],
+    others: impl IntoIterator<Item = &'a Arc<AddressPool>>,
+) -> Option<Overlap> {
+    for other in others {
+        let Ok(theirs) = self::ranges(other) else {
+            continue;
+        };
+        for (index, range) in ranges.iter().enumerate() {
+            if let Some(t) = theirs.iter().find(|t| range.overlaps(t)) {
+                return Some(Overlap {
+                    index,
+                    range: *range,
+                    pool: other.name_any(),
+                    theirs: *t,
+                });
+            }
         }
     }
-    Ok(ranges)
+    None
 }
 
-fn ranges_of_valid(pool: &AddressPool) -> Option<Vec<AddressRange>> {
-    ranges(pool).ok()
-}
-
-/// Every entry of `spec.addresses`, read.
+/// Every entry of `spec.ranges`, read; the error names the entry.
 pub fn ranges(pool: &AddressPool) -> Result<Vec<AddressRange>, String> {
-    if pool.spec.addresses.is_empty() {
-        return Err("spec.addresses is empty: list at least one CIDR or range".into());
+    if pool.spec.ranges.is_empty() {
+        return Err("spec.ranges is empty: list at least one range".into());
     }
     pool.spec
-        .addresses
+        .ranges
         .iter()
-        .map(|a| AddressRange::parse(a))
+        .enumerate()
+        .map(|(i, r)| AddressRange::of(r).map_err(|why| format!("spec.ranges[{i}]: {why}")))
         .collect()
 }
 
@@ -227,12 +331,16 @@ mod tests {
 
     use super::*;
 
-    fn pool(name: &str, created: &str, addresses: &[&str]) -> Arc<AddressPool> {
+    fn pool(name: &str, created: &str, ranges: &[(&str, &str)]) -> Arc<AddressPool> {
+        let ranges: Vec<_> = ranges
+            .iter()
+            .map(|(start, end)| json!({"start": start, "end": end}))
+            .collect();
         Arc::new(
             serde_json::from_value(json!({
-                "apiVersion": "metal.example.com/v1alpha1", "kind": "AddressPool",
+                "apiVersion": "metal.example.com/v1", "kind": "AddressPool",
                 "metadata": {"name": name, "creationTimestamp": created},
-                "spec": {"addresses": addresses},
+                "spec": {"ranges": ranges},
             }))
             .unwrap(),
         )
@@ -263,16 +371,43 @@ mod tests {
 
     #[test]
     fn the_younger_of_two_overlapping_pools_is_refused() {
-        let a = pool("a", "2026-01-01T00:00:00Z", &["192.0.2.0/29"]);
-        let b = pool("b", "2026-01-02T00:00:00Z", &["198.51.100.0/29"]);
-        let c = pool("c", "2026-01-03T00:00:00Z", &["192.0.2.4-192.0.2.20"]);
-        let bad = pool("bad", "2026-01-01T00:00:00Z", &["x"]);
+        let a = pool("a", "2026-01-01T00:00:00Z", &[("192.0.2.0", "192.0.2.7")]);
+        let b = pool(
+            "b",
+            "2026-01-02T00:00:00Z",
+            &[("198.51.100.0", "198.51.100.7")],
+        );
+        let c = pool("c", "2026-01-03T00:00:00Z", &[("192.0.2.4", "192.0.2.20")]);
+        let bad = pool("bad", "2026-01-01T00:00:00Z", &[("x", "192.0.2.1")]);
         let all = [a.clone(), b.clone(), c.clone(), bad.clone()];
         assert!(usable(&a, &all).is_ok() && usable(&b, &all).is_ok());
         assert_eq!(
             usable(&c, &all),
             Err(Refusal::Overlapping { with: "a".into() })
         );
-        assert!(matches!(usable(&bad, &all), Err(Refusal::Invalid(_))));
+        assert_eq!(
+            usable(&bad, &all),
+            Err(Refusal::Invalid(
+                "spec.ranges[0]: start \"x\" is not an IP address".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn v1alpha1_text_is_the_shortest_that_reads_back() {
+        for (text, shown) in [
+            ("192.0.2.0/28", "192.0.2.0/28"),
+            ("192.0.2.0-192.0.2.15", "192.0.2.0/28"),
+            ("192.0.2.1-192.0.2.16", "192.0.2.1-192.0.2.16"),
+            ("192.0.2.8-192.0.2.15", "192.0.2.8/29"),
+            ("198.51.100.7", "198.51.100.7"),
+            ("0.0.0.0/0", "0.0.0.0/0"),
+            ("::/0", "::/0"),
+            ("2001:db8::/120", "2001:db8::/120"),
+        ] {
+            let range = AddressRange::parse(text).unwrap();
+            assert_eq!(range.to_string(), shown, "{text}");
+            assert_eq!(AddressRange::parse(shown).unwrap(), range, "{text}");
+        }
     }
 }

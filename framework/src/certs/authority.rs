@@ -1,6 +1,8 @@
 //! The certificates a self-managing process makes with rcgen: a CA, and serving certificates
 //! for the webhook's DNS names (and IP addresses) signed by it. A CA is read back from its PEM
 //! and key (the Secret keeps both), so any replica can issue under the CA another one made.
+//! Certificates are told apart by [`fingerprint`], and a bundle of them is split by
+//! [`bundle_fingerprints`].
 
 use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
@@ -77,6 +79,29 @@ pub(crate) fn issue(ca: &Pair, names: &[String], days: u32) -> Result<Pair, Cert
         cert_pem: cert.pem(),
         key_pem: key.serialize_pem(),
     })
+}
+
+/// The SHA-256 of the first certificate's DER in `pem`, lowercase hex, as
+/// `openssl x509 -fingerprint -sha256` prints it without the colons.
+pub fn fingerprint(pem: &str) -> Result<String, CertsError> {
+    let der = CertificateDer::from_pem_slice(pem.as_bytes())
+        .map_err(|e| CertsError::Invalid(format!("not a PEM certificate: {e}")))?;
+    Ok(hex(der.as_ref()))
+}
+
+/// The fingerprint of every certificate in `bundle`, in order.
+pub(crate) fn bundle_fingerprints(bundle: &str) -> Result<Vec<String>, CertsError> {
+    CertificateDer::pem_slice_iter(bundle.as_bytes())
+        .map(|der| {
+            der.map(|d| hex(d.as_ref()))
+                .map_err(|e| CertsError::Invalid(format!("ca-bundle.crt: {e}")))
+        })
+        .collect()
+}
+
+fn hex(der: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, der);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Valid from the start of today (UTC) for `days` days; rcgen takes whole dates.

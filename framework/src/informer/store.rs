@@ -81,6 +81,11 @@ impl<V: Send + Sync + 'static> Store<V> {
 
     /// Snapshots every cached object, e.g. to compute the node set for load balancers.
     pub fn list(&self) -> Vec<Arc<V>> {
+        // Objects stored as `V`: one pass under the read lock and one `Arc` clone each, as
+        // kube-runtime's `Store::state`; a webhook that reads the cache on every review pays it.
+        if let Some(same) = self.objects.map_all(Projection::<V>::same) {
+            return same;
+        }
         self.project(self.objects.list())
     }
 
@@ -186,6 +191,11 @@ impl Objects {
 
     pub(crate) fn list(&self) -> Vec<Obj> {
         self.state.read().objects.values().cloned().collect()
+    }
+
+    /// `f` of every object in key order, or `None` as soon as one gives `None`.
+    pub(crate) fn map_all<T>(&self, f: impl FnMut(&Obj) -> Option<T>) -> Option<Vec<T>> {
+        self.state.read().objects.values().map(f).collect()
     }
 
     pub(crate) fn len(&self) -> usize {

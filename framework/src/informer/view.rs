@@ -65,6 +65,16 @@ impl<V: CacheResource> Projection<V> {
 }
 
 impl<V: Send + Sync + 'static> Projection<V> {
+    /// The stored `Arc` when the object is stored as `V`; `None` when it needs converting.
+    pub(crate) fn same(obj: &Obj) -> Option<Arc<V>> {
+        let stored: &dyn Any = &**obj;
+        if !stored.is::<V>() {
+            return None;
+        }
+        let any: Arc<dyn Any + Send + Sync> = obj.clone();
+        any.downcast::<V>().ok()
+    }
+
     /// The object as `V`, sharing the stored `Arc` when it already is one.
     pub(crate) fn arc(&self, obj: &Obj) -> Option<Arc<V>> {
         let any: Arc<dyn Any + Send + Sync> = obj.clone();

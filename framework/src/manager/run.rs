@@ -269,7 +269,11 @@ impl<C: Send + Sync + 'static> Manager<C> {
         let _stop_on_drop = shutdown.clone().drop_guard();
         let stopping = stopping_since(&shutdown);
 
-        let admin_stop = shutdown.child_token();
+        // The admin server outlives the drain: `/readyz` answers "failing" (the webhook server's
+        // check fails once `shutdown` fires) while reviews in flight are answered, so the
+        // replica leaves the Service's endpoints visibly instead of its port just closing.
+        let admin_stop = CancellationToken::new();
+        let _stop_admin_on_drop = admin_stop.clone().drop_guard();
         let admin_task = match this.config.admin_addr {
             Some(addr) => {
                 let admin = &this.config.admin;

@@ -12,10 +12,12 @@ use tracing::{info, warn};
 
 use super::run::{Manager, ManagerError};
 use super::selection::{ControllerSelection, KnownControllers};
+use crate::certs::{Managed, ManagedKind};
 use crate::informer::SharedInformerFactory;
 use crate::serving::{Certificates, Server, Tls};
 use crate::webhook::{
-    CertSource, WebhookContext, WebhookMetrics, WebhookServer, WebhookServing, Webhooks, layers,
+    CertSource, ConfigurationKind, WebhookContext, WebhookMetrics, WebhookServer, WebhookServing,
+    Webhooks, layers, mismatches,
 };
 
 /// The `/readyz` check of the webhook server.
@@ -70,6 +72,46 @@ impl<C: Send + Sync + 'static> Manager<C> {
         Ok(self.factory.get_or_init(|| factory).clone())
     }
 
+    /// Refuses to start when a webhook configuration among `managed` sends a selected typed
+    /// webhook another kind than its Rust type, or a defaulter sits in a validating
+    /// configuration ([`mismatches`]); one that does not exist yet is skipped (the certificate
+    /// manager injects it once it does).
+    async fn check_configurations(
+        &self,
+        managed: &[Managed],
+        selection: &ControllerSelection,
+    ) -> Result<(), ManagerError> {
+        let mut errors = Vec::new();
+        for m in managed {
+            let kind = match m.kind {
+                ManagedKind::Validating => ConfigurationKind::Validating,
+                ManagedKind::Mutating => ConfigurationKind::Mutating,
+                ManagedKind::CustomResourceDefinition => continue,
+            };
+            let Some(object) = m
+                .kind
+                .api(&self.client)
+                .get_opt(&m.name)
+                .await
+                .map_err(|e| ManagerError::Webhooks(format!("cannot read {m}: {e}")))?
+            else {
+                continue;
+            };
+            let json = serde_json::to_value(&object)
+                .map_err(|e| ManagerError::Webhooks(format!("{m}: {e}")))?;
+            errors.extend(mismatches(
+                &self.webhooks,
+                |name| selection.is_enabled(name),
+                kind,
+                &json,
+            ));
+        }
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(ManagerError::Webhooks(errors.join("; "))),
+        }
+    }
+
     /// Builds every selected webhook and serves them until `stop`; `None` when there is nothing
     /// to serve. A webhook that cannot be built, a port that cannot be bound or certificate
     /// files that do not load stop start-up, naming what failed. Once `draining` fires,
@@ -94,10 +136,12 @@ impl<C: Send + Sync + 'static> Manager<C> {
         }
         let failed = |what: String| ManagerError::Webhooks(what);
         let certificates = match &serving.certificates {
-            CertSource::Files { cert, key } => {
-                Certificates::from_files(cert, key).map_err(|e| failed(e.to_string()))?
-            }
+            CertSource::Files { cert, key } => Certificates::from_files(cert, key)
+                .and_then(|c| c.with_sni(&serving.tls.sni))
+                .map_err(|e| failed(e.to_string()))?,
             CertSource::SelfManaged(certs) => {
+                self.check_configurations(&certs.managed, &selection)
+                    .await?;
                 // The renewal task ends with `stop`.
                 let (certificates, _renewals) = certs
                     .start(self.client.clone(), stop.clone())

@@ -1,7 +1,8 @@
 //! Test support for this crate's and downstream crates' end-to-end tests (feature `testing`):
 //! kube-testenv, a manager run in-process ([`ManagerTask`]) or as a child process
 //! ([`ManagerProcess`]), waits that end at once when the manager exits ([`WaitError`]), and
-//! request counting over kube-testenv's request log ([`Requests`]).
+//! request counting over kube-testenv's request log ([`Requests`]), and an embedder's webhooks
+//! installed into kube-testenv as envtest installs them ([`WebhookInstall`]).
 //!
 //! ```toml
 //! [dev-dependencies]
@@ -40,6 +41,7 @@ mod process;
 mod requests;
 mod task;
 mod wait;
+mod webhooks;
 
 use std::time::Duration;
 
@@ -49,6 +51,7 @@ pub use process::ManagerProcess;
 pub use requests::Requests;
 pub use task::ManagerTask;
 pub use wait::{Logs, StopOutcome, WaitError};
+pub use webhooks::{InstalledWebhooks, WebhookInstall, WebhookInstallError};
 
 /// How long a wait or a stop takes before it fails, unless `with_timeout` says otherwise:
 /// generous, since a loaded 2-core CI machine must still finish well within it.

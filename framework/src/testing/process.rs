@@ -82,6 +82,15 @@ impl ManagerProcess {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// Kills it with SIGKILL, as `kill -9` does (no drain, no Lease released), and waits until
+    /// it is gone.
+    pub async fn kill(mut self) -> ManagerExit {
+        if let Err(error) = self.child.start_kill() {
+            tracing::warn!(%error, "cannot SIGKILL the manager; waiting for the exit anyway");
+        }
+        self.exited().await
+    }
+
     /// Sends SIGTERM and waits for exit status 0 (drained controllers, released Lease).
     pub async fn stop(mut self) -> Result<(), WaitError> {
         if self.exit.is_none()

@@ -71,7 +71,12 @@ where
             span.record("object.ref", object_ref(&admission));
             let response = handler.oneshot(admission).await.map_err(Into::into)?;
             span.record("allowed", response.allowed);
-            Ok(json(&with_base64_patch(response.into_review())))
+            let review = response.into_review();
+            // Only a patch needs the detour through a JSON value; the rest is written at once.
+            match review.response.as_ref().is_some_and(|r| r.patch.is_some()) {
+                true => Ok(json(&with_base64_patch(review))),
+                false => Ok(json(&review)),
+            }
         })
     }
 }

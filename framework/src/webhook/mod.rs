@@ -15,17 +15,20 @@
 //!
 //! Files: `verdict`, `review`, `validator`, `defaulter`, `conversion/` (hub and spoke; `check`:
 //! the server's checks), `endpoint` (the HTTP envelope), `layers`, `metrics`, `registry` (the
-//! map), `server` (routes on the serving layer), `config` (where and how it listens).
+//! map), `typed` and `matching` (a configuration's rules against each typed webhook's kind), `server`
+//! (routes on the serving layer), `config` (where and how it listens).
 
 mod config;
 pub mod conversion;
 mod defaulter;
 mod endpoint;
 pub mod layers;
+mod matching;
 mod metrics;
 mod registry;
 mod review;
 mod server;
+mod typed;
 mod validator;
 mod verdict;
 
@@ -35,6 +38,7 @@ pub use defaulter::{Defaulter, Defaulting};
 pub use endpoint::{Admission, Conversion, WebhookRequest, WebhookResponse};
 pub use kube::core::admission::Operation;
 pub use layers::Route;
+pub use matching::{ConfigurationKind, mismatches};
 pub use metrics::WebhookMetrics;
 pub use registry::{
     Endpoint, WebhookContext, WebhookInitError, WebhookInitializer, Webhooks, WebhooksError,

@@ -21,6 +21,7 @@ use tower::util::BoxCloneSyncService;
 
 use super::defaulter::{Defaulter, Defaulting};
 use super::endpoint::{Admission, Conversion, WebhookRequest, WebhookResponse};
+use super::typed::Typed;
 use super::validator::{Validating, Validator};
 use crate::informer::SharedInformerFactory;
 
@@ -60,6 +61,8 @@ pub struct WebhookInitializer<C> {
     pub(crate) path: String,
     pub(crate) enabled_by_default: bool,
     pub(crate) build: Build<C>,
+    /// The kind a typed webhook decodes (none for raw and conversion webhooks).
+    pub(crate) typed: Option<Typed>,
 }
 
 impl<C> Clone for WebhookInitializer<C> {
@@ -69,6 +72,7 @@ impl<C> Clone for WebhookInitializer<C> {
             path: self.path.clone(),
             enabled_by_default: self.enabled_by_default,
             build: self.build.clone(),
+            typed: self.typed.clone(),
         }
     }
 }
@@ -90,6 +94,7 @@ impl<C: Send + Sync + 'static> WebhookInitializer<C> {
             let built = init(ctx);
             async move { Ok(Validating::<V, T>::new(built.await?)) }
         })
+        .decoding::<T>(false)
     }
 
     /// A defaulting (mutating) webhook over `T`, whose [`Defaulter`] `init` builds.
@@ -114,6 +119,19 @@ impl<C: Send + Sync + 'static> WebhookInitializer<C> {
             let built = init(ctx);
             async move { Ok(Defaulting::<D, T>::new(built.await?)) }
         })
+        .decoding::<T>(true)
+    }
+
+    /// Records that the webhook decodes `T` (a patch when `mutating`), for [`super::mismatches`].
+    fn decoding<T: Resource<DynamicType = ()>>(mut self, mutating: bool) -> Self {
+        self.typed = Some(Typed {
+            group: T::group(&()).into_owned(),
+            version: T::version(&()).into_owned(),
+            kind: T::kind(&()).into_owned(),
+            plural: T::plural(&()).into_owned(),
+            mutating,
+        });
+        self
     }
 
     /// An admission webhook over raw reviews, for anything the typed ones do not cover (several
@@ -167,6 +185,7 @@ impl<C: Send + Sync + 'static> WebhookInitializer<C> {
             path: path.into(),
             enabled_by_default: true,
             build: Arc::new(move |ctx| Box::pin(build(ctx))),
+            typed: None,
         }
     }
 

@@ -33,6 +33,8 @@ impl Verdict {
         Verdict {
             allowed: false,
             message: message.into(),
+            // controller-runtime's `Denied`; with no code the server would answer 400.
+            code: 403,
             ..Verdict::default()
         }
     }
@@ -148,6 +150,16 @@ mod tests {
                     ]}
                 }
             })
+        );
+    }
+
+    #[test]
+    fn a_denial_without_a_code_is_a_403_as_controller_runtimes() {
+        let answered = Verdict::deny("no").answer(response());
+        let json = serde_json::to_value(answered.into_review()).unwrap();
+        assert_eq!(
+            json["response"]["status"],
+            serde_json::json!({"code": 403, "message": "no"})
         );
     }
 

@@ -19,13 +19,14 @@
 //!    own rules or the custom resource's schema; any cause is a 422.
 //! 4. The kind's step against the cluster (`strategy`): a Service's addresses allocated or kept,
 //!    a new Node's not-ready taint, a new Namespace's finalizer; a Node's immutable fields. It
-//!    comes before the validating webhooks, as upstream's generic store runs a kind's
+//!    comes before the validating admission, as upstream's generic store runs a kind's
 //!    `BeginCreate` / `BeginUpdate` (where the Service REST storage allocates its clusterIP and
 //!    nodePorts) and the strategy before the validating admission it is handed: a validating
 //!    webhook sees a Service's allocated clusterIP and nodePorts, a mutating one does not.
-//! 5. **Validating admission webhooks** (`webhooks::validation`), all at once, on the object
-//!    steps 1 to 4 made (wh-mutating-then-validating.txt); `ValidatingAdmissionPolicy`
-//!    (issue 34) after them.
+//! 5. **`ValidatingAdmissionPolicy`** (`policies`), under the lock, on the object steps 1 to 4
+//!    made, then the **validating admission webhooks** (`webhooks::validation`), all at once
+//!    (wh-mutating-then-validating.txt): kube-apiserver's plugin order runs the policies before
+//!    the webhooks, so a policy's refusal means no webhook is called.
 //! 6. Storage preconditions, on create: the namespace is open (`namespace`: 404, 403) and the
 //!    name is free (409) (on update the handler has found the object); then step 4 checked
 //!    again against the cluster as it is now: upstream holds what it allocated in the
@@ -46,7 +47,7 @@ use serde_json::Value;
 use super::object_meta::{self, Endpoint};
 use super::webhooks::config::{self, Phase};
 use super::webhooks::{Objects, Request, matching, mutation, validation};
-use super::{namespace, strategy};
+use super::{namespace, policies, strategy};
 use crate::api::cluster::AdmissionConfig;
 use crate::api::kinds::ResId;
 use crate::api::status::{ApiError, Cause};
@@ -274,7 +275,7 @@ async fn attempt<W: Write>(
             false => config::load(s, Phase::Mutating),
         };
         if matching::invocations(s, &hooks, &req, &objects)?.is_empty() {
-            return prepare(s, w, staged, req, None).map(First::Prepared);
+            return prepare(s, w, staged, req, None, warnings).map(First::Prepared);
         }
         Ok(First::Mutate(Box::new((staged, req, objects, hooks))))
     })?;
@@ -287,7 +288,7 @@ async fn attempt<W: Write>(
             if let Some(e) = m.refusal {
                 return Err(e);
             }
-            store.with(|s| prepare(s, w, staged, req, m.objects.object))?
+            store.with(|s| prepare(s, w, staged, req, m.objects.object, warnings))?
         }
         First::Prepared(next) => next,
     };
@@ -305,15 +306,22 @@ async fn attempt<W: Write>(
     }
 }
 
-/// Steps 1 to 4, then 6 in the same hold of the lock when no validating webhook matches.
+/// Steps 1 to 4 and the policies, then 6 in the same hold of the lock when no validating
+/// webhook matches.
 fn prepare<W: Write>(
     s: &mut State,
     w: &W,
     staged: W::Staged,
     req: Request,
     mutated: Option<Value>,
+    warnings: &mut Vec<String>,
 ) -> Result<Next<W>, ApiError> {
     let (prepared, objects) = w.prepare(s, staged, mutated)?;
+    let said = policies::run(s, &req, &objects);
+    warnings.extend(said.warnings);
+    if let Some(e) = said.refusal {
+        return Err(e);
+    }
     let hooks = match req.exempt() {
         true => Vec::new(),
         false => config::load(s, Phase::Validating),

@@ -153,6 +153,9 @@ pub enum Lifecycle {
     Namespace,
     /// CustomResourceDefinition: serves, changes and retires the types it defines (`crd`).
     CustomResourceDefinition,
+    /// ValidatingAdmissionPolicy: its status controller's `observedGeneration` and
+    /// `typeChecking` (`admission::policies::status`).
+    AdmissionPolicy,
 }
 
 /// How a strategic merge patch treats one list field (from the Go `patchStrategy` /

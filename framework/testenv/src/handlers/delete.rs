@@ -110,7 +110,7 @@ pub fn delete(
                 delete_namespace_content(state, &name);
             }
         }
-        Lifecycle::Object => {}
+        Lifecycle::Object | Lifecycle::AdmissionPolicy => {}
     }
     let has_finalizers = old
         .pointer("/metadata/finalizers")

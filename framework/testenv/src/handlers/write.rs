@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::target::{
     Target, WriteOptions, record_update, record_update_of, requested_managed_fields,
 };
+use crate::admission::policies::status as policy_status;
 use crate::admission::write_checks;
 use crate::admission::{self, Endpoint, chain};
 use crate::api::cluster::AdmissionConfig;
@@ -449,8 +450,10 @@ fn store_created(
     let rt = &t.rt;
     limits::check_storable(&obj)?;
     let stored = (*state.put(t.res, crd::to_storage(rt, obj), EventType::Added)).clone();
-    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
-        crd::lifecycle::created(state, &stored);
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => crd::lifecycle::created(state, &stored),
+        Lifecycle::AdmissionPolicy => policy_status::reconcile(state, t.res, &stored),
+        _ => {}
     }
     Ok((201, crd::to_version(rt, stored)))
 }
@@ -484,8 +487,10 @@ fn commit_update(
         return crd::to_version(rt, new);
     }
     let stored = (*state.put(res, new, EventType::Modified)).clone();
-    if rt.lifecycle() == Lifecycle::CustomResourceDefinition {
-        crd::lifecycle::updated(state, &stored);
+    match rt.lifecycle() {
+        Lifecycle::CustomResourceDefinition => crd::lifecycle::updated(state, &stored),
+        Lifecycle::AdmissionPolicy => policy_status::reconcile(state, res, &stored),
+        _ => {}
     }
     crd::to_version(rt, stored)
 }

@@ -1,12 +1,16 @@
 //! Where a webhook is reached: `clientConfig.url` as written, or `clientConfig.service` resolved
 //! as kube-apiserver resolves it with endpoint routing: the Service's port with the configured
 //! number, then a ready address and that port's number from the Service's EndpointSlices (its
-//! Endpoints when it has no slice), while TLS checks the certificate for
+//! Endpoints when it has no slice), picked at random on every call as upstream's
+//! `RandomEndpoint` picks (slices in random order, each searched from a random endpoint), so
+//! reviews spread over the replicas; TLS checks the certificate for
 //! `<service>.<namespace>.svc`. A manifest written for a cluster thus works unchanged against
 //! a webhook on loopback whose Service has a hand-written EndpointSlice.
 
 use std::sync::Arc;
 
+use rand::Rng;
+use rand::seq::SliceRandom;
 use serde_json::Value;
 use tokio_rustls::rustls;
 
@@ -112,10 +116,11 @@ fn endpoint(state: &State, svc: &ServiceRef) -> Result<String, String> {
             )
         })?;
     let none = || format!("no endpoints available for service {}", go_quote(&svc.name));
-    let slices = slices_of(state, svc);
+    let mut slices = slices_of(state, svc);
     let found = if slices.is_empty() {
         from_endpoints(state, svc, &port_name)
     } else {
+        slices.shuffle(&mut rand::rng());
         slices.iter().find_map(|s| from_slice(s, &port_name))
     };
     found.ok_or_else(none)
@@ -152,10 +157,11 @@ fn from_slice(slice: &Value, port_name: &str) -> Option<String> {
         .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)?
         .get("port")
         .and_then(Value::as_u64)?;
-    slice
-        .get("endpoints")
-        .and_then(Value::as_array)?
+    let endpoints = slice.get("endpoints").and_then(Value::as_array)?;
+    let start = rand::rng().random_range(0..endpoints.len().max(1));
+    endpoints[start..]
         .iter()
+        .chain(&endpoints[..start])
         .filter(|e| e.pointer("/conditions/ready") != Some(&Value::Bool(false)))
         .find_map(|e| e.pointer("/addresses/0").and_then(Value::as_str))
         .map(|ip| host_port(ip, port))
@@ -164,9 +170,11 @@ fn from_slice(slice: &Value, port_name: &str) -> Option<String> {
 fn from_endpoints(state: &State, svc: &ServiceRef, port_name: &str) -> Option<String> {
     let res = lookup("", "v1", "endpoints")?;
     let eps = state.get(res, &svc.namespace, &svc.name)?;
-    eps.get("subsets")
-        .and_then(Value::as_array)?
+    let subsets = eps.get("subsets").and_then(Value::as_array)?;
+    let start = rand::rng().random_range(0..subsets.len().max(1));
+    subsets[start..]
         .iter()
+        .chain(&subsets[..start])
         .find_map(|subset| {
             let port = subset
                 .get("ports")
@@ -175,8 +183,9 @@ fn from_endpoints(state: &State, svc: &ServiceRef, port_name: &str) -> Option<St
                 .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)?
                 .get("port")
                 .and_then(Value::as_u64)?;
-            let ip = subset.pointer("/addresses/0/ip").and_then(Value::as_str)?;
-            Some(host_port(ip, port))
+            let addresses = subset.get("addresses").and_then(Value::as_array)?;
+            let address = addresses.get(rand::rng().random_range(0..addresses.len().max(1)))?;
+            Some(host_port(address.get("ip").and_then(Value::as_str)?, port))
         })
 }
 
@@ -186,7 +195,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn a_slice_gives_its_first_ready_address_and_the_named_port() {
+    fn a_slice_gives_a_ready_address_and_the_named_port() {
         let slice = json!({
             "ports": [{"name": "metrics", "port": 9090}, {"name": "https", "port": 8443}],
             "endpoints": [
@@ -199,6 +208,25 @@ mod tests {
             Some("10.0.0.2:8443")
         );
         assert_eq!(from_slice(&slice, "grpc"), None);
+    }
+
+    #[test]
+    fn every_ready_endpoint_of_a_slice_is_picked_and_no_other() {
+        let slice = json!({
+            "ports": [{"name": "https", "port": 8443}],
+            "endpoints": [
+                {"addresses": ["10.0.0.1"]},
+                {"addresses": ["10.0.0.2"], "conditions": {"ready": false}},
+                {"addresses": ["10.0.0.3"], "conditions": {"ready": true}}
+            ]
+        });
+        let picked: std::collections::BTreeSet<_> = (0..200)
+            .filter_map(|_| from_slice(&slice, "https"))
+            .collect();
+        assert_eq!(
+            picked.into_iter().collect::<Vec<_>>(),
+            ["10.0.0.1:8443", "10.0.0.3:8443"]
+        );
     }
 
     #[test]

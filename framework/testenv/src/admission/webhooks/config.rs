@@ -57,6 +57,8 @@ pub struct Hook {
     pub review_versions: Vec<String>,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks only).
     pub reinvoke: bool,
+    /// `matchConditions`' expressions, in order.
+    pub match_conditions: Vec<String>,
 }
 
 /// One `rules` entry.
@@ -120,6 +122,13 @@ impl Hook {
             ),
             review_versions: strings(w.get("admissionReviewVersions")),
             reinvoke: text(w, "reinvocationPolicy", "Never") == "IfNeeded",
+            match_conditions: w
+                .get("matchConditions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| text(c, "expression", "").to_string())
+                .collect(),
             name,
         }
     }

@@ -6,11 +6,14 @@
 //! everything; `scope`), and with `matchPolicy: Equivalent` the same rules against the other
 //! versions of the resource. A selector's error counts only for a webhook a rule matched.
 
+use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
 use super::config::{Hook, Rule};
 use super::equivalent::{self, Conversion};
 use super::{Gvk, Gvr, Objects, Request};
+use crate::api::cel::admission::{Activation, Declarations, Returns, compile_all, conditions};
+use crate::api::cel::values::plain;
 use crate::api::kinds::lookup;
 use crate::api::status::ApiError;
 use crate::storage::selectors::LabelSelector;
@@ -56,20 +59,107 @@ pub fn invocation(
     req: &Request,
     objects: &Objects,
 ) -> Result<Option<Invocation>, ApiError> {
-    let namespace = namespace_matches(state, hook, req, objects);
+    let criteria = Criteria {
+        rules: &hook.rules,
+        equivalent: hook.equivalent,
+        namespace_selector: &hook.namespace_selector,
+        object_selector: &hook.object_selector,
+    };
+    let Some((kind, resource)) = matched(state, &criteria, req, objects)? else {
+        return Ok(None);
+    };
+    match conditions_match(hook, req, &resource, objects) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(_) if hook.fail_open => return Ok(None),
+        Err(e) => {
+            let group = &req.resource.group;
+            return Err(ApiError::forbidden(
+                group,
+                &req.resource.resource,
+                &req.name,
+                &e,
+            ));
+        }
+    }
+    let conversion = match (&req.crd, resource.version != req.resource.version) {
+        (Some(crd), true) => Some(equivalent::of(state, crd)),
+        _ => None,
+    };
+    Ok(Some(Invocation {
+        hook: hook.clone(),
+        kind,
+        resource,
+        conversion,
+        target: hook.client.resolve(state),
+    }))
+}
+
+/// A webhook's `matchConditions` on the write, as upstream evaluates them once its rules
+/// matched: any `false` skips the webhook; an error (none `false`) is the caller's to decide
+/// under `failurePolicy`. The objects are the write's version (no conversion for an
+/// `Equivalent` rule), `namespaceObject` is null and `params` undeclared.
+fn conditions_match(
+    hook: &Hook,
+    req: &Request,
+    resource: &Gvr,
+    objects: &Objects,
+) -> Result<bool, String> {
+    if hook.match_conditions.is_empty() {
+        return Ok(true);
+    }
+    let sources: Vec<&str> = hook.match_conditions.iter().map(String::as_str).collect();
+    let programs = compile_all(&sources, Returns::Bool, &Declarations::default())
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let value = |o: &Option<Value>| o.as_ref().map_or(Cel::Null, plain);
+    let mut act = Activation::new(vec![
+        ("object", value(&objects.object)),
+        ("oldObject", value(&objects.old)),
+        ("request", plain(&req.admission_request(resource))),
+        ("namespaceObject", Cel::Null),
+    ]);
+    conditions(&programs, &mut act)
+}
+
+/// What decides whether a webhook (or a policy, or a policy binding) applies to a write.
+#[derive(Debug, Clone, Copy)]
+pub struct Criteria<'a> {
+    /// The rules, one of which must match.
+    pub rules: &'a [Rule],
+    /// `matchPolicy: Equivalent`.
+    pub equivalent: bool,
+    /// `namespaceSelector`.
+    pub namespace_selector: &'a Value,
+    /// `objectSelector`.
+    pub object_selector: &'a Value,
+}
+
+/// Whether `criteria` match `req`, and the kind and resource of the rule that matched (the
+/// write's, or with `Equivalent` another version of it).
+pub fn matched(
+    state: &State,
+    criteria: &Criteria<'_>,
+    req: &Request,
+    objects: &Objects,
+) -> Result<Option<(Gvk, Gvr)>, ApiError> {
+    let namespace = namespace_matches(state, criteria.namespace_selector, req, objects);
     if namespace == Ok(false) {
         return Ok(None);
     }
-    let object = object_matches(hook, objects);
+    let object = object_matches(criteria.object_selector, objects);
     if object == Ok(false) {
         return Ok(None);
     }
-    let exact = hook.rules.iter().any(|r| matches(r, req, &req.resource));
+    let exact = criteria
+        .rules
+        .iter()
+        .any(|r| matches(r, req, &req.resource));
     let (kind, resource) = if exact {
         (req.kind.clone(), req.resource.clone())
-    } else if hook.equivalent {
+    } else if criteria.equivalent {
         let others = equivalents(state, req);
-        let found = hook
+        let found = criteria
             .rules
             .iter()
             .find_map(|r| others.iter().find(|e| matches(r, req, e)));
@@ -90,17 +180,7 @@ pub fn invocation(
     };
     namespace?;
     object?;
-    let conversion = match (&req.crd, resource.version != req.resource.version) {
-        (Some(crd), true) => Some(equivalent::of(state, crd)),
-        _ => None,
-    };
-    Ok(Some(Invocation {
-        hook: hook.clone(),
-        kind,
-        resource,
-        conversion,
-        target: hook.client.resolve(state),
-    }))
+    Ok(Some((kind, resource)))
 }
 
 fn selector(sel: &Value) -> Result<LabelSelector, ApiError> {
@@ -109,7 +189,7 @@ fn selector(sel: &Value) -> Result<LabelSelector, ApiError> {
 
 fn namespace_matches(
     state: &State,
-    hook: &Hook,
+    namespace_selector: &Value,
     req: &Request,
     objects: &Objects,
 ) -> Result<bool, ApiError> {
@@ -117,7 +197,7 @@ fn namespace_matches(
     if req.namespace.is_empty() && !namespaces {
         return Ok(true);
     }
-    let sel = selector(&hook.namespace_selector)?;
+    let sel = selector(namespace_selector)?;
     if sel.is_empty() {
         return Ok(true);
     }
@@ -131,8 +211,8 @@ fn namespace_matches(
     }
 }
 
-fn object_matches(hook: &Hook, objects: &Objects) -> Result<bool, ApiError> {
-    let sel = selector(&hook.object_selector)?;
+fn object_matches(object_selector: &Value, objects: &Objects) -> Result<bool, ApiError> {
+    let sel = selector(object_selector)?;
     if sel.is_empty() {
         return Ok(true);
     }

@@ -4,7 +4,8 @@
 //! - `config`: the stored configurations, in the order they are called;
 //! - `matching`: whether a webhook is called for a write (operations, groups, versions,
 //!   resources and subresources, scope, `namespaceSelector`, `objectSelector`,
-//!   `matchPolicy: Equivalent`), and the version it is called with;
+//!   `matchPolicy: Equivalent`), its `matchConditions` (CEL, through `api::cel::admission`,
+//!   shared with the policies), and the version it is called with;
 //! - `equivalent`: an object converted to the version a webhook's rule names;
 //! - `review`: the `AdmissionReview` sent (`v1` or `v1beta1`) and the answer's checks;
 //! - `call`: one call, `sideEffects` against a dry run, the client in `crate::webhook_client`;
@@ -64,6 +65,21 @@ impl Request {
                     | "ValidatingAdmissionPolicy"
                     | "ValidatingAdmissionPolicyBinding"
             )
+    }
+
+    /// The `request` variable of CEL expressions: upstream's `AdmissionRequest` for the write,
+    /// `resource` the one the matching rule named.
+    pub fn admission_request(&self, resource: &Gvr) -> Value {
+        let kind = serde_json::json!({"group": self.kind.group, "version": self.kind.version, "kind": self.kind.kind});
+        let res = |r: &Gvr| serde_json::json!({"group": r.group, "version": r.version, "resource": r.resource});
+        serde_json::json!({
+            "kind": kind, "resource": res(resource), "subResource": self.sub_resource,
+            "requestKind": kind, "requestResource": res(&self.resource),
+            "requestSubResource": self.sub_resource,
+            "name": self.name, "namespace": self.namespace, "operation": self.operation,
+            "userInfo": {"username": self.user.username, "uid": self.user.uid, "groups": self.user.groups},
+            "dryRun": self.dry_run, "options": self.options,
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 //! Adding a built-in kind: its file with its `Kind` value and its tests, and one line each
 //! below (its `mod` and its place in [`TABLE`]); docs/architecture.md has the recipe.
 
+mod admissionpolicy;
 mod configmap;
 mod customresourcedefinition;
 mod endpoints;
@@ -15,6 +16,7 @@ mod namespace;
 mod node;
 mod pod;
 mod rbac;
+mod registration;
 mod reviews;
 mod secret;
 mod service;
@@ -52,6 +54,8 @@ pub static TABLE: &[Kind] = &[
     reviews::SELF_SUBJECT_RULES_REVIEW,
     webhookconfiguration::VALIDATING,
     webhookconfiguration::MUTATING,
+    admissionpolicy::POLICY,
+    admissionpolicy::BINDING,
 ];
 
 /// Id of a served type: an index in [`TABLE`], or (from `TABLE.len()` on) a CRD-defined type in

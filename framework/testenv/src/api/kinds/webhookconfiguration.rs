@@ -4,7 +4,8 @@
 //! `matchPolicy: Equivalent`, empty selectors, `timeoutSeconds: 10`, a rule's `scope: *`, a
 //! mutating webhook's `reinvocationPolicy: Never`) and its `ValidateValidatingWebhookConfiguration`
 //! (wh-config-*.txt: qualified unique names, rules, `sideEffects` and `admissionReviewVersions`
-//! required, a timeout of 1 to 30 seconds, exactly one of `url` or `service`, an `https` URL).
+//! required, a timeout of 1 to 30 seconds, exactly one of `url` or `service`, an `https` URL,
+//! at most 64 named `matchConditions` whose expressions compile to a bool).
 //! `webhooks` is a list merged by `name`, and `generation` is kept.
 
 use k8s_openapi::api::admissionregistration::v1 as openapi;
@@ -162,7 +163,7 @@ fn webhook(hook: &Value, at: &str) -> Vec<Cause> {
     let mut causes = qualified_name(text(hook, "name").unwrap_or(""), &format!("{at}.name"));
     let rules = hook.get("rules").and_then(Value::as_array);
     for (j, r) in rules.into_iter().flatten().enumerate() {
-        causes.extend(rule(r, &format!("{at}.rules[{j}]")));
+        causes.extend(super::registration::rule(r, &format!("{at}.rules[{j}]")));
     }
     let one_of = |key: &str, allowed: &[&str], causes: &mut Vec<Cause>| {
         if let Some(v) = text(hook, key).filter(|v| !allowed.contains(v)) {
@@ -216,6 +217,12 @@ fn webhook(hook: &Value, at: &str) -> Vec<Cause> {
         hook.get("clientConfig"),
         &format!("{at}.clientConfig"),
     ));
+    let conditions = hook.get("matchConditions").and_then(Value::as_array);
+    causes.extend(super::registration::match_conditions(
+        conditions.map_or(&[], Vec::as_slice),
+        &Default::default(),
+        &format!("{at}.matchConditions"),
+    ));
     causes
 }
 
@@ -239,37 +246,6 @@ fn qualified_name(name: &str, field: &str) -> Vec<Cause> {
         )];
     }
     Vec::new()
-}
-
-/// Upstream's `validateRuleWithOperations`.
-fn rule(r: &Value, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    for key in ["operations", "apiGroups", "apiVersions", "resources"] {
-        if crate::api::validation::string_list(r.get(key)).is_empty() {
-            causes.push(Cause::required(format!("{at}.{key}"), ""));
-        }
-    }
-    let ops = ["*", "CREATE", "UPDATE", "DELETE", "CONNECT"];
-    for (k, op) in crate::api::validation::string_list(r.get("operations"))
-        .iter()
-        .enumerate()
-    {
-        if !ops.contains(&op.as_str()) {
-            causes.push(Cause::not_supported(
-                format!("{at}.operations[{k}]"),
-                &go_quote(op),
-                &ops,
-            ));
-        }
-    }
-    if let Some(scope) = text(r, "scope").filter(|s| !["Cluster", "Namespaced", "*"].contains(s)) {
-        causes.push(Cause::not_supported(
-            format!("{at}.scope"),
-            &go_quote(scope),
-            &["Cluster", "Namespaced", "*"],
-        ));
-    }
-    causes
 }
 
 /// Upstream's `ValidateWebhookClientConfig`: exactly one of `url` and `service`; an `https`

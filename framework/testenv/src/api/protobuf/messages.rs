@@ -3,16 +3,32 @@
 
 use super::convert::message;
 
+message!(k8s_pb::api::admissionregistration::v1::AuditAnnotation { key: "key", value_expression: "valueExpression" });
+message!(k8s_pb::api::admissionregistration::v1::ExpressionWarning { field_ref: "fieldRef", warning: "warning" });
 message!(k8s_pb::api::admissionregistration::v1::MatchCondition { name: "name", expression: "expression" });
+message!(k8s_pb::api::admissionregistration::v1::MatchResources { namespace_selector: "namespaceSelector", object_selector: "objectSelector", resource_rules: "resourceRules", exclude_resource_rules: "excludeResourceRules", match_policy: "matchPolicy" });
 message!(k8s_pb::api::admissionregistration::v1::MutatingWebhook { name: "name", client_config: "clientConfig", rules: "rules", failure_policy: "failurePolicy", match_policy: "matchPolicy", namespace_selector: "namespaceSelector", object_selector: "objectSelector", side_effects: "sideEffects", timeout_seconds: "timeoutSeconds", admission_review_versions: "admissionReviewVersions", reinvocation_policy: "reinvocationPolicy", match_conditions: "matchConditions" });
 message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
 message!(k8s_pb::api::admissionregistration::v1::MutatingWebhookConfigurationList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::NamedRuleWithOperations { resource_names: "resourceNames", rule_with_operations: inline });
+message!(k8s_pb::api::admissionregistration::v1::ParamKind { api_version: "apiVersion", kind: "kind" });
+message!(k8s_pb::api::admissionregistration::v1::ParamRef { name: "name", namespace: "namespace", selector: "selector", parameter_not_found_action: "parameterNotFoundAction" });
 message!(k8s_pb::api::admissionregistration::v1::Rule { api_groups: "apiGroups", api_versions: "apiVersions", resources: "resources", scope: "scope" });
 message!(k8s_pb::api::admissionregistration::v1::RuleWithOperations { operations: "operations", rule: inline });
 message!(k8s_pb::api::admissionregistration::v1::ServiceReference { namespace: "namespace", name: "name", path: "path", port: "port" });
+message!(k8s_pb::api::admissionregistration::v1::TypeChecking { expression_warnings: "expressionWarnings" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicy { metadata: "metadata", spec: "spec", status: "status" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding { metadata: "metadata", spec: "spec" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec { policy_name: "policyName", param_ref: "paramRef", match_resources: "matchResources", validation_actions: "validationActions" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicyList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicySpec { param_kind: "paramKind", match_constraints: "matchConstraints", validations: "validations", failure_policy: "failurePolicy", audit_annotations: "auditAnnotations", match_conditions: "matchConditions", variables: "variables" });
+message!(k8s_pb::api::admissionregistration::v1::ValidatingAdmissionPolicyStatus { observed_generation: "observedGeneration", type_checking: "typeChecking", conditions: "conditions" });
 message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhook { name: "name", client_config: "clientConfig", rules: "rules", failure_policy: "failurePolicy", match_policy: "matchPolicy", namespace_selector: "namespaceSelector", object_selector: "objectSelector", side_effects: "sideEffects", timeout_seconds: "timeoutSeconds", admission_review_versions: "admissionReviewVersions", match_conditions: "matchConditions" });
 message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhookConfiguration { metadata: "metadata", webhooks: "webhooks" });
 message!(k8s_pb::api::admissionregistration::v1::ValidatingWebhookConfigurationList { metadata: "metadata", items: "items" });
+message!(k8s_pb::api::admissionregistration::v1::Validation { expression: "expression", message: "message", reason: "reason", message_expression: "messageExpression" });
+message!(k8s_pb::api::admissionregistration::v1::Variable { name: "name", expression: "expression" });
 message!(k8s_pb::api::admissionregistration::v1::WebhookClientConfig { url: "url", service: "service", ca_bundle: "caBundle" });
 message!(k8s_pb::api::authentication::v1::BoundObjectReference { kind: "kind", api_version: "apiVersion", name: "name", u_id: "uid" });
 message!(k8s_pb::api::authentication::v1::ExtraValue { items: "items" });
