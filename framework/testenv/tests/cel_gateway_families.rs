@@ -5,8 +5,10 @@
 //! rule text) repeated wherever the schemas carry it; the families are read from the YAML, and a
 //! family without a case, or a case for no family, fails the test. One family can never fail on
 //! a cluster (a schema error stops the rules first): its case asks for the cluster's refusal.
+//! Each filter case is also tried at every other place its rule sits (the rule's filters or its
+//! backend's, HTTPRoute or GRPCRoute), as the YAML says where each family is.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -37,7 +39,7 @@ enum Write {
 /// object it admits and one it refuses (with `blocked`, refused before the rules run).
 struct Case {
     kind: &'static str,
-    field: &'static str,
+    field: String,
     message: &'static str,
     write: Write,
     ok: Value,
@@ -58,7 +60,7 @@ fn case(
 ) -> Case {
     Case {
         kind,
-        field,
+        field: field.to_owned(),
         message,
         write: Write::Create,
         ok,
@@ -202,7 +204,7 @@ fn cases() -> Vec<Case> {
     let f0 = "spec.rules[0].filters[0]";
     let bf0 = "spec.rules[0].backendRefs[0].filters[0]";
     vec![
-        Case { kind: "GatewayClass", field: "spec.controllerName", message: "field is immutable",
+        Case { kind: "GatewayClass", field: "spec.controllerName".into(), message: "field is immutable",
             write: Write::Update(json!({"controllerName": "example.com/a"})),
             ok: json!({"description": "same controller"}), bad: json!({"controllerName": "example.com/b"}), blocked: false },
         gw("spec.addresses", "IPAddress values must be unique",
@@ -252,7 +254,7 @@ fn cases() -> Vec<Case> {
             https(json!({"certificateRefs": [], "options": {}}))),
         gw("spec.tls.frontend.perPort", "Port for TLS configuration must be unique within the Gateway",
             per_port(443, 8443), per_port(443, 443)),
-        Case { kind: "Gateway", field: "status.addresses[0]", message: status_hostname, write: Write::Status,
+        Case { kind: "Gateway", field: "status.addresses[0]".into(), message: status_hostname, write: Write::Status,
             ok: json!({"addresses": [addr("Hostname", "lb.example.com")]}),
             bad: json!({"addresses": [addr("Hostname", "LB!")]}), blocked: false },
         http("spec.parentRefs", "sectionName must be specified when parentRefs includes 2 or more references to the same parent",
@@ -416,6 +418,48 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Where a route's filters sit: at its first rule, or at that rule's first backend.
+const FILTER_PLACES: [&str; 2] = [
+    "spec.rules[0].filters",
+    "spec.rules[0].backendRefs[0].filters",
+];
+
+/// A filter case again at every other place its family's rule sits: the other filter list, and
+/// the other route kind when that kind carries the family too.
+fn elsewhere(c: &Case, by_kind: &BTreeMap<String, BTreeSet<String>>) -> Vec<Case> {
+    let Some(from) = FILTER_PLACES.iter().find(|p| c.field.starts_with(*p)) else {
+        return Vec::new();
+    };
+    let filters_of = |spec: &Value| {
+        let at = spec.pointer("/rules/0/filters");
+        at.or_else(|| spec.pointer("/rules/0/backendRefs/0/filters"))
+            .unwrap()
+            .clone()
+    };
+    let place = |to: &str, filters: Value| match to {
+        "spec.rules[0].filters" => route_rule(json!({"filters": filters})),
+        _ => route_rule(json!({"backendRefs": [{"name": "s", "port": 80, "filters": filters}]})),
+    };
+    let kinds = by_kind[c.message].iter().filter(|k| k.ends_with("Route"));
+    kinds
+        .flat_map(|kind| FILTER_PLACES.iter().map(move |to| (kind, to)))
+        .filter(|(kind, to)| (kind.as_str(), **to) != (c.kind, *from))
+        .map(|(kind, to)| Case {
+            kind: if kind == "GRPCRoute" {
+                "GRPCRoute"
+            } else {
+                "HTTPRoute"
+            },
+            field: c.field.replacen(from, to, 1),
+            message: c.message,
+            write: Write::Create,
+            ok: place(to, filters_of(&c.ok)),
+            bad: place(to, filters_of(&c.bad)),
+            blocked: c.blocked,
+        })
+        .collect()
+}
+
 /// The type the server names in an `Invalid value` cause for the value at `field`.
 fn type_name(obj: &Value, field: &str) -> &'static str {
     let pointer: String = field
@@ -435,8 +479,9 @@ fn type_name(obj: &Value, field: &str) -> &'static str {
     }
 }
 
-/// A cluster with every Gateway API CRD installed; the families their rules form.
-async fn gateway_api() -> (TestEnv, BTreeSet<String>) {
+/// A cluster with every Gateway API CRD installed; the families their rules form, each with
+/// the kinds that carry it.
+async fn gateway_api() -> (TestEnv, BTreeMap<String, BTreeSet<String>>) {
     let env = TestEnv::start().await.unwrap();
     let crds: Api<DynamicObject> = Api::all_with(
         env.client(),
@@ -445,10 +490,18 @@ async fn gateway_api() -> (TestEnv, BTreeSet<String>) {
             "customresourcedefinitions",
         ),
     );
-    let mut found = BTreeSet::new();
+    let mut found = BTreeMap::<String, BTreeSet<String>>::new();
     for yaml in CRDS {
         let crd: Value = serde_saphyr::from_str(yaml).unwrap();
-        families(&crd, &mut found);
+        let mut here = BTreeSet::new();
+        families(&crd, &mut here);
+        let kind = crd
+            .pointer("/spec/names/kind")
+            .and_then(Value::as_str)
+            .unwrap();
+        for message in here {
+            found.entry(message).or_default().insert(kind.to_owned());
+        }
         let obj: DynamicObject = serde_json::from_value(crd).unwrap();
         crds.create(&PostParams::default(), &obj).await.unwrap();
     }
@@ -533,8 +586,9 @@ async fn write(
 
 #[tokio::test]
 async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
-    let (env, found) = gateway_api().await;
-    let cases = cases();
+    let (env, by_kind) = gateway_api().await;
+    let mut cases = cases();
+    let found: BTreeSet<String> = by_kind.keys().cloned().collect();
     let covered: BTreeSet<String> = cases.iter().map(|c| c.message.to_owned()).collect();
     let missing: Vec<_> = found.difference(&covered).collect();
     let stale: Vec<_> = covered.difference(&found).collect();
@@ -542,6 +596,9 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
         missing.is_empty() && stale.is_empty(),
         "families without a case: {missing:#?}\ncases for no family: {stale:#?}"
     );
+
+    let elsewhere: Vec<Case> = cases.iter().flat_map(|c| elsewhere(c, &by_kind)).collect();
+    cases.extend(elsewhere);
 
     // Gateway, GatewayClass and HTTPRoute carry their rules at v1beta1 too; GRPCRoute has v1 only.
     let runs = ["v1", "v1beta1"]
@@ -562,7 +619,7 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
             failures.push(format!("{version} {}: invalid object admitted", c.message));
             continue;
         }
-        let ty = type_name(&sent, c.field);
+        let ty = type_name(&sent, &c.field);
         let want = match c.blocked {
             true => NOT_CHECKED.to_owned(),
             false => format!("{}: Invalid value: \"{ty}\": {}", c.field, c.message),
