@@ -6,7 +6,8 @@
 //! family without a case, or a case for no family, fails the test. One family can never fail on
 //! a cluster (a schema error stops the rules first): its case asks for the cluster's refusal.
 //! Each filter case is also tried at every other place its rule sits (the rule's filters or its
-//! backend's, HTTPRoute or GRPCRoute), as the YAML says where each family is.
+//! backend's, HTTPRoute or GRPCRoute), and the test fails unless every one of the 245 rules (each
+//! kind, version and field it sits at, read from the YAML) is reached by some case.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -437,6 +438,52 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// One place a rule sits: kind, version, field path (no indices), message.
+type Place = (String, String, String, String);
+
+/// Every rule's place in one version's schema (`path`: the field path of `schema`).
+fn places(schema: &Value, kind: &str, version: &str, path: &str, out: &mut BTreeSet<Place>) {
+    let rules = schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array);
+    for rule in rules.into_iter().flatten() {
+        let text = rule.get("message").or_else(|| rule.get("rule"));
+        let text = text.and_then(Value::as_str).unwrap().to_owned();
+        out.insert((kind.into(), version.into(), path.into(), text));
+    }
+    for (name, child) in schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let path = if path.is_empty() {
+            name.clone()
+        } else {
+            format!("{path}.{name}")
+        };
+        places(child, kind, version, &path, out);
+    }
+    if let Some(items) = schema.get("items") {
+        places(items, kind, version, path, out);
+    }
+}
+
+/// A field path without its list indices.
+fn without_indices(field: &str) -> String {
+    let mut out = String::new();
+    let mut in_index = false;
+    for ch in field.chars() {
+        match ch {
+            '[' => in_index = true,
+            ']' => in_index = false,
+            _ if !in_index => out.push(ch),
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Where a route's filters sit: at its first rule, or at that rule's first backend.
 const FILTER_PLACES: [&str; 2] = [
     "spec.rules[0].filters",
@@ -500,7 +547,7 @@ fn type_name(obj: &Value, field: &str) -> &'static str {
 
 /// A cluster with every Gateway API CRD installed; the families their rules form, each with
 /// the kinds that carry it.
-async fn gateway_api() -> (TestEnv, BTreeMap<String, BTreeSet<String>>) {
+async fn gateway_api() -> (TestEnv, BTreeMap<String, BTreeSet<String>>, BTreeSet<Place>) {
     let env = TestEnv::start().await.unwrap();
     let crds: Api<DynamicObject> = Api::all_with(
         env.client(),
@@ -510,6 +557,7 @@ async fn gateway_api() -> (TestEnv, BTreeMap<String, BTreeSet<String>>) {
         ),
     );
     let mut found = BTreeMap::<String, BTreeSet<String>>::new();
+    let mut all_places = BTreeSet::new();
     for yaml in CRDS {
         let crd: Value = serde_saphyr::from_str(yaml).unwrap();
         let mut here = BTreeSet::new();
@@ -521,10 +569,24 @@ async fn gateway_api() -> (TestEnv, BTreeMap<String, BTreeSet<String>>) {
         for message in here {
             found.entry(message).or_default().insert(kind.to_owned());
         }
+        for v in crd
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .unwrap()
+        {
+            let schema = &v["schema"]["openAPIV3Schema"];
+            places(
+                schema,
+                kind,
+                v["name"].as_str().unwrap(),
+                "",
+                &mut all_places,
+            );
+        }
         let obj: DynamicObject = serde_json::from_value(crd).unwrap();
         crds.create(&PostParams::default(), &obj).await.unwrap();
     }
-    (env, found)
+    (env, found, all_places)
 }
 
 fn api(env: &TestEnv, kind: &str, version: &str) -> Api<DynamicObject> {
@@ -605,7 +667,7 @@ async fn write(
 
 #[tokio::test]
 async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
-    let (env, by_kind) = gateway_api().await;
+    let (env, by_kind, all_places) = gateway_api().await;
     let mut cases = cases();
     let found: BTreeSet<String> = by_kind.keys().cloned().collect();
     let covered: BTreeSet<String> = cases.iter().map(|c| c.message.to_owned()).collect();
@@ -625,7 +687,10 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
         .flat_map(|v| cases.iter().enumerate().map(move |(i, c)| (v, i, c)))
         .filter(|(v, _, c)| *v == "v1" || c.kind != "GRPCRoute");
     let mut failures = Vec::new();
+    let mut tried = BTreeSet::new();
     for (version, i, c) in runs {
+        let field = without_indices(&c.field);
+        tried.insert((c.kind.into(), version.into(), field, c.message.into()));
         let (_, r) = write(&env, c, version, &format!("{version}-ok-{i}"), &c.ok).await;
         if let Err(e) = r {
             failures.push(format!(
@@ -648,6 +713,8 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
             failures.push(format!("{version}: want `{want}`, got {code} {got:#?}"));
         }
     }
+    let untried: Vec<_> = all_places.difference(&tried).collect();
+    assert!(untried.is_empty(), "rules no case reaches: {untried:#?}");
     assert!(
         failures.is_empty(),
         "{} writes of {} cases failed:\n{}",
@@ -662,7 +729,7 @@ async fn every_rule_family_admits_a_valid_object_and_refuses_an_invalid_one() {
 /// `||` is true if either side is, whichever side fails.
 #[tokio::test]
 async fn a_rule_reading_an_absent_field_fails_as_on_a_cluster() {
-    let (env, _) = gateway_api().await;
+    let (env, _, _) = gateway_api().await;
     let gateways = api(&env, "Gateway", "v1");
     let pp = PostParams::default();
     let https =
@@ -690,7 +757,7 @@ async fn a_rule_reading_an_absent_field_fails_as_on_a_cluster() {
 /// The largest objects the schemas allow, all valid, fit the runtime cost budget.
 #[tokio::test]
 async fn the_largest_valid_objects_are_admitted() {
-    let (env, _) = gateway_api().await;
+    let (env, _, _) = gateway_api().await;
     let pp = PostParams::default();
     let listeners: Vec<Value> = (0..64)
         .map(|i| {
