@@ -33,7 +33,7 @@ impl Schema {
         out
     }
 
-    fn validate(&self, v: &Value, path: &str, out: &mut Vec<Cause>) {
+    pub(super) fn validate(&self, v: &Value, path: &str, out: &mut Vec<Cause>) {
         // kube-openapi names the root "" (so its messages start with " in body").
         let shown = path;
         if v.is_null() {
@@ -59,6 +59,7 @@ impl Schema {
             out.push(type_invalid(path, actual, want, shown));
             return;
         }
+        self.validate_composition(v, path, out);
         match v {
             Value::String(s) => self.validate_string(s, path, shown, out),
             Value::Number(_) => self.validate_number(v, path, shown, out),
@@ -108,6 +109,10 @@ impl Schema {
         {
             let d = format!("{shown} in body should match '{p}'");
             out.push(Cause::invalid(path, &go_quote(s), &d));
+        }
+        if super::formats::check(&self.format, s) == Some(false) {
+            // kube-openapi reports a bad format as a type error, the format as the type.
+            out.push(type_invalid(path, s, &self.format, shown));
         }
     }
 

@@ -1,0 +1,231 @@
+//! The string `format`s apiextensions-apiserver checks on custom resources (its list of supported
+//! formats, checked as kube-openapi's `strfmt` registry checks them); any other format is ignored,
+//! as upstream ignores it.
+
+use std::net::IpAddr;
+use std::sync::LazyLock;
+
+use base64::Engine;
+use regex::Regex;
+
+/// Whether `s` is a valid `format`; `None` when the server does not check that format.
+pub(super) fn check(format: &str, s: &str) -> Option<bool> {
+    let ok = match format {
+        "bsonobjectid" => s.len() == 24 && s.bytes().all(|b| b.is_ascii_hexdigit()),
+        "uri" => !s.is_empty() && !s.chars().any(char::is_control),
+        "email" => is_email(s),
+        "hostname" => s.len() <= 255 && matches(&HOSTNAME, s),
+        // strfmt takes any IP with a dot as ipv4, any with a colon as ipv6.
+        "ipv4" => s.contains('.') && s.parse::<IpAddr>().is_ok(),
+        "ipv6" => s.contains(':') && s.parse::<IpAddr>().is_ok(),
+        "cidr" => is_cidr(s),
+        "mac" => matches(&MAC, s),
+        "uuid" => uuid_version(s).is_some(),
+        "uuid3" => uuid_version(s) == Some('3'),
+        "uuid4" => uuid_version(s) == Some('4') && uuid_variant_ok(s),
+        "uuid5" => uuid_version(s) == Some('5') && uuid_variant_ok(s),
+        "isbn" => is_isbn10(s) || is_isbn13(s),
+        "isbn10" => is_isbn10(s),
+        "isbn13" => is_isbn13(s),
+        "creditcard" => is_credit_card(s),
+        "ssn" => matches(&SSN, s),
+        "hexcolor" => matches(&HEXCOLOR, s),
+        "rgbcolor" => matches(&RGBCOLOR, s),
+        "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
+        "password" => true,
+        "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
+        "duration" => matches(&DURATION, s),
+        "datetime" | "date-time" => chrono::DateTime::parse_from_rfc3339(s).is_ok(),
+        _ => return None,
+    };
+    Some(ok)
+}
+
+static HOSTNAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^[\p{L}\p{S}0-9]([\p{L}\p{S}0-9-]{0,61}[\p{L}\p{S}0-9])?(\.[\p{L}\p{S}0-9]([\p{L}\p{S}0-9-]{0,61}[\p{L}\p{S}0-9])?)*$",
+    )
+    .ok()
+});
+static MAC: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^([0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){5}|[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){7}|[0-9A-Fa-f]{2}([:-][0-9A-Fa-f]{2}){19}|[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4}){2}|[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4}){3}|[0-9A-Fa-f]{4}(\.[0-9A-Fa-f]{4}){9})$",
+    )
+    .ok()
+});
+static SSN: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$").ok());
+static HEXCOLOR: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$").ok());
+static RGBCOLOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let n = r"\s*(0|[1-9]\d?|1\d\d|2[0-4]\d|25[0-5])\s*";
+    Regex::new(&format!(r"^rgb\({n},{n},{n}\)$")).ok()
+});
+/// Go's `time.ParseDuration` syntax, or a count and a unit word (`3 days`) as strfmt takes.
+static DURATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^([-+]?0|[-+]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*|\d+\s*(ns|us|µs|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|sec|minutes?|min|hours?|hr|days?|weeks?|wk))$",
+    )
+    .ok()
+});
+
+fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
+    re.as_ref().is_some_and(|r| r.is_match(s))
+}
+
+fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.rsplit_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.is_empty()
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+}
+
+fn is_cidr(s: &str) -> bool {
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let max = match ip.parse::<IpAddr>() {
+        Ok(IpAddr::V4(_)) => 32,
+        Ok(IpAddr::V6(_)) => 128,
+        Err(_) => return false,
+    };
+    !bits.is_empty()
+        && bits.bytes().all(|b| b.is_ascii_digit())
+        && bits.parse::<u32>().is_ok_and(|b| b <= max)
+}
+
+/// The version digit of a hyphenated UUID, if `s` is one.
+fn uuid_version(s: &str) -> Option<char> {
+    let groups: Vec<&str> = s.split('-').collect();
+    let lens = [8, 4, 4, 4, 12];
+    let well_formed = groups.len() == 5
+        && groups
+            .iter()
+            .zip(lens)
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
+    well_formed.then(|| groups[2].chars().next()).flatten()
+}
+
+fn uuid_variant_ok(s: &str) -> bool {
+    s.split('-')
+        .nth(3)
+        .and_then(|g| g.chars().next())
+        .is_some_and(|c| matches!(c.to_ascii_lowercase(), '8' | '9' | 'a' | 'b'))
+}
+
+fn isbn_chars(s: &str) -> Vec<char> {
+    s.chars().filter(|c| !matches!(c, '-' | ' ')).collect()
+}
+
+fn is_isbn10(s: &str) -> bool {
+    let c = isbn_chars(s);
+    if c.len() != 10 {
+        return false;
+    }
+    let mut sum = 0;
+    for (i, ch) in c.iter().enumerate() {
+        let d = match ch {
+            'X' if i == 9 => 10,
+            _ => match ch.to_digit(10) {
+                Some(d) => d,
+                None => return false,
+            },
+        };
+        sum += (10 - i as u32) * d;
+    }
+    sum % 11 == 0
+}
+
+fn is_isbn13(s: &str) -> bool {
+    let c = isbn_chars(s);
+    let digits: Option<Vec<u32>> = c.iter().map(|ch| ch.to_digit(10)).collect();
+    let Some(d) = digits.filter(|d| d.len() == 13) else {
+        return false;
+    };
+    let sum: u32 = d
+        .iter()
+        .enumerate()
+        .map(|(i, x)| if i % 2 == 0 { *x } else { 3 * x })
+        .sum();
+    sum % 10 == 0
+}
+
+/// 13 to 19 digits (spaces and hyphens aside) passing the Luhn check.
+fn is_credit_card(s: &str) -> bool {
+    let c: Vec<char> = s.chars().filter(|c| !matches!(c, '-' | ' ')).collect();
+    let digits: Option<Vec<u32>> = c.iter().map(|ch| ch.to_digit(10)).collect();
+    let Some(d) = digits.filter(|d| (13..=19).contains(&d.len())) else {
+        return false;
+    };
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, x)| {
+            if i % 2 == 1 {
+                let y = 2 * x;
+                if y > 9 { y - 9 } else { y }
+            } else {
+                *x
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check;
+
+    #[test]
+    fn each_supported_format_takes_a_good_value_and_refuses_a_bad_one() {
+        let table = [
+            ("bsonobjectid", "507f1f77bcf86cd799439011", "507f"),
+            ("uri", "https://example.com/x", "a\u{7}b"),
+            ("email", "a@example.com", "nope"),
+            ("hostname", "gateway.example.com", "-bad-.com"),
+            ("ipv4", "10.0.0.1", "abc"),
+            ("ipv6", "fd00::1", "10.0.0.1"),
+            ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
+            ("mac", "00:1a:2b:3c:4d:5e", "00:1a:2b"),
+            ("uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567"),
+            (
+                "uuid3",
+                "a3bb189e-8bf9-3888-9912-ace4e6543002",
+                "123e4567-e89b-12d3-a456-426614174000",
+            ),
+            (
+                "uuid4",
+                "9b2d4c1e-3f5a-4b6c-8d7e-1f2a3b4c5d6e",
+                "9b2d4c1e-3f5a-4b6c-1d7e-1f2a3b4c5d6e",
+            ),
+            (
+                "uuid5",
+                "886313e1-3b8a-5372-9b90-0c9aee199e5d",
+                "886313e1-3b8a-4372-9b90-0c9aee199e5d",
+            ),
+            ("isbn", "978-3-16-148410-0", "978-3-16-148410-1"),
+            ("isbn10", "0-306-40615-2", "0-306-40615-3"),
+            ("isbn13", "9780306406157", "9780306406158"),
+            ("creditcard", "4111 1111 1111 1111", "4111 1111 1111 1112"),
+            ("ssn", "123-45-6789", "123-456-789"),
+            ("hexcolor", "#1a2B3c", "#12345"),
+            ("rgbcolor", "rgb(0, 128, 255)", "rgb(0,128,256)"),
+            ("byte", "aGVsbG8=", "not base64!"),
+            ("date", "2024-02-29", "2023-02-29"),
+            ("duration", "1h30m", "ten minutes"),
+            ("date-time", "2024-01-02T03:04:05Z", "2024-01-02"),
+            ("datetime", "2024-01-02T03:04:05+01:00", "yesterday"),
+        ];
+        for (format, good, bad) in table {
+            assert_eq!(check(format, good), Some(true), "{format} {good}");
+            assert_eq!(check(format, bad), Some(false), "{format} {bad}");
+        }
+        assert_eq!(check("password", ""), Some(true));
+        assert_eq!(check("int-or-string-ish", "x"), None);
+    }
+}
