@@ -8,6 +8,12 @@ use std::sync::LazyLock;
 use base64::Engine;
 use regex::Regex;
 
+/// Whether the server keeps this `format` (it strips the others from the schema it validates
+/// with): the string formats and the numeric ones, which only name the type a number must have.
+pub(super) fn is_supported(format: &str) -> bool {
+    matches!(format, "int32" | "int64" | "float" | "double") || check(format, "").is_some()
+}
+
 /// Whether `s` is a valid `format`; `None` when the server does not check that format.
 pub(super) fn check(format: &str, s: &str) -> Option<bool> {
     let ok = match format {
@@ -137,7 +143,7 @@ fn is_isbn10(s: &str) -> bool {
         };
         sum += (10 - i as u32) * d;
     }
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(s: &str) -> bool {
@@ -151,7 +157,7 @@ fn is_isbn13(s: &str) -> bool {
         .enumerate()
         .map(|(i, x)| if i % 2 == 0 { *x } else { 3 * x })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// 13 to 19 digits (spaces and hyphens aside) passing the Luhn check.
@@ -174,7 +180,7 @@ fn is_credit_card(s: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 #[cfg(test)]
@@ -227,5 +233,7 @@ mod tests {
         }
         assert_eq!(check("password", ""), Some(true));
         assert_eq!(check("int-or-string-ish", "x"), None);
+        assert!(super::is_supported("int32") && super::is_supported("ipv4"));
+        assert!(!super::is_supported("int-or-string"));
     }
 }
