@@ -238,3 +238,45 @@ async fn a_gateway_status_address_that_is_no_ip_is_refused_by_its_any_of() {
         ]
     );
 }
+
+#[tokio::test]
+async fn unchanged_values_breaking_a_new_format_or_combinator_do_not_block_updates() {
+    let (env, api) = widgets(json!({"type": "object", "properties": {
+        "ip": {"type": "string"}, "never": {"type": "string"}, "n": {"type": "integer"}
+    }}))
+    .await;
+    let pp = PostParams::default();
+    let stored = json!({"ip": "abc", "never": "forbidden", "n": 1});
+    api.create(&pp, &widget("w", stored)).await.unwrap();
+    // The CRD tightens: the stored ip is no ipv4, the stored `never` is what `not` forbids.
+    let crds = crd_api(&env);
+    let mut stricter = crds.get("widgets.example.com").await.unwrap();
+    let props = &mut stricter.data["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        ["spec"]["properties"];
+    props["ip"] = json!({"type": "string", "format": "ipv4"});
+    props["never"] = json!({"type": "string", "not": {"enum": ["forbidden"]}});
+    crds.replace("widgets.example.com", &pp, &stricter)
+        .await
+        .unwrap();
+    let merge = |spec: Value| Patch::Merge(json!({"spec": spec}));
+    let params = PatchParams::default();
+    api.patch("w", &params, &merge(json!({"n": 2})))
+        .await
+        .unwrap();
+    assert_eq!(
+        causes(
+            api.patch(
+                "w",
+                &params,
+                &merge(json!({"ip": "xyz", "never": "forbidden"}))
+            )
+            .await
+        ),
+        ["spec.ip: Invalid value: \"xyz\": spec.ip in body must be of type ipv4: \"xyz\""]
+    );
+    let fresh = json!({"never": "forbidden"});
+    assert_eq!(
+        causes(api.create(&pp, &widget("fresh", fresh)).await),
+        ["<nil>: Invalid value: \"\": \"spec.never\" must not validate the schema (not)"]
+    );
+}
