@@ -18,18 +18,21 @@ pub(super) fn is_supported(format: &str) -> bool {
 pub(super) fn check(format: &str, s: &str) -> Option<bool> {
     let ok = match format {
         "bsonobjectid" => s.len() == 24 && s.bytes().all(|b| b.is_ascii_hexdigit()),
-        "uri" => !s.is_empty() && !s.chars().any(char::is_control),
+        "uri" => is_request_uri(s),
         "email" => is_email(s),
-        "hostname" => s.len() <= 255 && matches(&HOSTNAME, s),
-        // strfmt takes any IP with a dot as ipv4, any with a colon as ipv6.
-        "ipv4" => s.contains('.') && s.parse::<IpAddr>().is_ok(),
+        "hostname" => {
+            s.len() <= 255 && s.split('.').all(|l| l.len() <= 63) && matches(&HOSTNAME, s)
+        }
+        // strfmt takes any IP with a dot as ipv4 (leading zeros tolerated), any with a colon as
+        // ipv6.
+        "ipv4" => s.contains('.') && parse_ip_sloppy(s).is_some(),
         "ipv6" => s.contains(':') && s.parse::<IpAddr>().is_ok(),
         "cidr" => is_cidr(s),
         "mac" => matches(&MAC, s),
-        "uuid" => uuid_version(s).is_some(),
-        "uuid3" => uuid_version(s) == Some('3'),
-        "uuid4" => uuid_version(s) == Some('4') && uuid_variant_ok(s),
-        "uuid5" => uuid_version(s) == Some('5') && uuid_variant_ok(s),
+        "uuid" => uuid_digits(s).is_some(),
+        "uuid3" => uuid_digits(s).is_some_and(|d| d[12] == b'3'),
+        "uuid4" => uuid_digits(s).is_some_and(|d| d[12] == b'4' && uuid_variant_ok(&d)),
+        "uuid5" => uuid_digits(s).is_some_and(|d| d[12] == b'5' && uuid_variant_ok(&d)),
         "isbn" => is_isbn10(s) || is_isbn13(s),
         "isbn10" => is_isbn10(s),
         "isbn13" => is_isbn13(s),
@@ -37,7 +40,8 @@ pub(super) fn check(format: &str, s: &str) -> Option<bool> {
         "ssn" => matches(&SSN, s),
         "hexcolor" => matches(&HEXCOLOR, s),
         "rgbcolor" => matches(&RGBCOLOR, s),
-        "byte" => base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
+        // At least one group of four, as govalidator's base64 check asks.
+        "byte" => !s.is_empty() && base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
         "password" => true,
         "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
         "duration" => matches(&DURATION, s),
@@ -47,10 +51,14 @@ pub(super) fn check(format: &str, s: &str) -> Option<bool> {
     Some(ok)
 }
 
+/// A single label (one hyphen at most, right after its first character), or dotted labels ending in a top-level domain
+/// of 2 to 63 letters; letters and symbols of any script count, as in strfmt.
 static HOSTNAME: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"^[\p{L}\p{S}0-9]([\p{L}\p{S}0-9-]{0,61}[\p{L}\p{S}0-9])?(\.[\p{L}\p{S}0-9]([\p{L}\p{S}0-9-]{0,61}[\p{L}\p{S}0-9])?)*$",
-    )
+    let c = r"[a-zA-Z0-9\p{S}\p{L}]";
+    let label = format!(r"{c}([a-zA-Z0-9\-\p{{S}}\p{{L}}]{{0,61}}{c})?");
+    Regex::new(&format!(
+        r"^({c}(-?{c}{{0,62}})?|({label}\.)+[a-zA-Z\p{{L}}]{{2,63}})$"
+    ))
     .ok()
 });
 static MAC: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -94,33 +102,69 @@ fn is_cidr(s: &str) -> bool {
     let Some((ip, bits)) = s.split_once('/') else {
         return false;
     };
-    let max = match ip.parse::<IpAddr>() {
-        Ok(IpAddr::V4(_)) => 32,
-        Ok(IpAddr::V6(_)) => 128,
-        Err(_) => return false,
+    let max = match parse_ip_sloppy(ip) {
+        Some(IpAddr::V4(_)) => 32,
+        Some(IpAddr::V6(_)) => 128,
+        None => return false,
     };
     !bits.is_empty()
         && bits.bytes().all(|b| b.is_ascii_digit())
         && bits.parse::<u32>().is_ok_and(|b| b <= max)
 }
 
-/// The version digit of a hyphenated UUID, if `s` is one.
-fn uuid_version(s: &str) -> Option<char> {
-    let groups: Vec<&str> = s.split('-').collect();
-    let lens = [8, 4, 4, 4, 12];
-    let well_formed = groups.len() == 5
-        && groups
-            .iter()
-            .zip(lens)
-            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()));
-    well_formed.then(|| groups[2].chars().next()).flatten()
+/// The 32 hex digits of a UUID (hyphens between its groups optional, any case), lowercased.
+fn uuid_digits(s: &str) -> Option<Vec<u8>> {
+    let mut digits = Vec::with_capacity(32);
+    let mut rest = s;
+    for (i, n) in [8, 4, 4, 4, 12].into_iter().enumerate() {
+        if i > 0 {
+            rest = rest.strip_prefix('-').unwrap_or(rest);
+        }
+        let group = rest.get(..n)?;
+        if !group.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        digits.extend(group.bytes().map(|b| b.to_ascii_lowercase()));
+        rest = &rest[n..];
+    }
+    rest.is_empty().then_some(digits)
 }
 
-fn uuid_variant_ok(s: &str) -> bool {
-    s.split('-')
-        .nth(3)
-        .and_then(|g| g.chars().next())
-        .is_some_and(|c| matches!(c.to_ascii_lowercase(), '8' | '9' | 'a' | 'b'))
+fn uuid_variant_ok(digits: &[u8]) -> bool {
+    matches!(digits[16], b'8' | b'9' | b'a' | b'b')
+}
+
+/// An IPv4 address whose parts may have leading zeros (k8s.io/utils' sloppy parsing), or any
+/// IPv6 one.
+fn parse_ip_sloppy(s: &str) -> Option<IpAddr> {
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    let parts: Vec<&str> = s.split('.').collect();
+    let ok = parts.len() == 4
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        });
+    if !ok {
+        return None;
+    }
+    let octets: Vec<u8> = parts.iter().filter_map(|p| p.parse().ok()).collect();
+    let v4: [u8; 4] = octets.try_into().ok()?;
+    Some(IpAddr::from(v4))
+}
+
+/// An absolute URI or an absolute path, without spaces or control characters (Go's
+/// `url.ParseRequestURI`, as govalidator's request-URI check uses it).
+fn is_request_uri(s: &str) -> bool {
+    let scheme = s.split_once(':').is_some_and(|(scheme, _)| {
+        let mut chars = scheme.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    });
+    (scheme || s.starts_with('/')) && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
 fn isbn_chars(s: &str) -> Vec<char> {
@@ -191,14 +235,14 @@ mod tests {
     fn each_supported_format_takes_a_good_value_and_refuses_a_bad_one() {
         let table = [
             ("bsonobjectid", "507f1f77bcf86cd799439011", "507f"),
-            ("uri", "https://example.com/x", "a\u{7}b"),
+            ("uri", "https://example.com/x", "example.com/x"),
             ("email", "a@example.com", "nope"),
-            ("hostname", "gateway.example.com", "-bad-.com"),
-            ("ipv4", "10.0.0.1", "abc"),
+            ("hostname", "gateway.example.com", "a.example.c0m"),
+            ("ipv4", "010.0.0.1", "abc"),
             ("ipv6", "fd00::1", "10.0.0.1"),
             ("cidr", "10.0.0.0/8", "10.0.0.0/33"),
             ("mac", "00:1a:2b:3c:4d:5e", "00:1a:2b"),
-            ("uuid", "123e4567-e89b-12d3-a456-426614174000", "123e4567"),
+            ("uuid", "123E4567E89B12D3A456426614174000", "123e4567"),
             (
                 "uuid3",
                 "a3bb189e-8bf9-3888-9912-ace4e6543002",
@@ -221,7 +265,7 @@ mod tests {
             ("ssn", "123-45-6789", "123-456-789"),
             ("hexcolor", "#1a2B3c", "#12345"),
             ("rgbcolor", "rgb(0, 128, 255)", "rgb(0,128,256)"),
-            ("byte", "aGVsbG8=", "not base64!"),
+            ("byte", "aGVsbG8=", ""),
             ("date", "2024-02-29", "2023-02-29"),
             ("duration", "1h30m", "ten minutes"),
             ("date-time", "2024-01-02T03:04:05Z", "2024-01-02"),
@@ -232,6 +276,12 @@ mod tests {
             assert_eq!(check(format, bad), Some(false), "{format} {bad}");
         }
         assert_eq!(check("password", ""), Some(true));
+        assert_eq!(check("uri", "/just/a/path"), Some(true));
+        // strfmt's single label takes one hyphen, only right after its first character.
+        assert_eq!(check("hostname", "a-bc"), Some(true));
+        assert_eq!(check("hostname", "ab-c"), Some(false));
+        assert_eq!(check("hostname", "ab-c.example.com"), Some(true));
+        assert_eq!(check("byte", "not base64!"), Some(false));
         assert_eq!(check("int-or-string-ish", "x"), None);
         assert!(super::is_supported("int32") && super::is_supported("ipv4"));
         assert!(!super::is_supported("int-or-string"));
