@@ -44,7 +44,7 @@ pub(super) fn check(format: &str, s: &str) -> Option<bool> {
         "byte" => !s.is_empty() && base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
         "password" => true,
         "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
-        "duration" => matches(&DURATION, s),
+        "duration" => matches(&GO_DURATION, s) || is_counted_duration(s),
         "datetime" | "date-time" => chrono::DateTime::parse_from_rfc3339(s).is_ok(),
         _ => return None,
     };
@@ -75,13 +75,38 @@ static RGBCOLOR: LazyLock<Option<Regex>> = LazyLock::new(|| {
     let n = r"\s*(0|[1-9]\d?|1\d\d|2[0-4]\d|25[0-5])\s*";
     Regex::new(&format!(r"^rgb\({n},{n},{n}\)$")).ok()
 });
-/// Go's `time.ParseDuration` syntax, or a count and a unit word (`3 days`) as strfmt takes.
-static DURATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(
-        r"^([-+]?0|[-+]?(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))*|\d+\s*(ns|us|µs|ms|s|m|h|d|w|nanoseconds?|microseconds?|milliseconds?|seconds?|sec|minutes?|min|hours?|hr|days?|weeks?|wk))$",
-    )
-    .ok()
+/// Go's `time.ParseDuration` syntax.
+static GO_DURATION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let part = r"(\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)";
+    Regex::new(&format!(r"^([-+]?0|[-+]?({part})+)$")).ok()
 });
+/// A count and a unit word anywhere in the string (`3 days`), as strfmt's fallback finds them.
+static COUNTED: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"(-\s?)?(\d+)\s*([A-Za-zµ]+)").ok());
+
+/// strfmt's fallback: valid when some count has a unit it knows (a short name, or a word
+/// starting with the unit's long name: `minutes`, `hours`), and every count is an int64.
+fn is_counted_duration(s: &str) -> bool {
+    let Some(re) = COUNTED.as_ref() else {
+        return false;
+    };
+    let mut known = false;
+    for m in re.captures_iter(s) {
+        if m[2].parse::<i64>().is_err() {
+            return false;
+        }
+        let unit = m[3].to_lowercase();
+        let exact = [
+            "ns", "nano", "us", "µs", "micro", "ms", "milli", "s", "sec", "m", "min", "h", "hr",
+            "hour", "d", "day", "w", "wk", "week",
+        ];
+        let long = [
+            "nano", "micro", "milli", "sec", "min", "hour", "day", "week",
+        ];
+        known |= exact.contains(&unit.as_str()) || long.iter().any(|l| unit.starts_with(l));
+    }
+    known
+}
 
 fn matches(re: &LazyLock<Option<Regex>>, s: &str) -> bool {
     re.as_ref().is_some_and(|r| r.is_match(s))
@@ -282,6 +307,9 @@ mod tests {
         assert_eq!(check("hostname", "ab-c"), Some(false));
         assert_eq!(check("hostname", "ab-c.example.com"), Some(true));
         assert_eq!(check("byte", "not base64!"), Some(false));
+        assert_eq!(check("duration", "3 days"), Some(true));
+        assert_eq!(check("duration", "every 10 Minutes"), Some(true));
+        assert_eq!(check("duration", "10 parsecs"), Some(false));
         assert_eq!(check("int-or-string-ish", "x"), None);
         assert!(super::is_supported("int32") && super::is_supported("ipv4"));
         assert!(!super::is_supported("int-or-string"));
