@@ -43,7 +43,8 @@ pub(super) fn check(format: &str, s: &str) -> Option<bool> {
         // At least one group of four, as govalidator's base64 check asks.
         "byte" => !s.is_empty() && base64::engine::general_purpose::STANDARD.decode(s).is_ok(),
         "password" => true,
-        "date" => chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
+        // Go's layout `2006-01-02`: two-digit month and day, no more.
+        "date" => s.len() == 10 && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(),
         "duration" => matches(&GO_DURATION, s) || is_counted_duration(s),
         "datetime" | "date-time" => chrono::DateTime::parse_from_rfc3339(s).is_ok(),
         _ => return None,
@@ -307,6 +308,7 @@ mod tests {
         assert_eq!(check("hostname", "ab-c"), Some(false));
         assert_eq!(check("hostname", "ab-c.example.com"), Some(true));
         assert_eq!(check("byte", "not base64!"), Some(false));
+        assert_eq!(check("date", "2024-1-2"), Some(false));
         assert_eq!(check("duration", "3 days"), Some(true));
         assert_eq!(check("duration", "every 10 Minutes"), Some(true));
         assert_eq!(check("duration", "10 parsecs"), Some(false));
