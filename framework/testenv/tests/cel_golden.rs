@@ -6,7 +6,8 @@
 //! value as a Go map; and the order of the errors of sibling fields follows Go's map iteration,
 //! random on the real server, so causes are compared by field depth and name (the node's own
 //! rules keep their order, and schema errors still come first). The schema validator's own
-//! newer wording (`maxLength` as `Too long`) is rewritten too.
+//! newer wording (`maxLength` as `Too long`) is rewritten too, and so is what newer servers do
+//! when such a schema error is found: they run no rule.
 
 mod support;
 
@@ -120,6 +121,21 @@ fn newer_wording(status: &mut Value, schema: &Value) {
             let ty = schema_type(schema, &field);
             c["message"] = format!("Invalid value: \"{ty}\": {detail}").into();
         }
+    }
+    // Newer servers (kubernetes#111519, 1.25) run no rule once a type, required, enum, length or
+    // count error is found (`hasBlockingErr`): one fieldless cause says so in place of theirs.
+    let blocking = [
+        "FieldValueNotSupported",
+        "FieldValueRequired",
+        "FieldValueTooLong",
+    ]
+    .iter()
+    .chain(&["FieldValueTooMany", "FieldValueTypeInvalid"])
+    .any(|r| causes.iter().any(|c| c["reason"] == *r));
+    if blocking {
+        causes.retain(|c| !rule_like(c));
+        causes.push(json!({"reason": "FieldValueInvalid", "field": "<nil>",
+            "message": "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"}));
     }
     sort_causes(status);
 }

@@ -162,12 +162,19 @@ async fn unchanged_invalid_values_do_not_block_updates() {
         .patch("w", &PatchParams::default(), &p)
         .await
         .unwrap();
+    let p = Patch::Merge(json!({"spec": {"name": "BAD"}}));
+    assert_eq!(
+        causes(widgets.patch("w", &PatchParams::default(), &p).await),
+        ["spec.name: Invalid value: \"string\": lowercase only"]
+    );
+    // A changed value too long for the schema keeps every rule from running, as upstream's
+    // strategy does (`hasBlockingErr`).
     let p = Patch::Merge(json!({"spec": {"name": "STILL-BAD"}}));
     assert_eq!(
         causes(widgets.patch("w", &PatchParams::default(), &p).await),
         [
             "spec.name: Too long: may not be more than 5 bytes",
-            "spec.name: Invalid value: \"string\": lowercase only"
+            "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"
         ]
     );
 }

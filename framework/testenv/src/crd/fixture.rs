@@ -83,18 +83,8 @@ impl CrdRules {
         let mut obj = obj.clone();
         version.schema.prune_root(&mut obj);
         version.schema.apply_defaults(&mut obj);
-        let mut causes = version.schema.validate_root(&obj);
-        if let Some(old) = old {
-            causes = crate::crd::ratchet::keep_changed(&version.schema, &obj, old, causes);
-        }
-        if let Some(rules) = &version.rules {
-            causes.extend(crate::api::cel::validate::validate(
-                rules,
-                &version.schema,
-                &obj,
-                old,
-            ));
-        }
+        let causes =
+            crate::crd::admit::schema_and_rules(&version.schema, version.rules.as_ref(), &obj, old);
         if causes.is_empty() {
             Ok(obj)
         } else {
@@ -117,7 +107,7 @@ mod tests {
             "spec": {"group": "example.com", "scope": "Namespaced", "names": {"plural": "widgets", "kind": "Widget"},
                 "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
                     "type": "object", "properties": {"spec": {"type": "object",
-                        "properties": {"min": {"type": "integer", "default": 0}, "max": {"type": "integer"}},
+                        "properties": {"min": {"type": "integer", "default": 0}, "max": {"type": "integer", "minimum": 0}},
                         "x-kubernetes-validations": [{"rule": rule, "message": "min must not exceed max"}]}}}}}]}})
     }
 
@@ -143,6 +133,32 @@ mod tests {
             rules
                 .check(&json!({"apiVersion": "example.com/v2"}), None)
                 .is_err()
+        );
+    }
+
+    /// Upstream's strategy runs no rule once the schema found a type, required, enum, length or
+    /// count error; other schema errors (a minimum here) leave the rules running.
+    #[test]
+    fn a_blocking_schema_error_keeps_the_rules_from_running() {
+        let rules = CrdRules::new(&crd("self.min <= self.max")).unwrap();
+        let w = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
+        assert_eq!(
+            rules
+                .check(&w(json!({"min": "2", "max": 1})), None)
+                .unwrap_err(),
+            [
+                "spec.min: Invalid value: \"string\": spec.min in body must be of type integer: \"string\"",
+                "<nil>: Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ]
+        );
+        assert_eq!(
+            rules
+                .check(&w(json!({"min": 2, "max": -1})), None)
+                .unwrap_err(),
+            [
+                "spec.max: Invalid value: -1: spec.max in body should be greater than or equal to 0",
+                "spec: Invalid value: \"object\": min must not exceed max",
+            ]
         );
     }
 

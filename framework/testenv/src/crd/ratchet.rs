@@ -74,8 +74,20 @@ pub fn unchanged(schema: &Schema, new: &Value, old: &Value, field: &str) -> bool
 pub fn keep_changed(schema: &Schema, new: &Value, old: &Value, causes: Vec<Cause>) -> Vec<Cause> {
     causes
         .into_iter()
-        .filter(|c| !unchanged(schema, new, old, &c.field))
+        .filter(|c| !unchanged(schema, new, old, subject(c)))
         .collect()
+}
+
+/// The path of the value a cause is about: its field, or for a combinator's fieldless cause
+/// (`<nil>: Invalid value: "": "spec.x" must validate ...`) the path its message quotes.
+fn subject(c: &Cause) -> &str {
+    if c.field != "<nil>" {
+        return &c.field;
+    }
+    c.message
+        .strip_prefix("Invalid value: \"\": \"")
+        .and_then(|rest| rest.split_once('"'))
+        .map_or(&c.field, |(path, _)| path)
 }
 
 #[cfg(test)]

@@ -3,11 +3,14 @@
 //! `x-kubernetes-preserve-unknown-fields`), drop non-nullable nulls, apply `default`s, then
 //! validate (type, `enum`, `required`, numeric bounds, string length and `pattern`, item and
 //! property counts, list-type uniqueness) into 422 causes worded as kube-openapi's validator.
-//! Each node also carries its CEL rules (`x-kubernetes-validations`, `rules`), which
-//! `api::cel` compiles and evaluates; `format`s are not checked.
+//! The string `format`s the server supports are checked too, and `allOf`, `oneOf`, `anyOf` and
+//! `not`. Each node also carries its CEL rules (`x-kubernetes-validations`, `rules`), which
+//! `api::cel` compiles and evaluates.
 
 use std::collections::BTreeMap;
 
+mod composition;
+mod formats;
 mod rules;
 mod validate;
 
@@ -88,6 +91,14 @@ pub struct Schema {
     pub format: String,
     /// `x-kubernetes-validations`.
     pub rules: Vec<Rule>,
+    /// `allOf`.
+    pub all_of: Vec<Schema>,
+    /// `oneOf`.
+    pub one_of: Vec<Schema>,
+    /// `anyOf`.
+    pub any_of: Vec<Schema>,
+    /// `not`.
+    pub not: Option<Box<Schema>>,
 }
 
 fn num(v: &Value, k: &str) -> Option<f64> {
@@ -96,6 +107,13 @@ fn num(v: &Value, k: &str) -> Option<f64> {
 
 fn uint(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
+}
+
+fn branches(v: &Value, k: &str) -> Vec<Schema> {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map(|a| a.iter().map(Schema::parse).collect())
+        .unwrap_or_default()
 }
 
 fn flag(v: &Value, k: &str) -> bool {
@@ -163,6 +181,13 @@ impl Schema {
                 .into(),
             format: v.get("format").and_then(Value::as_str).unwrap_or("").into(),
             rules: Rule::parse_all(v),
+            all_of: branches(v, "allOf"),
+            one_of: branches(v, "oneOf"),
+            any_of: branches(v, "anyOf"),
+            not: v
+                .get("not")
+                .filter(|n| n.is_object())
+                .map(|n| Box::new(Schema::parse(n))),
         }
     }
 
