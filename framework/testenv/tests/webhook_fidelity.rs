@@ -5,6 +5,8 @@
 //! watch), `v1beta1` ConversionReviews, one review per listed object, and hostile webhooks that
 //! dribble their body or send an endless header block.
 
+mod support;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,29 +52,12 @@ impl Server {
 }
 
 async fn server(handler: Handler) -> Server {
-    use base64::Engine;
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    use tokio_rustls::rustls::{ServerConfig, crypto::ring};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()])
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let private = tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], private)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let support::tls::Loopback {
+        listener,
+        addr,
+        acceptor,
+        ca_bundle,
+    } = support::tls::loopback(&["127.0.0.1"]).await;
     let received = Arc::new(Mutex::new(Vec::new()));
     let kept = received.clone();
     tokio::spawn(async move {
@@ -94,7 +79,7 @@ async fn server(handler: Handler) -> Server {
     });
     Server {
         addr,
-        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_pem),
+        ca_bundle,
         received,
     }
 }

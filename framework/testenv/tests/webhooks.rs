@@ -131,31 +131,13 @@ struct Webhook {
 }
 
 async fn webhook() -> Webhook {
-    use base64::Engine;
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-    use tokio_rustls::rustls::{ServerConfig, crypto::ring};
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca_pem = ca.self_signed(&ca_key).unwrap().pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
     // Its name as a Service `wh-svc` in `wh-cap` too, for `clientConfig.service`.
-    let names = vec!["127.0.0.1".to_string(), "wh-svc.wh-cap.svc".to_string()];
-    let leaf = CertificateParams::new(names)
-        .unwrap()
-        .signed_by(&key, &issuer)
-        .unwrap();
-    let private = tokio_rustls::rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
-    let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(vec![leaf.der().clone()], private)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
+    let support::tls::Loopback {
+        listener,
+        addr,
+        acceptor,
+        ca_bundle,
+    } = support::tls::loopback(&["127.0.0.1", "wh-svc.wh-cap.svc"]).await;
     let script = Arc::new(Mutex::new(Script::default()));
     let shared = script.clone();
     tokio::spawn(async move {
@@ -176,7 +158,6 @@ async fn webhook() -> Webhook {
             });
         }
     });
-    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     Webhook {
         addr,
         ca_bundle,

@@ -2,6 +2,8 @@
 
 pub mod capture;
 pub mod kubectl;
+#[allow(dead_code)] // only the webhook test binaries serve TLS
+pub mod tls;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use kube::api::{Api, PostParams};
