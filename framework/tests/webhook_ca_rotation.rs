@@ -50,12 +50,12 @@ fn certs(identity: &str) -> SelfManagedCerts {
     certs
 }
 
-/// A configuration whose webhook nobody calls (it matches no resource written here), so only
-/// its `caBundle` matters.
-async fn configuration(client: &kube::Client) {
+/// A configuration `name` whose webhook nobody calls (it matches no resource written here), so
+/// only its `caBundle` matters.
+async fn configuration_named(client: &kube::Client, name: &str) {
     let vwc: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "rotation"},
+        "metadata": {"name": name},
         "webhooks": [{"name": "rotation.example.com", "sideEffects": "None",
             "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore",
             "clientConfig": {"url": "https://localhost:9443/validate"},
@@ -156,7 +156,7 @@ async fn lease(client: &kube::Client, identity: &str, fingerprint: &str, renewed
 async fn each_step_waits_for_its_gate_and_racing_replicas_write_it_once() {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
-    configuration(&client).await;
+    configuration_named(&client, "rotation").await;
     let (replica, b, c) = (certs("a"), certs("b"), certs("c"));
     let first = replica.ensure(&client).await.unwrap();
     let managed: Managed = CONFIG.parse().unwrap();
@@ -297,7 +297,7 @@ fn watch_states(
 async fn three_replicas_rotate_the_ca_in_three_writes_and_no_handshake_fails() {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
-    configuration(&client).await;
+    configuration_named(&client, "rotation").await;
     let mut replicas = Vec::new();
     for identity in ["a", "b", "c"] {
         replicas.push(replica(&client, &certs(identity)).await);
@@ -384,7 +384,7 @@ async fn three_replicas_rotate_the_ca_in_three_writes_and_no_handshake_fails() {
 async fn a_dead_replicas_lease_holds_the_last_step_back_until_it_expires() {
     let env = TestEnv::start().await.unwrap();
     let client = env.client();
-    configuration(&client).await;
+    configuration_named(&client, "rotation").await;
     let alive = replica(&client, &certs("alive")).await;
     let dead = replica(&client, &certs("dead")).await;
     // Killed: no shutdown, its Lease stays, naming the old certificate.
@@ -466,28 +466,7 @@ async fn the_shipped_rbac_is_all_a_rotation_needs() {
         .await
         .unwrap();
     apply_deploy_file(&admin, "metal-ccm.yaml").await;
-    let vwc: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": "metal-ccm-addresspools"},
-        "webhooks": [{"name": "overlap.metal.example.com", "sideEffects": "None",
-            "admissionReviewVersions": ["v1"], "failurePolicy": "Ignore",
-            "clientConfig": {"url": "https://localhost:9443/validate"},
-            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
-                "operations": ["CREATE"], "resources": ["gadgets"]}]}]
-    }))
-    .unwrap();
-    let resource = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(
-            "admissionregistration.k8s.io",
-            "v1",
-            "ValidatingWebhookConfiguration",
-        ),
-        "validatingwebhookconfigurations",
-    );
-    Api::<DynamicObject>::all_with(admin.clone(), &resource)
-        .create(&PostParams::default(), &vwc)
-        .await
-        .unwrap();
+    configuration_named(&admin, "metal-ccm-addresspools").await;
 
     let token = env
         .token_for_service_account(NS, "cloud-controller-manager")
