@@ -774,3 +774,33 @@ async fn no_estimated_cost_is_checked_at_creation_the_runtime_limit_stops() {
         )
     );
 }
+
+/// Policies are compiled once per stored version: a changed policy is what the next write sees.
+#[tokio::test]
+async fn a_changed_policy_is_enforced_from_the_next_write() {
+    let env = TestEnv::start().await.unwrap();
+    let (code, _, created) = create(
+        &env,
+        POLICIES,
+        configmap_policy("keys.example.com", json!({})),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let binding = binding("keys-binding.example.com", "keys.example.com", json!({}));
+    assert_eq!(create(&env, BINDINGS, binding).await.0, 201);
+    let two = |name: &str| configmap(name, json!({"a": "1", "b": "2"}));
+    assert_eq!(create(&env, CONFIGMAPS, two("first")).await.0, 422);
+    // Read back: the server's status write (typeChecking) moved its resourceVersion on.
+    let (_, _, mut policy) = send(&env, "GET", &format!("{POLICIES}/keys.example.com"), None).await;
+    policy["spec"]["validations"][0]["expression"] =
+        json!("!has(object.data) || object.data.size() <= 2");
+    let (code, _, replaced) = send(
+        &env,
+        "PUT",
+        &format!("{POLICIES}/keys.example.com"),
+        Some(policy),
+    )
+    .await;
+    assert_eq!(code, 200, "{replaced}");
+    assert_eq!(create(&env, CONFIGMAPS, two("second")).await.0, 201);
+}

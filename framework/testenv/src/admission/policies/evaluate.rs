@@ -7,6 +7,10 @@
 //! to, but an evaluation error denies the write under `failurePolicy: Fail` as upstream's does,
 //! whatever the binding's `validationActions`.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use kube_cel::cel::Value as Cel;
 use serde_json::Value;
 
@@ -71,7 +75,41 @@ fn items<'a>(v: &'a Value, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
+thread_local! {
+    /// Policies compiled once per stored version (uid and resourceVersion) and thread, not on
+    /// every write: a write runs every matching policy under the store's lock. Per thread
+    /// because a compiled program's types are `Rc`s.
+    static COMPILED: RefCell<HashMap<(String, String), CompileResult>> = RefCell::default();
+}
+
+/// What compiling a policy's spec gave.
+type CompileResult = Result<Rc<Compiled>, String>;
+
+/// Entries kept before the cache is emptied (each test's server makes its own policies).
+const COMPILED_KEPT: usize = 1024;
+
 impl Compiled {
+    /// [`Compiled::of`] the stored `policy`, compiled once per uid and resourceVersion.
+    pub fn of_stored(policy: &Value) -> CompileResult {
+        let meta = policy.get("metadata").unwrap_or(&Value::Null);
+        let key = (
+            text(meta, "uid").to_string(),
+            text(meta, "resourceVersion").to_string(),
+        );
+        if let Some(done) = COMPILED.with_borrow(|cache| cache.get(&key).cloned()) {
+            return done;
+        }
+        let spec = policy.get("spec").unwrap_or(&Value::Null);
+        let done = Compiled::of(spec).map(Rc::new);
+        COMPILED.with_borrow_mut(|cache| {
+            if cache.len() >= COMPILED_KEPT {
+                cache.clear();
+            }
+            cache.insert(key, done.clone());
+        });
+        done
+    }
+
     /// Compiles a stored policy's spec; the error is the first expression that does not
     /// compile (which validation refused at creation, so only a policy stored by an older
     /// server has one).

@@ -101,7 +101,7 @@ pub fn run(state: &State, req: &Request, objects: &Objects) -> Said {
         // Through `matchPolicy: Equivalent`, the version the rule named (see `at_once`).
         let converted = equivalent::at_once(state, req, &resource, objects);
         let seen = converted.as_ref().unwrap_or(objects);
-        let compiled = match evaluate::Compiled::of(spec) {
+        let compiled = match evaluate::Compiled::of_stored(policy) {
             Ok(c) => c,
             Err(_) if fail_open => continue,
             Err(e) => {
